@@ -1,0 +1,170 @@
+/* The CPU backend: host memory, OpenBLAS GEMM, and the elementwise, loss and optimizer
+ * kernels. It is the readable reference the CUDA backend is tested against. */
+#include "backend.h"
+#include "cpu_kernels.h"
+#include "status.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* OpenBLAS's own controls; declared here because cblas.h of other BLAS lacks them. */
+void openblas_set_num_threads(int num_threads);
+char *openblas_get_config(void);
+
+void mx_cpu_set_blas_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
+const char *mx_cpu_blas_info(void) { return openblas_get_config(); }
+
+/* ---- memory: 64-byte aligned so vector loads never straddle cache lines */
+
+static void *cpu_alloc(mx_backend *be, size_t bytes)
+{
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (p) memset(p, 0, rounded);
+    return p;
+}
+
+static void cpu_free(mx_backend *be, void *p) { free(p); }
+
+static void cpu_copy(mx_backend *be, void *dst, const void *src, size_t bytes, mx_copy_kind kind)
+{
+    if (dst != src && bytes) memcpy(dst, src, bytes);
+}
+
+static void cpu_zero(mx_backend *be, void *p, size_t bytes) { memset(p, 0, bytes); }
+static void cpu_sync(mx_backend *be) {}
+
+void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                 const float *b, int ldb, float beta, float *c, int ldc)
+{
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
+                lda, b, ldb, beta, c, ldc);
+}
+
+static void cpu_bias_forward(mx_backend *be, int outer, int c, int inner, float *y, const float *b)
+{
+#pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)outer * c * inner)) schedule(static)
+    for (int o = 0; o < outer; o++)
+        for (int j = 0; j < c; j++) {
+            float *row = y + ((size_t)o * c + j) * inner;
+            for (int i = 0; i < inner; i++) row[i] += b[j];
+        }
+}
+
+static void cpu_bias_backward(mx_backend *be, int outer, int c, int inner, float *db, const float *dy)
+{
+    /* Parallel over channels so every sum keeps one order: deterministic for any thread count. */
+#pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)outer * c * inner)) schedule(static)
+    for (int j = 0; j < c; j++) {
+        double s = 0;
+        for (int o = 0; o < outer; o++) {
+            const float *row = dy + ((size_t)o * c + j) * inner;
+            for (int i = 0; i < inner; i++) s += row[i];
+        }
+        db[j] += (float)s;
+    }
+}
+
+static void cpu_relu_forward(mx_backend *be, size_t n, float *out, const float *in)
+{
+#pragma omp parallel for num_threads(mx_cpu_team(be, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) out[i] = in[i] > 0 ? in[i] : 0;
+}
+
+static void cpu_relu_backward(mx_backend *be, size_t n, float *din, const float *dout, const float *out)
+{
+#pragma omp parallel for num_threads(mx_cpu_team(be, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) din[i] = out[i] > 0 ? dout[i] : 0;
+}
+
+static void cpu_add(mx_backend *be, size_t n, float *y, const float *x)
+{
+#pragma omp parallel for num_threads(mx_cpu_team(be, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+static void cpu_scale(mx_backend *be, size_t n, float *x, float a)
+{
+#pragma omp parallel for num_threads(mx_cpu_team(be, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) x[i] *= a;
+}
+
+/* ---- loss: max-shifted log-sum-exp so large logits cannot overflow */
+
+static double xent_row(int classes, float *drow, const float *row, int label, float grad_scale, int *hit)
+{
+    float mx = row[0];
+    int arg = 0;
+    for (int j = 1; j < classes; j++)
+        if (row[j] > mx) mx = row[j], arg = j;
+    double sum = 0;
+    for (int j = 0; j < classes; j++) sum += exp((double)(row[j] - mx));
+    double logz = log(sum) + mx;
+    if (drow)
+        for (int j = 0; j < classes; j++)
+            drow[j] = (float)(exp((double)row[j] - logz) - (j == label)) * grad_scale;
+    *hit = arg == label;
+    return logz - row[label];
+}
+
+static double cpu_softmax_xent(mx_backend *be, int n, int classes, float *dlogits, int *correct,
+                               const float *logits, const uint8_t *labels, float grad_scale)
+{
+    double loss = 0;
+    int hits = 0;
+    for (int i = 0; i < n; i++) {
+        int hit;
+        loss += xent_row(classes, dlogits ? dlogits + (size_t)i * classes : NULL, logits + (size_t)i * classes,
+                         labels[i], grad_scale, &hit);
+        hits += hit;
+    }
+    if (correct) *correct = hits;
+    return loss;
+}
+
+static double cpu_softmax_eval(mx_backend *be, int n, int classes, int *correct, const float *logits,
+                               const uint8_t *labels)
+{
+    return cpu_softmax_xent(be, n, classes, NULL, correct, logits, labels, 0);
+}
+
+static void cpu_sgd_update(mx_backend *be, size_t n, float *w, float *mom, const float *g, float lr,
+                           float momentum, float wd, float rescale)
+{
+#pragma omp parallel for num_threads(mx_cpu_team(be, n)) schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float m = momentum * mom[i] - lr * (rescale * g[i] + wd * w[i]);
+        mom[i] = m;
+        w[i] += m;
+    }
+}
+
+const mx_backend_ops mx_cpu_backend_ops = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    .gemm = mx_cpu_gemm,
+    .bias_forward = cpu_bias_forward,
+    .bias_backward = cpu_bias_backward,
+    .conv2d_forward = mx_cpu_conv2d_forward,
+    .conv2d_backward = mx_cpu_conv2d_backward,
+    .maxpool_forward = mx_cpu_maxpool_forward,
+    .maxpool_backward = mx_cpu_maxpool_backward,
+    .avgpool_global_forward = mx_cpu_avgpool_global_forward,
+    .avgpool_global_backward = mx_cpu_avgpool_global_backward,
+    .batchnorm_forward_train = mx_cpu_batchnorm_forward_train,
+    .batchnorm_forward_infer = mx_cpu_batchnorm_forward_infer,
+    .batchnorm_backward = mx_cpu_batchnorm_backward,
+    .relu_forward = cpu_relu_forward,
+    .relu_backward = cpu_relu_backward,
+    .add = cpu_add,
+    .scale = cpu_scale,
+    .softmax_xent = cpu_softmax_xent,
+    .softmax_eval = cpu_softmax_eval,
+    .sgd_update = cpu_sgd_update,
+};

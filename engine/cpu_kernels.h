@@ -1,0 +1,40 @@
+/* Internal: the CPU backend's kernels, split by family across cpu_*.c files and gathered
+ * into mx_cpu_backend_ops in cpu_backend.c. */
+#ifndef MX_CPU_KERNELS_H
+#define MX_CPU_KERNELS_H
+
+#include "backend.h"
+
+/* OpenMP team size for a loop of `work` elements on this device: small loops stay on one
+ * thread because forking costs more than it saves. */
+static inline int mx_cpu_team(const mx_backend *be, size_t work)
+{
+    return work < 32768 ? 1 : be->nthreads;
+}
+
+void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                 const float *b, int ldb, float beta, float *c, int ldc);
+
+void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
+                           const float *w);
+void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
+                            const float *dout, const float *in, const float *w);
+
+void mx_cpu_maxpool_forward(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax,
+                            const float *in);
+void mx_cpu_maxpool_backward(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
+                             const int32_t *argmax);
+void mx_cpu_avgpool_global_forward(mx_backend *be, int n, int c, int hw, float *out, const float *in);
+void mx_cpu_avgpool_global_backward(mx_backend *be, int n, int c, int hw, float *din, const float *dout);
+
+void mx_cpu_batchnorm_forward_train(mx_backend *be, int n, int c, int hw, float *out, float *mean, float *invstd,
+                                    float *run_mean, float *run_var, const float *in, const float *gamma,
+                                    const float *beta, float eps, float momentum);
+void mx_cpu_batchnorm_forward_infer(mx_backend *be, int n, int c, int hw, float *out, const float *in,
+                                    const float *gamma, const float *beta, const float *run_mean,
+                                    const float *run_var, float eps);
+void mx_cpu_batchnorm_backward(mx_backend *be, int n, int c, int hw, float *din, float *dgamma, float *dbeta,
+                               const float *dout, const float *in, const float *mean, const float *invstd,
+                               const float *gamma);
+
+#endif

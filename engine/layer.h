@@ -1,0 +1,67 @@
+/* Layers: each family is one file holding a table of ops (setup, forward, backward, flops)
+ * listed once in layers.def. Contract: parameter gradients accumulate (+=) so that
+ * micro-batches can add up; activation gradients are written (=). */
+#ifndef MX_LAYER_H
+#define MX_LAYER_H
+
+#include "backend.h"
+
+#include <stddef.h>
+
+typedef struct {
+    int c, h, w;
+} mx_shape; /* per-sample shape, NCHW without N */
+
+static inline size_t mx_shape_size(mx_shape s) { return (size_t)s.c * s.h * s.w; }
+
+typedef enum { MX_INIT_ZERO, MX_INIT_ONE, MX_INIT_WEIGHT } mx_init_kind;
+
+/* What a workload asks for: a layer kind and its integer arguments. */
+typedef struct {
+    const char *kind; /* a name from layers.def: "dense", "conv2d", ... */
+    int units;        /* dense: outputs; conv2d/residual: output channels */
+    int k, stride, pad;
+    int bias;         /* conv2d: add a per-channel bias */
+} mx_layer_spec;
+
+typedef struct mx_net_builder mx_net_builder;
+typedef struct mx_layer mx_layer;
+
+typedef struct {
+    const char *kind;
+    size_t priv_size; /* bytes of per-layer state, zeroed, freed with the net */
+    /* Checks spec against l->in, sets l->out, registers parameters and buffers. */
+    int (*setup)(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b);
+    void (*forward)(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training);
+    /* din may be NULL when nothing upstream needs it (the first layer). */
+    void (*backward)(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
+                     const float *out);
+    double (*flops)(const mx_layer *l); /* forward FLOPs per sample (2 per multiply-add) */
+} mx_layer_ops;
+
+struct mx_layer {
+    const mx_layer_ops *ops;
+    mx_shape in, out;
+    int param_first, param_count; /* this layer's slice of the net's parameter table */
+    void *priv;
+};
+
+/* ---- used by layer setup functions */
+
+/* Registers a parameter tensor of count floats; *w and *g are pointed into the net's
+ * contiguous parameter and gradient buffers once every layer is set up. decay: whether
+ * weight decay applies (weights yes; biases and batch-norm parameters no). */
+int mx_builder_param(mx_net_builder *b, const char *name, size_t count, mx_init_kind init, int fan_in,
+                     int fan_out, int decay, float **w, float **g);
+/* A device buffer freed with the net (activations, saved statistics, indices). */
+void *mx_builder_buffer(mx_net_builder *b, size_t bytes);
+int mx_builder_max_batch(const mx_net_builder *b);
+mx_backend *mx_builder_backend(const mx_net_builder *b);
+/* Sets up a layer nested inside another (residual blocks): same registry, same net. */
+int mx_builder_child(mx_net_builder *b, mx_layer *child, const mx_layer_spec *spec, mx_shape in);
+
+/* Layer registry, generated from layers.def. */
+const mx_layer_ops *mx_layer_find(const char *kind);
+const char *mx_layer_kinds(void); /* "dense|conv2d|..." for messages */
+
+#endif

@@ -1,0 +1,69 @@
+/* Pooling layers: max pooling (window k, stride s, no padding; argmax saved for backward)
+ * and global average pooling ([c][h][w] -> [c][1][1]). */
+#include "layer.h"
+#include "status.h"
+
+typedef struct {
+    mx_pool_desc d;
+    int32_t *argmax; /* [max_batch][c][oh][ow] */
+} maxpool;
+
+static int maxpool_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b)
+{
+    maxpool *p = l->priv;
+    const int stride = spec->stride ? spec->stride : spec->k;
+    if (spec->k < 1 || stride < 1 || spec->k > l->in.h || spec->k > l->in.w)
+        return mx_error(MX_EINVAL, "maxpool: window %d, stride %d on %dx%d input: need 1 <= window <= input size",
+                        spec->k, stride, l->in.h, l->in.w);
+    p->d = (mx_pool_desc){.c = l->in.c, .h = l->in.h, .w = l->in.w, .k = spec->k, .stride = stride};
+    p->d.oh = (p->d.h - p->d.k) / stride + 1;
+    p->d.ow = (p->d.w - p->d.k) / stride + 1;
+    l->out = (mx_shape){p->d.c, p->d.oh, p->d.ow};
+    p->argmax = mx_builder_buffer(b, sizeof(int32_t) * mx_builder_max_batch(b) * mx_shape_size(l->out));
+    return MX_OK;
+}
+
+static void maxpool_forward(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training)
+{
+    maxpool *p = l->priv;
+    be->ops->maxpool_forward(be, &p->d, n, out, p->argmax, in);
+}
+
+static void maxpool_backward(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
+                             const float *out)
+{
+    maxpool *p = l->priv;
+    if (din) be->ops->maxpool_backward(be, &p->d, n, din, dout, p->argmax);
+}
+
+const mx_layer_ops mx_layer_maxpool = {
+    .kind = "maxpool",
+    .priv_size = sizeof(maxpool),
+    .setup = maxpool_setup,
+    .forward = maxpool_forward,
+    .backward = maxpool_backward,
+};
+
+static int gap_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b)
+{
+    l->out = (mx_shape){l->in.c, 1, 1};
+    return MX_OK;
+}
+
+static void gap_forward(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training)
+{
+    be->ops->avgpool_global_forward(be, n, l->in.c, l->in.h * l->in.w, out, in);
+}
+
+static void gap_backward(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
+                         const float *out)
+{
+    if (din) be->ops->avgpool_global_backward(be, n, l->in.c, l->in.h * l->in.w, din, dout);
+}
+
+const mx_layer_ops mx_layer_avgpool_global = {
+    .kind = "avgpool_global",
+    .setup = gap_setup,
+    .forward = gap_forward,
+    .backward = gap_backward,
+};

@@ -1,0 +1,70 @@
+/* A network: a sequence of layers whose parameters live in one contiguous buffer (and
+ * gradients in a second with the same layout), so a kvstore can move them per tensor or
+ * all at once and every device's replica has the same offsets. */
+#ifndef MX_NET_H
+#define MX_NET_H
+
+#include "layer.h"
+
+#include <stdint.h>
+
+typedef struct {
+    char name[48];
+    size_t offset, count; /* in floats, into net->w and net->g */
+    mx_init_kind init;
+    int fan_in, fan_out;
+    int decay;            /* weight decay applies */
+    int layer;            /* index of the top-level layer that owns it */
+} mx_param;
+
+typedef enum { MX_WEIGHT_INIT_XAVIER, MX_WEIGHT_INIT_NORMAL } mx_weight_init;
+
+typedef struct mx_net {
+    mx_backend *be;
+    mx_shape in;
+    int nclasses, max_batch;
+    int nlayers;
+    mx_layer *layers;
+    int nparams;
+    mx_param *params;
+    size_t nweights;  /* floats in w (and g) */
+    float *w, *g;     /* device: parameters and their gradients */
+    float *x;         /* device: input batch [max_batch][in] */
+    uint8_t *labels;  /* device: labels [max_batch] */
+    float **act;      /* device: act[i] = output of layer i */
+    float *dbuf[2];   /* device: activation gradients, alternating between layers */
+    struct mx_net_allocs *allocs;
+} mx_net;
+
+/* Builds the layers for inputs of shape in and batches up to max_batch on backend be. */
+int mx_net_create(mx_net **out, mx_backend *be, const mx_layer_spec *specs, int nspecs, mx_shape in,
+                  int max_batch);
+void mx_net_destroy(mx_net *net);
+
+/* Deterministic initialisation from seed: each tensor draws from its own stream, so the
+ * values do not depend on the device or on other tensors. Xavier is uniform with bound
+ * sqrt(6/(fan_in+fan_out)); normal has standard deviation sigma. */
+int mx_net_init_params(mx_net *net, uint64_t seed, mx_weight_init kind, float sigma);
+
+/* Copies a batch of n samples from host memory into the net's input buffers. */
+void mx_net_set_batch(mx_net *net, const float *x_host, const uint8_t *labels_host, int n);
+/* Forward pass over the current batch; returns the logits (device). */
+const float *mx_net_forward(mx_net *net, int n, int training);
+/* Softmax cross-entropy of the logits; gradients are scaled by grad_scale (1/global batch,
+ * so that gradients summed across devices are the global mean). Returns the summed loss. */
+double mx_net_loss(mx_net *net, int n, float grad_scale, int *correct);
+
+/* Called once a top-level layer's backward is done: params [first, first+count) are final. */
+typedef void (*mx_grad_ready_fn)(void *user, int param_first, int param_count);
+/* Backward pass; accumulates into net->g (zero it first with mx_net_zero_grad). */
+void mx_net_backward(mx_net *net, int n, mx_grad_ready_fn ready, void *user);
+void mx_net_zero_grad(mx_net *net);
+
+/* Forward FLOPs per sample (training costs about 3x: forward, input and weight gradients). */
+double mx_net_flops(const mx_net *net);
+
+/* Evaluation mode forward + loss/accuracy over n samples (host arrays), in batches. */
+int mx_net_evaluate(mx_net *net, const float *x_host, const uint8_t *labels_host, int n, double *loss_sum,
+                    int *correct);
+
+#endif

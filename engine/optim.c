@@ -1,0 +1,19 @@
+/* SGD update and learning-rate schedule (see optim.h). */
+#include "optim.h"
+
+void mx_sgd_update(mx_backend *be, const mx_sgd *opt, const mx_param *params, int first, int count, float *w,
+                   float *mom, const float *g, float rescale)
+{
+    for (int i = first; i < first + count; i++) {
+        const mx_param *p = &params[i];
+        be->ops->sgd_update(be, p->count, w + p->offset, mom + p->offset, g + p->offset, opt->lr, opt->momentum,
+                            p->decay ? opt->wd : 0.0f, rescale);
+    }
+}
+
+float mx_lr_at(float base_lr, double epoch, double warmup_epochs, float ramp_from)
+{
+    if (warmup_epochs <= 0 || epoch >= warmup_epochs || ramp_from <= 1) return base_lr;
+    const double start = base_lr / ramp_from;
+    return (float)(start + (base_lr - start) * epoch / warmup_epochs);
+}

@@ -1,0 +1,22 @@
+/* SGD with momentum and weight decay over slices of a parameter table, so that the same
+ * update serves one device, a kvstore updating per key, or a device updating its shard. */
+#ifndef MX_OPTIM_H
+#define MX_OPTIM_H
+
+#include "net.h"
+
+typedef struct {
+    float lr, momentum, wd;
+} mx_sgd;
+
+/* Updates params [first, first+count) of the table whose buffers are w, mom and g (each
+ * laid out by the params' offsets, on backend be). rescale multiplies the gradient first.
+ * Weight decay applies to tensors marked decay (weights), not to biases or norm scales. */
+void mx_sgd_update(mx_backend *be, const mx_sgd *opt, const mx_param *params, int first, int count, float *w,
+                   float *mom, const float *g, float rescale);
+
+/* The learning rate at a fractional epoch under gradual warmup (Goyal et al. 2017): a
+ * linear ramp from base_lr/ramp_from to base_lr over warmup_epochs. */
+float mx_lr_at(float base_lr, double epoch, double warmup_epochs, float ramp_from);
+
+#endif

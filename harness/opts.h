@@ -1,0 +1,54 @@
+/* Table-driven command-line options shared by every subcommand: one table gives parsing,
+ * --help text and error messages that name the bad value and what is accepted. */
+#ifndef MX_OPTS_H
+#define MX_OPTS_H
+
+#include <stdio.h>
+
+typedef enum {
+    MX_OPT_FLAG,   /* --name; dst is int*, set to 1 */
+    MX_OPT_INT,    /* --name N; dst is int* */
+    MX_OPT_DOUBLE, /* --name X; dst is double* */
+    MX_OPT_STRING, /* --name S; dst is const char** (points into argv) */
+} mx_opt_type;
+
+typedef struct {
+    const char *name;    /* long name without the leading dashes */
+    mx_opt_type type;
+    void *dst;
+    const char *metavar; /* shown in help, e.g. "N" or "LIST" */
+    const char *help;    /* one line; say the default and accepted values */
+    const char *choices; /* MX_OPT_STRING only: "a|b|c" accepted values, or NULL for any */
+} mx_opt;
+
+/* The outcomes of mx_opts_parse; MX_OPTS_BAD is also the CLI's exit status for bad usage. */
+enum { MX_OPTS_OK = 0, MX_OPTS_HELP = 1, MX_OPTS_BAD = 2 };
+
+typedef struct {
+    const char *cmd;        /* "mxbench train" */
+    const char *usage;      /* "[options]" or "FILE [options]" */
+    const char *summary;    /* one paragraph shown under the usage line */
+    const mx_opt *opts;     /* terminated by an entry with name == NULL */
+    int min_positional, max_positional;
+} mx_cmd_spec;
+
+/* Parses argv[1..argc) (argv[0] is the subcommand name). Accepts --name V and --name=V,
+ * and -h/--help. Positional arguments are stored in pos[0..*npos). On bad usage prints
+ * "mxbench CMD: <what was wrong>" and a hint to stderr and returns MX_OPTS_BAD; on --help
+ * prints the help to stdout and returns MX_OPTS_HELP. */
+int mx_opts_parse(const mx_cmd_spec *spec, int argc, char **argv, const char **pos, int *npos);
+void mx_opts_print_help(const mx_cmd_spec *spec, FILE *f);
+
+/* Comma lists ("1,2,4"). Each returns the count parsed, or -1 after printing an error that
+ * names the option and the bad item. */
+int mx_parse_int_list(const char *opt, const char *s, int *out, int max, int min_value);
+int mx_parse_double_list(const char *opt, const char *s, double *out, int max);
+/* Splits s into items checked against choices ("a|b|c"; NULL accepts any). Items point into
+ * buf, a copy of s. */
+int mx_parse_choice_list(const char *opt, const char *s, const char *choices, char *buf, size_t bufsize,
+                         const char **out, int max);
+
+/* Parses a percentage "5%" or a fraction "0.05" into a fraction; -1 on error (printed). */
+double mx_parse_fraction(const char *opt, const char *s);
+
+#endif

@@ -1,0 +1,33 @@
+# Phase breakdown of a training step, one stacked bar per run: median time per step spent
+# in data loading, forward, backward, communication and the optimizer update; a marker
+# shows the median of the whole step (medians of the parts need not add up to it).
+# Input datafile (plot.c writes data/breakdown.dat): one row per run:
+#   1 run label (quoted)   2 data   3 forward   4 backward   5 comm   6 update
+#   7 whole step   (all in seconds, medians over the timed steps)
+# Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='breakdown.dat'; outbase='out/breakdown';
+#        term='png'" [-e "title='...'; nbars=6"] breakdown.gp
+
+stats datafile using 7 nooutput
+if (!exists("nbars")) { nbars = STATS_records }
+# Seconds, milliseconds or microseconds, whichever keeps the tic labels short.
+yscale = STATS_max >= 1 ? 1 : (STATS_max >= 1e-3 ? 1e3 : 1e6)
+yunit = yscale == 1 ? 's' : (yscale == 1e3 ? 'ms' : 'us')
+nseries = 6
+load 'style.gp'
+
+set title "Step time by phase\n" . title
+set ylabel 'median time per step (' . yunit . ')'
+set yrange [0:*]
+set offsets 0, 0, graph 0.08, 0
+set style data histograms
+set style histogram rowstacked
+set style fill solid 0.9 border rgb '#ffffff'
+set boxwidth 0.7 relative
+set grid noxtics
+set xtics scale 0
+if (nbars > 4) { set xtics rotate by 30 right }
+set xrange [-0.6:nbars-0.4]
+
+phases = 'data forward backward comm update'
+plot for [c=2:6] datafile using (column(c)*yscale):xtic(1) lt c-1 title word(phases, c-1), \
+     datafile using 0:($7*yscale) with points pt 2 ps 1.6 lw 2 lc rgb '#000000' title 'whole step'

@@ -1,0 +1,24 @@
+# Scaling efficiency against device count: speedup divided by the ratio of device counts
+# (1.0 = perfect linear scaling, drawn dashed), one line per series.
+# Input datafile (plot.c writes data/scaling.dat): one block per series, blocks separated
+# by two blank lines, each opened by a line holding the series title in double quotes, then
+#   1 devices   2 speedup   3 scaling efficiency
+# Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='scaling.dat'; outbase='out/efficiency';
+#        term='png'" [-e "title='...'; devname='...'; gpus='1 2 4'"] efficiency.gp
+
+if (!exists("nseries")) { stats datafile using 1 nooutput; nseries = STATS_blocks }
+stats datafile using 3 nooutput
+ytop = STATS_max > 1.05 ? STATS_max * 1.1 : 1.15
+load 'style.gp'
+if (exists("gpus")) { xvals = gpus }
+load 'intaxis.gp'
+
+set title "Scaling efficiency\n" . title
+set xlabel 'number of ' . devname
+set ylabel 'scaling efficiency (speedup / device ratio)'
+set yrange [0:ytop]
+set ytics 0.1
+set format y '%.1f'
+
+plot 1 dt (8,6) lw 1.5 lc rgb '#888888' title 'ideal (1.0)', \
+     for [i=0:nseries-1] datafile index i using 1:3 with linespoints lt i+1 title columnheader(1)

@@ -1,0 +1,47 @@
+# Shared look of every mxbench plot, loaded by plots/*.gp once their variables are set.
+# Variables read: term ('png' -> pngcairo, 'svg'), outbase (output path without the
+# extension), width and height (pixels), title (workload(s) and device type), devname,
+# nseries (lines in the key).
+
+if (!exists("term")) term = 'png'
+if (!exists("outbase")) outbase = 'plot'
+if (!exists("width")) width = 900
+if (!exists("height")) height = 560
+if (!exists("title")) title = ''
+if (!exists("devname")) devname = 'devices'
+
+# noenhanced everywhere: run labels such as "dist_sync" must not turn '_' into a subscript.
+if (term eq 'svg') {
+    set terminal svg size width,height dynamic noenhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+    set output outbase.'.svg'
+} else {
+    set terminal pngcairo size width,height noenhanced font 'DejaVu Sans,10' linewidth 1.2 background rgb 'white'
+    set output outbase.'.png'
+}
+
+# Okabe-Ito colours (readable by colour-blind readers and in grey print), one marker each.
+colors = '0072B2 D55E00 009E73 CC79A7 E69F00 56B4E9 000000 8C6D1F'
+color(i) = '#' . word(colors, (int(i) - 1) % 8 + 1)
+faint(i) = '#A0' . word(colors, (int(i) - 1) % 8 + 1)
+set linetype 1 lc rgb color(1) lw 2 pt 7  ps 1.1
+set linetype 2 lc rgb color(2) lw 2 pt 5  ps 1.0
+set linetype 3 lc rgb color(3) lw 2 pt 9  ps 1.4
+set linetype 4 lc rgb color(4) lw 2 pt 11 ps 1.4
+set linetype 5 lc rgb color(5) lw 2 pt 13 ps 1.3
+set linetype 6 lc rgb color(6) lw 2 pt 15 ps 1.3
+set linetype 7 lc rgb color(7) lw 2 pt 4  ps 1.0
+set linetype 8 lc rgb color(8) lw 2 pt 6  ps 1.1
+set linetype cycle 8
+
+set border 3 lw 1 lc rgb '#555555'
+set tics nomirror out scale 0.6 textcolor rgb '#222222'
+set grid xtics ytics lw 1 lc rgb '#e3e3e3' dt solid
+set title font ',+2'
+set errorbars 1.5
+
+# The key never covers data: below the plot, or on the right when there are many lines.
+if (exists("nseries") && nseries > 6) {
+    set key outside right top vertical Left reverse font ',9' samplen 2 spacing 1.0 width 1
+} else {
+    set key below center horizontal Left reverse samplen 2.5 spacing 1.1 width 2
+}

@@ -1,0 +1,20 @@
+# Throughput against device count: one line per series (runs that differ only in their
+# device count), error bars at the 95% confidence interval of the median throughput.
+# Input datafile (plot.c writes data/throughput.dat): one block per series, blocks separated
+# by two blank lines, each opened by a line holding the series title in double quotes, then
+#   1 devices   2 throughput (samples/s, median)   3 CI low   4 CI high
+# Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='throughput.dat'; outbase='out/throughput';
+#        term='png'" [-e "title='lenet on cpu'; devname='CPU workers'; gpus='1 2 4'"] throughput.gp
+
+if (!exists("nseries")) { stats datafile using 1 nooutput; nseries = STATS_blocks }
+load 'style.gp'
+if (exists("gpus")) { xvals = gpus }
+load 'intaxis.gp'
+
+set title "Throughput\n" . title
+set xlabel 'number of ' . devname
+set ylabel 'throughput (samples/s)'
+set yrange [0:*]
+set offsets 0, 0, graph 0.08, 0
+
+plot for [i=0:nseries-1] datafile index i using 1:2:3:4 with yerrorlines lt i+1 title columnheader(1)

@@ -1,0 +1,220 @@
+/* The run record: lifetime (init/free/copy), the canonical configuration keys that match runs
+ * across files, and the figures derived from a run's series (see record.h, SCHEMA.md). */
+#include "record.h"
+
+#include "engine/status.h"
+#include "stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const mx_phase_names[MX_NPHASES] = {"data", "forward", "backward", "comm", "update"};
+
+#define COPY_STR(dst, s) snprintf((dst), sizeof(dst), "%s", (s))
+
+void mx_record_init(mx_run_record *r)
+{
+    memset(r, 0, sizeof *r);
+    /* Defaults are the CLI's defaults, so a record that a caller fills only partly still
+     * produces a meaningful configuration key. */
+    COPY_STR(r->strategy, "data");
+    COPY_STR(r->kvstore, "none");
+    COPY_STR(r->compression, "none");
+    COPY_STR(r->amp, "off");
+    COPY_STR(r->device_type, "cpu");
+    COPY_STR(r->lr_scaling, "none");
+    COPY_STR(r->batch_mode, "per-device");
+    COPY_STR(r->status, "ok");
+    r->throughput = r->throughput_ci_low = r->throughput_ci_high = NAN;
+    r->throughput_iqr = r->step_time_median = NAN;
+    r->speedup = r->efficiency = NAN;
+    r->final_test_acc = r->time_to_acc = NAN;
+    r->bytes_per_step = r->comm_overlap = r->wall_time = NAN;
+}
+
+void mx_record_free(mx_run_record *r)
+{
+    free(r->step_time);
+    free(r->phase_time);
+    free(r->loss);
+    free(r->test_acc);
+    free(r->epoch_time);
+    r->step_time = r->phase_time = r->test_acc = r->epoch_time = NULL;
+    r->loss = NULL;
+    r->nsteps = r->nloss = r->nepochs = 0;
+}
+
+/* Duplicates n elements of size sz; NULL stays NULL. Returns 0, or -1 when out of memory. */
+static int dup_array(void **dst, const void *src, size_t n, size_t sz)
+{
+    *dst = NULL;
+    if (!src || n == 0) return 0;
+    *dst = malloc(n * sz);
+    if (!*dst) return -1;
+    memcpy(*dst, src, n * sz);
+    return 0;
+}
+
+int mx_record_copy(mx_run_record *dst, const mx_run_record *src)
+{
+    *dst = *src;
+    int bad = 0;
+    bad |= dup_array((void **)&dst->step_time, src->step_time, (size_t)src->nsteps, sizeof(double));
+    bad |= dup_array((void **)&dst->phase_time, src->phase_time, (size_t)src->nsteps * MX_NPHASES,
+                     sizeof(double));
+    bad |= dup_array((void **)&dst->loss, src->loss, (size_t)src->nloss, sizeof(float));
+    bad |= dup_array((void **)&dst->test_acc, src->test_acc, (size_t)src->nepochs, sizeof(double));
+    bad |= dup_array((void **)&dst->epoch_time, src->epoch_time, (size_t)src->nepochs, sizeof(double));
+    if (bad) {
+        mx_record_free(dst);
+        return mx_error(MX_ENOMEM, "copying run record '%s': out of memory (%d steps)", src->id,
+                        src->nsteps);
+    }
+    return MX_OK;
+}
+
+/* ---- configuration keys */
+
+/* Appends to buf while tracking the position, so a long key is truncated, never overrun. */
+typedef struct {
+    char *buf;
+    size_t n, len;
+} key_writer;
+
+static void key_put(key_writer *w, const char *name, const char *val)
+{
+    if (w->len >= w->n) return;
+    int k = snprintf(w->buf + w->len, w->n - w->len, "%s%s=%s", w->len ? ";" : "", name, val);
+    if (k > 0) w->len += (size_t)k;
+}
+
+static void key_int(key_writer *w, const char *name, int v)
+{
+    char val[16];
+    snprintf(val, sizeof val, "%d", v);
+    key_put(w, name, val);
+}
+
+/* %.6g keeps the key stable against the last bits of a double's round trip through text */
+static void key_dbl(key_writer *w, const char *name, double v)
+{
+    char val[32];
+    snprintf(val, sizeof val, "%.6g", v);
+    key_put(w, name, val);
+}
+
+static void record_key(const mx_run_record *r, char *buf, size_t n, int with_gpus)
+{
+    if (n == 0) return;
+    buf[0] = '\0';
+    key_writer w = {buf, n, 0};
+    key_put(&w, "workload", r->workload);
+    key_put(&w, "dataset", r->dataset);
+    key_put(&w, "strategy", r->strategy);
+    key_put(&w, "kvstore", r->kvstore);
+    key_put(&w, "compression", r->compression);
+    key_put(&w, "amp", r->amp);
+    key_put(&w, "device_type", r->device_type);
+    if (with_gpus) key_int(&w, "gpus", r->gpus);
+    key_int(&w, "batch", r->batch);
+    key_put(&w, "batch_mode", r->batch_mode);
+    /* global_batch follows from gpus and batch_mode, so it belongs to the config key only */
+    if (with_gpus) key_int(&w, "global_batch", r->global_batch);
+    key_dbl(&w, "base_lr", r->base_lr);
+    key_put(&w, "lr_scaling", r->lr_scaling);
+    key_dbl(&w, "momentum", r->momentum);
+    key_dbl(&w, "wd", r->wd);
+    key_dbl(&w, "warmup_epochs", r->warmup_epochs);
+    key_int(&w, "epochs", r->epochs);
+    key_int(&w, "steps", r->steps);
+    key_int(&w, "warmup_steps", r->warmup_steps);
+    key_int(&w, "repeats", r->repeats);
+    key_int(&w, "seed", r->seed);
+    key_int(&w, "threads_per_device", r->threads_per_device);
+}
+
+void mx_record_config_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 1); }
+
+void mx_record_series_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 0); }
+
+/* ---- derived figures */
+
+static void derive_throughput(mx_run_record *r)
+{
+    r->throughput = r->throughput_ci_low = r->throughput_ci_high = NAN;
+    r->throughput_iqr = r->step_time_median = NAN;
+    if (r->nsteps <= 0 || !r->step_time) return;
+    double *st = malloc((size_t)r->nsteps * sizeof *st);
+    double *tp = malloc((size_t)r->nsteps * sizeof *tp);
+    int n = 0;
+    /* A non-positive or non-finite step time is a timer fault, not a fast step: drop it
+     * rather than let it turn into an infinite throughput. */
+    for (int i = 0; st && tp && i < r->nsteps; i++) {
+        double t = r->step_time[i];
+        if (!(t > 0) || !isfinite(t)) continue;
+        st[n] = t;
+        tp[n++] = r->global_batch > 0 ? r->global_batch / t : NAN;
+    }
+    if (n > 0) {
+        r->step_time_median = mx_stats_median(st, n);
+        if (r->global_batch > 0) {
+            double q1, q3;
+            mx_stats_quartiles(tp, n, &q1, &r->throughput, &q3);
+            r->throughput_iqr = q3 - q1;
+            mx_stats_median_ci(tp, n, r->repeats, &r->throughput_ci_low, &r->throughput_ci_high);
+        }
+    }
+    free(st);
+    free(tp);
+}
+
+static void derive_accuracy(mx_run_record *r)
+{
+    r->final_test_acc = r->time_to_acc = NAN;
+    if (r->nepochs <= 0 || !r->test_acc) return;
+    r->final_test_acc = r->test_acc[r->nepochs - 1];
+    if (!(r->target_acc > 0) || !r->epoch_time) return;
+    /* Accuracy is measured only at epoch ends, so time_to_acc is the end of the first epoch
+     * that reaches the target (an upper bound on the true crossing time). */
+    for (int e = 0; e < r->nepochs; e++) {
+        if (r->test_acc[e] >= r->target_acc) {
+            r->time_to_acc = r->epoch_time[e];
+            return;
+        }
+    }
+}
+
+void mx_record_derive(mx_run_record *r)
+{
+    derive_throughput(r);
+    derive_accuracy(r);
+}
+
+static int scalable(const mx_run_record *r)
+{
+    return strcmp(r->status, "ok") == 0 && r->gpus > 0 && r->throughput > 0 && isfinite(r->throughput);
+}
+
+void mx_records_derive_scaling(mx_run_record *recs, int n)
+{
+    enum { KEY = 1024 };
+    char (*keys)[KEY] = n > 0 ? malloc((size_t)n * KEY) : NULL;
+    for (int i = 0; i < n; i++) {
+        recs[i].speedup = recs[i].efficiency = NAN;
+        if (keys) mx_record_series_key(&recs[i], keys[i], KEY);
+    }
+    if (!keys) return; /* out of memory: the figures stay undefined (NaN) rather than wrong */
+    for (int i = 0; i < n; i++) {
+        if (!scalable(&recs[i])) continue;
+        int ref = -1;
+        for (int j = 0; j < n; j++) {
+            if (!scalable(&recs[j]) || strcmp(keys[i], keys[j]) != 0) continue;
+            if (ref < 0 || recs[j].gpus < recs[ref].gpus) ref = j;
+        }
+        recs[i].speedup = recs[i].throughput / recs[ref].throughput;
+        recs[i].efficiency = recs[i].speedup / ((double)recs[i].gpus / recs[ref].gpus);
+    }
+    free(keys);
+}

@@ -1,0 +1,90 @@
+/* One run of a study as the harness records it: its configuration, its outcome, the raw
+ * per-step series and the figures derived from them. This is what a child run hands to the
+ * sweep and what the HDF5 store (results.h) writes and reads back; SCHEMA.md maps each
+ * field to its place in the file. */
+#ifndef MX_RECORD_H
+#define MX_RECORD_H
+
+#include <stddef.h>
+
+/* Phases of a training step, in the order of the phase-breakdown columns. */
+enum { MX_PHASE_DATA, MX_PHASE_FORWARD, MX_PHASE_BACKWARD, MX_PHASE_COMM, MX_PHASE_UPDATE, MX_NPHASES };
+extern const char *const mx_phase_names[MX_NPHASES]; /* "data", "forward", ... */
+
+typedef struct {
+    /* ---- configuration: attributes of /runs/<id> */
+    char id[32];           /* group name under /runs, e.g. "r0007" */
+    char workload[32];     /* mlp, lenet, resnet18 */
+    char dataset[64];      /* "fashion-mnist", "synthetic", or the --data directory */
+    char strategy[16];     /* data, model, layer */
+    char kvstore[16];      /* local, device, dist_sync, ... ("none" for one device without kvstore) */
+    char compression[16];  /* none, 2bit, topk, fp16 */
+    char amp[8];           /* off, fp16, bf16 */
+    char device_type[8];   /* cpu or cuda */
+    char lr_scaling[8];    /* none, linear, sqrt */
+    char batch_mode[12];   /* per-device or global */
+    int gpus;              /* device count */
+    int batch;             /* the --batch axis value, read per batch_mode */
+    int global_batch;      /* samples per step over all devices */
+    double base_lr;        /* --lr axis value, before scaling */
+    double lr;             /* learning rate after lr scaling */
+    double momentum, wd;
+    double warmup_epochs;  /* gradual lr warmup (Goyal et al.), 0 = none */
+    int epochs;            /* 0 when the length is given by steps */
+    int steps;             /* 0 when the length is given by epochs */
+    int warmup_steps;      /* leading steps excluded from the timings */
+    int repeats;           /* repeats of the whole training, each from the same seed */
+    int seed;
+    int threads_per_device;
+    double target_acc;     /* time-to-accuracy target; 0 = none */
+    int test_samples;      /* size of the test set behind test_acc (for its binomial error) */
+
+    /* ---- outcome */
+    char status[12];       /* "ok", "failed", "skipped" */
+    char reason[2048];     /* failed: exit status and stderr tail; skipped: why it cannot run */
+    int exit_status;       /* child's exit status (0 ok; 128+signal when killed) */
+
+    /* ---- series (datasets under /runs/<id>); owned by the record, freed by mx_record_free */
+    int nsteps;            /* timed steps over all repeats, warmup excluded */
+    double *step_time;     /* [nsteps] seconds, wall clock of the whole step */
+    double *phase_time;    /* [nsteps][MX_NPHASES] seconds */
+    int nloss;
+    float *loss;           /* [nloss] training loss of every step of the first repeat */
+    int nepochs;
+    double *test_acc;      /* [nepochs] test accuracy after each epoch (first repeat) */
+    double *epoch_time;    /* [nepochs] cumulative training seconds at each epoch's end */
+
+    /* ---- derived (mx_record_derive, mx_records_derive_scaling); NaN where undefined */
+    double throughput;          /* samples/s, median over timed steps and repeats */
+    double throughput_ci_low;   /* 95% confidence interval of that median */
+    double throughput_ci_high;
+    double throughput_iqr;      /* inter-quartile range of per-step samples/s */
+    double step_time_median;    /* seconds */
+    double speedup;             /* throughput / throughput of the same config at the smallest gpus */
+    double efficiency;          /* speedup / (gpus / smallest gpus) */
+    double final_test_acc;      /* last entry of test_acc */
+    double time_to_acc;         /* seconds of training until test_acc >= target_acc */
+    double bytes_per_step;      /* bytes moved by the kvstore per step, all devices */
+    double comm_overlap;        /* fraction of communication hidden behind backward */
+    double wall_time;           /* seconds for the whole run, all repeats */
+} mx_run_record;
+
+/* Zeroes the record and sets the derived fields to NaN and the strings to defaults. */
+void mx_record_init(mx_run_record *r);
+void mx_record_free(mx_run_record *r);
+/* Deep copy (series duplicated). */
+int mx_record_copy(mx_run_record *dst, const mx_run_record *src);
+
+/* Canonical text of the configuration (everything that defines the experiment, not its
+ * outcome nor its id) used to match runs across result files and for --resume. */
+void mx_record_config_key(const mx_run_record *r, char *buf, size_t n);
+/* Same key without the device count: runs that differ only in gpus form one scaling series. */
+void mx_record_series_key(const mx_run_record *r, char *buf, size_t n);
+
+/* Fills throughput*, step_time_median, final_test_acc, time_to_acc from the series. */
+void mx_record_derive(mx_run_record *r);
+/* Fills speedup and efficiency of every ok record against the ok record of the same series
+ * with the smallest device count. */
+void mx_records_derive_scaling(mx_run_record *recs, int n);
+
+#endif

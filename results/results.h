@@ -1,0 +1,51 @@
+/* The HDF5 results store: one file per study, one group per run under /runs, a /summary
+ * table, file attributes describing the machine and build. Every change is written to a
+ * temporary copy and renamed into place, so a kill at any moment leaves the last complete
+ * file. Layout and versioning: results/SCHEMA.md. */
+#ifndef MX_RESULTS_H
+#define MX_RESULTS_H
+
+#include "record.h"
+
+#define MX_RESULTS_SCHEMA_VERSION 1
+
+/* File attributes: what ran where. Empty strings are written as "" (not present). */
+typedef struct {
+    char mxbench_version[32];
+    char git_revision[64];
+    char host[128];
+    char cpu_model[128];
+    char gpu_model[128];
+    char gpu_driver[64];
+    char blas[128];
+    char onednn[64];
+    char cuda[64];
+    char cudnn[64];
+    char nccl[64];
+    char mpi[128];
+    char hdf5[64];
+    char start_time[40];     /* ISO 8601, UTC */
+    char command_line[4096];
+} mx_results_meta;
+
+typedef struct {
+    int schema_version;
+    mx_results_meta meta;
+    int nruns;
+    mx_run_record *runs;     /* in the order of /summary */
+} mx_results;
+
+/* Creates a new results file holding meta and no runs. An existing file is an error
+ * (MX_EIO naming it and suggesting --force / --resume) unless force is set. */
+int mx_results_create(const char *path, const mx_results_meta *meta, int force);
+
+/* Adds one run (group /runs/<rec->id> and a /summary row), recomputes speedup/efficiency
+ * for every row, and atomically replaces the file. */
+int mx_results_append(const char *path, const mx_run_record *rec);
+
+/* Reads a whole file. A file that is not HDF5, or HDF5 without our schema_version
+ * attribute, or of a newer schema, gives MX_EFORMAT naming the file and the problem. */
+int mx_results_load(const char *path, mx_results *out);
+void mx_results_free(mx_results *r);
+
+#endif

@@ -1,0 +1,31 @@
+/* Minimal test helpers: CHECK records a failure with file and line and goes on; a test's
+ * main ends with `return check_summary("name");`, which prints "N passed, N failed" and
+ * returns non-zero on any failure. A test that cannot run here returns CHECK_SKIP (77). */
+#ifndef MX_CHECK_H
+#define MX_CHECK_H
+
+#include <stdio.h>
+
+#define CHECK_SKIP 77
+
+static int check_passed_, check_failed_;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (cond) {                                                          \
+            check_passed_++;                                                 \
+        } else {                                                             \
+            check_failed_++;                                                 \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);  \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fprintf(stderr, "\n");                                           \
+        }                                                                    \
+    } while (0)
+
+static inline int check_summary(const char *name)
+{
+    printf("%s: %d passed, %d failed\n", name, check_passed_, check_failed_);
+    return check_failed_ ? 1 : 0;
+}
+
+#endif

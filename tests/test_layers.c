@@ -1,0 +1,166 @@
+/* Finite-difference gradient checks for every layer and the loss, on random inputs.
+ * Each layer is probed with the scalar L = sum(out * R) for a fixed random R, so that
+ * backward(dout = R) must give dL/din and dL/dparams. Central differences with step
+ * h = 1e-3 in float32: L is a sum of ~1e3 float terms, so its rounding error is about
+ * 1e-6 and the difference quotient's about 1e-6 / h = 1e-3; truncation error is O(h^2).
+ * An element passes when |analytic - numeric| <= 1e-2 * max(1, |analytic|, |numeric|)
+ * + 1e-3. The small step also keeps the internal relus of a residual block from
+ * crossing their kink (with h = 1e-2 they did, and a central difference across a kink is
+ * not a derivative); inputs sit on a 0.025 grid so relu and max pooling see no ties. */
+#include "check.h"
+#include "engine/net.h"
+#include "engine/rng.h"
+#include "engine/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STEP 1e-3f
+#define RTOL 1e-2
+#define ATOL 1e-3
+#define PROBES 24 /* elements probed per tensor */
+
+static mx_backend *be;
+static mx_rng rng;
+
+static void fill_away_from_kinks(float *x, size_t n)
+{
+    /* Distinct values on a 0.025 grid, shuffled, none within 0.0125 of zero: no ties
+     * for max pooling, no sign changes for relu under a step of 1e-3. */
+    int32_t *perm = malloc(sizeof(int32_t) * n);
+    for (size_t i = 0; i < n; i++) perm[i] = (int32_t)i;
+    mx_rng_shuffle(&rng, perm, (int)n);
+    for (size_t i = 0; i < n; i++) x[i] = 0.025f * ((float)perm[i] - (float)n / 2) + 0.0125f;
+    for (size_t i = 0; i < n; i++)
+    free(perm);
+}
+
+static double objective(mx_net *net, int n, const float *r)
+{
+    const mx_layer *l = &net->layers[0];
+    mx_net_forward(net, n, 1);
+    double s = 0;
+    for (size_t i = 0; i < n * mx_shape_size(l->out); i++) s += (double)net->act[0][i] * r[i];
+    return s;
+}
+
+static int close_enough(double a, double num)
+{
+    double scale = fmax(1.0, fmax(fabs(a), fabs(num)));
+    return fabs(a - num) <= RTOL * scale + ATOL;
+}
+
+static int probe(const char *what, mx_net *net, int n, const float *r, float *x, size_t count, const float *grad)
+{
+    int bad = 0;
+    for (int p = 0; p < PROBES && p < (int)count; p++) {
+        size_t i = count <= PROBES ? (size_t)p : mx_rng_below(&rng, (uint32_t)count);
+        float keep = x[i];
+        x[i] = keep + STEP;
+        double lp = objective(net, n, r);
+        x[i] = keep - STEP;
+        double lm = objective(net, n, r);
+        x[i] = keep;
+        double num = (lp - lm) / (2 * STEP);
+        if (!close_enough(grad[i], num)) {
+            if (bad < 3) fprintf(stderr, "  %s[%zu]: analytic %.6g numeric %.6g\n", what, i, grad[i], num);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+/* Builds [spec, flatten] on input shape in, runs one backward with dout = R and probes
+ * the input gradient and every parameter tensor of the first layer. */
+static void check_layer(const char *label, mx_layer_spec spec, mx_shape in, int n, int kinks)
+{
+    mx_layer_spec specs[2] = {spec, {.kind = "flatten"}};
+    mx_net *net;
+    int rc = mx_net_create(&net, be, specs, 2, in, n);
+    CHECK(rc == MX_OK, "%s: create failed: %s", label, mx_last_error());
+    if (rc) return;
+    mx_net_init_params(net, 7, MX_WEIGHT_INIT_NORMAL, 0.5f);
+    /* Non-trivial parameters: batch-norm scales and all biases away from 1 and 0. */
+    for (size_t i = 0; i < net->nweights; i++) net->w[i] += 0.3f * (float)(mx_rng_uniform(&rng) - 0.5);
+    const mx_layer *l = &net->layers[0];
+    size_t nin = n * mx_shape_size(in), nout = n * mx_shape_size(l->out);
+    if (kinks)
+        fill_away_from_kinks(net->x, nin);
+    else
+        for (size_t i = 0; i < nin; i++) net->x[i] = (float)(2 * mx_rng_uniform(&rng) - 1);
+    float *r = malloc(sizeof(float) * nout), *din = calloc(nin, sizeof(float));
+    for (size_t i = 0; i < nout; i++) r[i] = (float)(2 * mx_rng_uniform(&rng) - 1);
+
+    mx_net_zero_grad(net);
+    objective(net, n, r);
+    l->ops->backward((mx_layer *)l, be, n, din, r, net->x, net->act[0]);
+
+    int bad = probe("input", net, n, r, net->x, nin, din);
+    for (int p = l->param_first; p < l->param_first + l->param_count; p++) {
+        const mx_param *pr = &net->params[p];
+        bad += probe(pr->name, net, n, r, net->w + pr->offset, pr->count, net->g + pr->offset);
+    }
+    CHECK(bad == 0, "%s: %d gradient elements disagree with finite differences", label, bad);
+    printf("%-28s %s\n", label, bad ? "NOT OK" : "ok");
+    free(r);
+    free(din);
+    mx_net_destroy(net);
+}
+
+static void check_loss(void)
+{
+    const int n = 5, classes = 7;
+    float logits[35], dlogits[35];
+    uint8_t labels[5] = {0, 3, 6, 2, 2};
+    for (int i = 0; i < n * classes; i++) logits[i] = (float)(4 * mx_rng_uniform(&rng) - 2);
+    int correct;
+    const float scale = 1.0f / n;
+    be->ops->softmax_xent(be, n, classes, dlogits, &correct, logits, labels, scale);
+    int bad = 0;
+    for (int i = 0; i < n * classes; i++) {
+        float keep = logits[i];
+        logits[i] = keep + STEP;
+        double lp = be->ops->softmax_eval(be, n, classes, &correct, logits, labels);
+        logits[i] = keep - STEP;
+        double lm = be->ops->softmax_eval(be, n, classes, &correct, logits, labels);
+        logits[i] = keep;
+        if (!close_enough(dlogits[i], scale * (lp - lm) / (2 * STEP))) bad++;
+    }
+    CHECK(bad == 0, "softmax cross-entropy: %d gradient elements disagree", bad);
+    printf("%-28s %s\n", "softmax_xent", bad ? "NOT OK" : "ok");
+    /* Large logits must not overflow: log-sum-exp is shifted by the max. */
+    for (int i = 0; i < n * classes; i++) logits[i] *= 1e4f;
+    double big = be->ops->softmax_eval(be, n, classes, &correct, logits, labels);
+    CHECK(isfinite(big), "loss on logits of 1e4 is %g", big);
+}
+
+int main(void)
+{
+    mx_rng_seed(&rng, 12345);
+    if (mx_backend_create(&be, "cpu", 0, 1) != MX_OK) return 1;
+    const mx_shape img = {3, 6, 6};
+    check_layer("dense", (mx_layer_spec){.kind = "dense", .units = 5}, img, 3, 0);
+    check_layer("conv2d 3x3 s1 p1 bias", (mx_layer_spec){.kind = "conv2d", .units = 4, .k = 3, .stride = 1, .pad = 1, .bias = 1}, img, 2, 0);
+    check_layer("conv2d 3x3 s2 p1", (mx_layer_spec){.kind = "conv2d", .units = 4, .k = 3, .stride = 2, .pad = 1}, img, 2, 0);
+    check_layer("conv2d 5x5 s1 p0 bias", (mx_layer_spec){.kind = "conv2d", .units = 2, .k = 5, .stride = 1, .pad = 0, .bias = 1}, img, 2, 0);
+    check_layer("conv2d 1x1 s2", (mx_layer_spec){.kind = "conv2d", .units = 3, .k = 1, .stride = 2}, img, 2, 0);
+    check_layer("relu", (mx_layer_spec){.kind = "relu"}, img, 2, 1);
+    check_layer("maxpool 2", (mx_layer_spec){.kind = "maxpool", .k = 2}, img, 2, 1);
+    check_layer("maxpool 3 stride 2", (mx_layer_spec){.kind = "maxpool", .k = 3, .stride = 2}, (mx_shape){2, 7, 7}, 2, 1);
+    check_layer("avgpool_global", (mx_layer_spec){.kind = "avgpool_global"}, img, 2, 0);
+    check_layer("batchnorm", (mx_layer_spec){.kind = "batchnorm"}, img, 4, 0);
+    check_layer("flatten", (mx_layer_spec){.kind = "flatten"}, img, 2, 0);
+    check_layer("residual identity", (mx_layer_spec){.kind = "residual", .units = 3, .stride = 1}, img, 3, 1);
+    check_layer("residual projection s2", (mx_layer_spec){.kind = "residual", .units = 4, .stride = 2}, img, 3, 1);
+    check_loss();
+
+    /* Bad specifications give errors naming the value, not crashes. */
+    mx_net *net;
+    mx_layer_spec badk[2] = {{.kind = "conv2d", .units = 4, .k = 9, .stride = 1}, {.kind = "flatten"}};
+    CHECK(mx_net_create(&net, be, badk, 2, img, 2) == MX_EINVAL && strstr(mx_last_error(), "kernel 9"), "%s", mx_last_error());
+    mx_layer_spec unknown[1] = {{.kind = "lstm"}};
+    CHECK(mx_net_create(&net, be, unknown, 1, img, 2) == MX_EINVAL && strstr(mx_last_error(), "lstm"), "%s", mx_last_error());
+    mx_backend_destroy(be);
+    return check_summary("test_layers");
+}

@@ -11,9 +11,8 @@ void mx_sgd_update(mx_backend *be, const mx_sgd *opt, const mx_param *params, in
     }
 }
 
-float mx_lr_at(float base_lr, double epoch, double warmup_epochs, float ramp_from)
+float mx_lr_at(float lr, float start_lr, double epoch, double warmup_epochs)
 {
-    if (warmup_epochs <= 0 || epoch >= warmup_epochs || ramp_from <= 1) return base_lr;
-    const double start = base_lr / ramp_from;
-    return (float)(start + (base_lr - start) * epoch / warmup_epochs);
+    if (warmup_epochs <= 0 || epoch >= warmup_epochs) return lr;
+    return (float)(start_lr + (lr - start_lr) * epoch / warmup_epochs);
 }

@@ -16,7 +16,7 @@ void mx_sgd_update(mx_backend *be, const mx_sgd *opt, const mx_param *params, in
                    float *mom, const float *g, float rescale);
 
 /* The learning rate at a fractional epoch under gradual warmup (Goyal et al. 2017): a
- * linear ramp from base_lr/ramp_from to base_lr over warmup_epochs. */
-float mx_lr_at(float base_lr, double epoch, double warmup_epochs, float ramp_from);
+ * linear ramp from start_lr to lr over warmup_epochs, then lr. */
+float mx_lr_at(float lr, float start_lr, double epoch, double warmup_epochs);
 
 #endif

@@ -5,7 +5,8 @@
 #   1 run label (quoted)   2 data   3 forward   4 backward   5 comm   6 update
 #   7 whole step   (all in seconds, medians over the timed steps)
 # Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='breakdown.dat'; outbase='out/breakdown';
-#        term='png'" [-e "title='...'; nbars=6"] breakdown.gp
+#        term='png'" [-e "title='...'; nbars=6; maxlabel=30"] breakdown.gp
+# maxlabel: the longest run label in characters (slanted labels need that much left margin).
 
 stats datafile using 7 nooutput
 if (!exists("nbars")) { nbars = STATS_records }
@@ -19,14 +20,31 @@ set title "Step time by phase\n" . title
 set ylabel 'median time per step (' . yunit . ')'
 set yrange [0:*]
 set offsets 0, 0, graph 0.08, 0
+# Key on the right, top entry first as in the stack; below the plot it would compete with
+# the slanted run labels for height.
+set key outside right top vertical invert Left reverse samplen 2 spacing 1.2
+# gnuplot's automatic margin would leave a wide gap here (it reserves room for the slanted labels)
+set rmargin 17
 set style data histograms
 set style histogram rowstacked
 set style fill solid 0.9 border rgb '#ffffff'
 set boxwidth 0.7 relative
 set grid noxtics
 set xtics scale 0
-if (nbars > 4) { set xtics rotate by 30 right }
-set xrange [-0.6:nbars-0.4]
+if (!exists("maxlabel")) { maxlabel = 30 }
+# Slant the labels when they would not fit side by side (about 7 px per character); the
+# first one then reaches left of the plot, so the left margin grows with it.
+if (maxlabel + 2 > (width / 7.0) / nbars) {
+    set xtics rotate by 30 right
+    lm = int(maxlabel * 0.62) - 2
+    if (lm > 10) { set lmargin lm }
+    # A slanted label is about 0.25 line heights tall per character; gnuplot's own estimate
+    # is far too generous on the svg terminal.
+    set bmargin int(maxlabel * 0.25) + 2
+}
+# A lone bar would fill the plot: keep room for at least three.
+pad = nbars < 3 ? (3 - nbars) / 2.0 : 0
+set xrange [-0.6 - pad : nbars - 0.4 + pad]
 
 phases = 'data forward backward comm update'
 plot for [c=2:6] datafile using (column(c)*yscale):xtic(1) lt c-1 title word(phases, c-1), \

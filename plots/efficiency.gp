@@ -21,4 +21,4 @@ set ytics 0.1
 set format y '%.1f'
 
 plot 1 dt (8,6) lw 1.5 lc rgb '#888888' title 'ideal (1.0)', \
-     for [i=0:nseries-1] datafile index i using 1:3 with linespoints lt i+1 title columnheader(1)
+     for [i=0:nseries-1] datafile index i using 1:3 with linespoints lt i+1 dt dash(i) title columnheader(1)

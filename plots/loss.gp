@@ -18,4 +18,4 @@ set offsets 0, 0, graph 0.05, 0
 
 raw = smooth > 1 && nseries <= 6
 plot for [i=0:(raw ? nseries-1 : -1)] datafile index i using 1:2 with lines lw 1 lc rgb faint(i+1) notitle, \
-     for [i=0:nseries-1] datafile index i using 1:3 with lines lt i+1 lw 2 title columnheader(1)
+     for [i=0:nseries-1] datafile index i using 1:3 with lines lt i+1 dt dash(i) lw 2 title columnheader(1)

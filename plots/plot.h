@@ -1,5 +1,5 @@
 /* The plot driver: turns a loaded results file into gnuplot data files (outdir/data/) and,
- * through the scripts in plots/*.gp, PNG and SVG figures (outdir/<name>.png|svg). */
+ * through the scripts plots/<name>.gp, PNG and SVG figures (outdir/<name>.png|svg). */
 #ifndef MX_PLOT_H
 #define MX_PLOT_H
 

@@ -16,10 +16,12 @@ load 'intaxis.gp'
 
 set title "Speedup\n" . title
 set xlabel 'number of ' . devname
-set ylabel sprintf('speedup over %g %s (x)', gbase, devname)
+set ylabel 'speedup (x, relative to the fewest devices)'
 set logscale y 2
 set format y '%gx'
+# No widening to whole powers of two, which would leave most of the height empty.
+set autoscale yfix
 set offsets 0, 0, graph 0.05, graph 0.05
 
 plot x / gbase dt (8,6) lw 1.5 lc rgb '#888888' title 'ideal (linear)', \
-     for [i=0:nseries-1] datafile index i using 1:2 with linespoints lt i+1 title columnheader(1)
+     for [i=0:nseries-1] datafile index i using 1:2 with linespoints lt i+1 dt dash(i) title columnheader(1)

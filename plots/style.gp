@@ -12,11 +12,13 @@ if (!exists("devname")) devname = 'devices'
 
 # noenhanced everywhere: run labels such as "dist_sync" must not turn '_' into a subscript.
 if (term eq 'svg') {
-    set terminal svg size width,height dynamic noenhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+    set terminal svg size width,height dynamic noenhanced font 'DejaVu Sans,12' linewidth 1.2 background rgb 'white'
     set output outbase.'.svg'
+    set title font ',15'
 } else {
     set terminal pngcairo size width,height noenhanced font 'DejaVu Sans,10' linewidth 1.2 background rgb 'white'
     set output outbase.'.png'
+    set title font ',12'
 }
 
 # Okabe-Ito colours (readable by colour-blind readers and in grey print), one marker each.
@@ -32,16 +34,21 @@ set linetype 6 lc rgb color(6) lw 2 pt 15 ps 1.3
 set linetype 7 lc rgb color(7) lw 2 pt 4  ps 1.0
 set linetype 8 lc rgb color(8) lw 2 pt 6  ps 1.1
 set linetype cycle 8
+# Past eight lines the colours repeat: line i (from 0) then changes its dash pattern.
+dash(i) = int(i) / 8 + 1
 
 set border 3 lw 1 lc rgb '#555555'
 set tics nomirror out scale 0.6 textcolor rgb '#222222'
-set grid xtics ytics lw 1 lc rgb '#e3e3e3' dt solid
-set title font ',+2'
+set style line 100 lc rgb '#dddddd' lw 1 dt solid
+set grid xtics ytics ls 100, ls 100
 set errorbars 1.5
+# Shifts line i (from 0) sideways on a log2 x axis so that error bars at the same x do not
+# hide one another: a few per cent, far less than the gap between tics.
+dodge(i) = 2 ** (0.025 * (i - (nseries - 1) / 2.0))
 
-# The key never covers data: below the plot, or on the right when there are many lines.
+# The key never covers data: under the x label, or on the right when there are many lines.
 if (exists("nseries") && nseries > 6) {
     set key outside right top vertical Left reverse font ',9' samplen 2 spacing 1.0 width 1
 } else {
-    set key below center horizontal Left reverse samplen 2.5 spacing 1.1 width 2
+    set key below center horizontal Left reverse samplen 2.5 spacing 1.1 width 2 height 1
 }

@@ -1,5 +1,6 @@
 # Throughput against device count: one line per series (runs that differ only in their
-# device count), error bars at the 95% confidence interval of the median throughput.
+# device count), error bars at the 95% confidence interval of the median throughput; lines
+# are nudged sideways by a few per cent so that coinciding error bars stay visible.
 # Input datafile (plot.c writes data/throughput.dat): one block per series, blocks separated
 # by two blank lines, each opened by a line holding the series title in double quotes, then
 #   1 devices   2 throughput (samples/s, median)   3 CI low   4 CI high
@@ -17,4 +18,5 @@ set ylabel 'throughput (samples/s)'
 set yrange [0:*]
 set offsets 0, 0, graph 0.08, 0
 
-plot for [i=0:nseries-1] datafile index i using 1:2:3:4 with yerrorlines lt i+1 title columnheader(1)
+plot for [i=0:nseries-1] datafile index i using ($1*dodge(i)):2:3:4 \
+     with yerrorlines lt i+1 dt dash(i) title columnheader(1)

@@ -206,7 +206,7 @@ static int write_series(hid_t g, const series_desc *d, const void *data, int row
         if (rc == 0) rc = attr_write_str(ds, "units", d->units);
         if (rc == 0 && d->cols == MX_NPHASES) {
             /* names the columns, so the file explains itself without SCHEMA.md */
-            char names[MX_NPHASES][16];
+            char names[MX_NPHASES][16] = {{0}}; /* all bytes go to the file, padding included */
             hsize_t n = MX_NPHASES;
             for (int i = 0; i < MX_NPHASES; i++) snprintf(names[i], sizeof names[i], "%s", mx_phase_names[i]);
             hid_t t = string_type(sizeof names[0]), asp = H5Screate_simple(1, &n, NULL), a = -1;
@@ -289,21 +289,17 @@ static int read_run_series(hid_t g, const char *path, mx_run_record *r)
 {
     series_desc s[NSERIES];
     series_table(s);
-    void *p[NSERIES];
-    int n[NSERIES], rc = 0, bad = -1;
-    for (int i = 0; i < NSERIES; i++) {
-        rc = read_series(g, &s[i], &p[i], &n[i]);
-        if (rc < 0 && bad < 0) bad = i;
-        if (rc < 0) break;
-    }
-    for (int i = bad < 0 ? NSERIES : bad; i < NSERIES; i++) p[i] = NULL;
+    void *p[NSERIES] = {NULL};
+    int n[NSERIES] = {0}, rc = 0, i;
+    for (i = 0; i < NSERIES && rc == 0; i++) rc = read_series(g, &s[i], &p[i], &n[i]);
+    /* handed to the record even on failure, so that mx_record_free releases them */
     r->step_time = p[S_STEP], r->nsteps = n[S_STEP];
     r->phase_time = p[S_PHASE];
     r->loss = p[S_LOSS], r->nloss = n[S_LOSS];
     r->test_acc = p[S_ACC], r->nepochs = n[S_ACC];
     r->epoch_time = p[S_EPOCH];
-    if (bad >= 0) return series_error(rc, path, r, s[bad].name);
-    /* companions of a series are either complete or absent (written as zero length) */
+    if (rc != 0) return series_error(rc, path, r, s[i - 1].name);
+    /* companions of a series are either complete or empty */
     if ((r->phase_time && n[S_PHASE] != r->nsteps) || (r->epoch_time && n[S_EPOCH] != r->nepochs))
         return mx_error(MX_EFORMAT, "%s: run '%s': phase_time/epoch_time lengths do not match "
                         "step_time/test_acc (%d/%d steps, %d/%d epochs)", path, r->id, n[S_PHASE],
@@ -314,14 +310,21 @@ static int read_run_series(hid_t g, const char *path, mx_run_record *r)
 /* ---- /summary */
 
 /* The memory type describes mx_run_record itself, so rows are written straight from the
- * records with no intermediate struct to keep in step. */
-static hid_t summary_mem_type(void)
+ * records with no intermediate struct to keep in step. The file type holds the same
+ * columns packed, in table order, with explicit little-endian numbers. */
+static hid_t summary_type(int in_file)
 {
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(mx_run_record));
+    size_t size = in_file ? 0 : sizeof(mx_run_record);
+    for (int i = 0; in_file && i < COUNT(summary_fields); i++) size += summary_fields[i].size;
+    hid_t t = H5Tcreate(H5T_COMPOUND, size);
+    size_t off = 0;
     for (int i = 0; t >= 0 && i < COUNT(summary_fields); i++) {
         const field *f = &summary_fields[i];
-        hid_t m = f->kind == F_STR ? string_type(f->size) : H5Tcopy(f->kind == F_INT ? H5T_NATIVE_INT : H5T_NATIVE_DOUBLE);
-        herr_t e = m >= 0 ? H5Tinsert(t, f->name, f->off, m) : -1;
+        hid_t num = f->kind == F_INT ? (in_file ? H5T_STD_I32LE : H5T_NATIVE_INT)
+                                     : (in_file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE);
+        hid_t m = f->kind == F_STR ? string_type(f->size) : H5Tcopy(num);
+        herr_t e = m >= 0 ? H5Tinsert(t, f->name, in_file ? off : f->off, m) : -1;
+        off += f->size;
         if (m >= 0) H5Tclose(m);
         if (e < 0) {
             H5Tclose(t);
@@ -334,17 +337,15 @@ static hid_t summary_mem_type(void)
 static int create_summary(hid_t fid)
 {
     hsize_t dims = 0, maxdims = H5S_UNLIMITED, chunk = SUMMARY_CHUNK_ROWS;
-    hid_t mt = summary_mem_type(), ft = mt >= 0 ? H5Tcopy(mt) : -1;
+    hid_t ft = summary_type(1);
     hid_t sp = H5Screate_simple(1, &dims, &maxdims), pl = H5Pcreate(H5P_DATASET_CREATE), ds = -1;
-    /* packed on disk: the in-memory layout carries the whole record's padding */
-    if (ft >= 0 && H5Tpack(ft) >= 0 && sp >= 0 && pl >= 0 && H5Pset_chunk(pl, 1, &chunk) >= 0)
+    if (ft >= 0 && sp >= 0 && pl >= 0 && H5Pset_chunk(pl, 1, &chunk) >= 0)
         ds = H5Dcreate2(fid, "summary", ft, sp, H5P_DEFAULT, pl, H5P_DEFAULT);
     int rc = ds >= 0 ? 0 : -1;
     if (ds >= 0) H5Dclose(ds);
     if (pl >= 0) H5Pclose(pl);
     if (sp >= 0) H5Sclose(sp);
     if (ft >= 0) H5Tclose(ft);
-    if (mt >= 0) H5Tclose(mt);
     return rc;
 }
 
@@ -352,7 +353,7 @@ static int create_summary(hid_t fid)
 static int write_summary(hid_t fid, const mx_run_record *recs, int n)
 {
     hsize_t dims = (hsize_t)n;
-    hid_t ds = H5Dopen2(fid, "summary", H5P_DEFAULT), mt = summary_mem_type();
+    hid_t ds = H5Dopen2(fid, "summary", H5P_DEFAULT), mt = summary_type(0);
     int rc = ds >= 0 && mt >= 0 && H5Dset_extent(ds, &dims) >= 0 ? 0 : -1;
     if (rc == 0 && n > 0) rc = H5Dwrite(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, recs) < 0 ? -1 : 0;
     if (mt >= 0) H5Tclose(mt);

@@ -31,8 +31,7 @@ static void fill_away_from_kinks(float *x, size_t n)
     int32_t *perm = malloc(sizeof(int32_t) * n);
     for (size_t i = 0; i < n; i++) perm[i] = (int32_t)i;
     mx_rng_shuffle(&rng, perm, (int)n);
-    for (size_t i = 0; i < n; i++) x[i] = 0.025f * ((float)perm[i] - (float)n / 2) + 0.0125f;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) x[i] = 0.025f * ((float)perm[i] - (float)(n / 2)) + 0.0125f;
     free(perm);
 }
 

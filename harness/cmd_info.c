@@ -1,0 +1,16 @@
+/* `mxbench info`: library versions and devices. */
+#include "buildinfo.h"
+#include "commands.h"
+#include "opts.h"
+
+int mx_cmd_info(int argc, char **argv)
+{
+    static const mx_opt opts[] = {{0}};
+    const mx_cmd_spec spec = {"mxbench info", "", "Prints the versions of the libraries mxbench was built with and the\n"
+                              "devices it sees (GPUs where CUDA is built and a driver is present).", opts, 0, 0};
+    const char *pos[1];
+    int npos, rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
+    if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
+    mx_buildinfo_print(stdout);
+    return 0;
+}

@@ -1,0 +1,89 @@
+/* `mxbench plot FILE`: draws the figures of a results file (throughput, speedup, efficiency,
+ * accuracy, phase breakdown, loss) as PNG and SVG through gnuplot; see plots/plot.h. */
+#include "engine/status.h"
+#include "harness/commands.h"
+#include "harness/opts.h"
+#include "plots/plot.h"
+#include "results/results.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The lead's build defines it as the source tree's plots/ directory. */
+#ifndef MXBENCH_PLOTS_DIR
+#define MXBENCH_PLOTS_DIR "plots"
+#endif
+
+static const char *default_scripts_dir(void)
+{
+    const char *env = getenv("MXBENCH_PLOTS_DIR");
+    return env && *env ? env : MXBENCH_PLOTS_DIR;
+}
+
+static int report(const char *file, const mx_results *res, const mx_plot_report *rep, const char *out)
+{
+    for (int p = 0; p < MX_NPLOTS; p++)
+        if (!rep->drawn[p]) fprintf(stderr, "mxbench plot: skipped %s: %s\n", mx_plot_names[p], rep->skipped[p]);
+    if (rep->ndrawn == 0) {
+        fprintf(stderr, "mxbench plot: nothing to plot: %s has no ok run with data (%d runs in all)\n", file,
+                res->nruns);
+        return 1;
+    }
+    for (int p = 0; p < MX_NPLOTS; p++)
+        if (rep->drawn[p]) printf("%s\n%s\n", rep->files[p][0], rep->files[p][1]);
+    fprintf(stderr, "mxbench plot: data files and replot.sh (to redraw by hand) in %s/data\n", out);
+    return 0;
+}
+
+int mx_cmd_plot(int argc, char **argv)
+{
+    const char *out = "out/plots", *scripts = NULL;
+    int verbose = 0;
+    const mx_opt opts[] = {
+        {"out", MX_OPT_STRING, &out, "DIR", "directory for the figures (default out/plots); data files go to DIR/data",
+         NULL},
+        {"scripts", MX_OPT_STRING, &scripts, "DIR",
+         "directory of the gnuplot scripts (default $MXBENCH_PLOTS_DIR, else the source tree's plots/)", NULL},
+        {"verbose", MX_OPT_FLAG, &verbose, NULL, "print each gnuplot command and its warnings", NULL},
+        {NULL, MX_OPT_FLAG, NULL, NULL, NULL, NULL},
+    };
+    const mx_cmd_spec spec = {
+        .cmd = "mxbench plot",
+        .usage = "FILE [options]",
+        .summary = "Draws the figures of a results file as PNG and SVG with gnuplot: throughput, speedup and\n"
+                   "scaling efficiency against device count, test accuracy against global batch, the phase\n"
+                   "breakdown of a step, and loss curves. Only ok runs are plotted; a figure without data is\n"
+                   "skipped with a message. Exit status: 0 ok, 1 plotting failed, 2 bad usage or input.",
+        .opts = opts,
+        .min_positional = 1,
+        .max_positional = 1,
+    };
+    const char *pos[1];
+    int npos;
+    int rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
+    if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
+    if (!scripts) scripts = default_scripts_dir();
+
+    mx_results res;
+    if (mx_results_load(pos[0], &res) < 0) {
+        fprintf(stderr, "mxbench plot: %s\n", mx_last_error());
+        return 2;
+    }
+    mx_plot_report *rep = malloc(sizeof *rep);
+    if (!rep) {
+        fprintf(stderr, "mxbench plot: out of memory\n");
+        mx_results_free(&res);
+        return 1;
+    }
+    rc = mx_plot_results_report(&res, out, scripts, verbose, rep);
+    int status;
+    if (rc < 0) {
+        fprintf(stderr, "mxbench plot: %s\n", mx_last_error());
+        status = mx_exit_status(rc); /* a bad --out or --scripts is bad usage: 2 */
+    } else {
+        status = report(pos[0], &res, rep, out);
+    }
+    free(rep);
+    mx_results_free(&res);
+    return status;
+}

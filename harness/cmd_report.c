@@ -1,0 +1,331 @@
+/* `mxbench report FILE`: the summary of a results file, one row per run, as an aligned text
+ * table, a Markdown table, CSV or JSON. */
+#include "engine/status.h"
+#include "harness/commands.h"
+#include "harness/opts.h"
+#include "results/results.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a small table of preformatted cells, printed aligned or as Markdown */
+
+enum { MAXCOLS = 20, CELL = 112 };
+
+typedef struct {
+    int ncols, nrows;
+    const char *head[MAXCOLS];
+    int right[MAXCOLS];           /* numbers align right */
+    char (*cell)[MAXCOLS][CELL];  /* [nrows][ncols] */
+} table;
+
+static void table_print_text(const table *t, FILE *f)
+{
+    int w[MAXCOLS];
+    for (int c = 0; c < t->ncols; c++) {
+        w[c] = (int)strlen(t->head[c]);
+        for (int r = 0; r < t->nrows; r++)
+            if ((int)strlen(t->cell[r][c]) > w[c]) w[c] = (int)strlen(t->cell[r][c]);
+    }
+    for (int r = -1; r < t->nrows; r++) {
+        char line[MAXCOLS * (CELL + 2)];
+        int len = 0;
+        for (int c = 0; c < t->ncols && len < (int)sizeof line; c++) {
+            const char *s = r < 0 ? t->head[c] : t->cell[r][c];
+            int last = c == t->ncols - 1;
+            len += snprintf(line + len, sizeof line - (size_t)len, t->right[c] ? "%*s%s" : "%-*s%s",
+                            last && !t->right[c] ? 0 : w[c], s, last ? "" : "  ");
+        }
+        if (len >= (int)sizeof line) len = (int)sizeof line - 1;
+        while (len > 0 && line[len - 1] == ' ') line[--len] = '\0'; /* an empty last column */
+        fprintf(f, "%s\n", line);
+    }
+}
+
+static void md_cell(FILE *f, const char *s)
+{
+    fputc(' ', f);
+    for (; *s; s++) {
+        if (*s == '|') fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputs(" |", f);
+}
+
+static void table_print_md(const table *t, FILE *f)
+{
+    fputc('|', f);
+    for (int c = 0; c < t->ncols; c++) md_cell(f, t->head[c]);
+    fputs("\n|", f);
+    for (int c = 0; c < t->ncols; c++) fputs(t->right[c] ? " ---: |" : " --- |", f);
+    fputc('\n', f);
+    for (int r = 0; r < t->nrows; r++) {
+        fputc('|', f);
+        for (int c = 0; c < t->ncols; c++) md_cell(f, t->cell[r][c]);
+        fputc('\n', f);
+    }
+}
+
+/* ---- human-readable cells */
+
+static void fmt_num_n(char *buf, size_t n, double x, const char *fmt)
+{
+    if (isnan(x))
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, fmt, x);
+}
+
+static void fmt_num(char *buf, double x, const char *fmt) { fmt_num_n(buf, CELL, x, fmt); }
+
+/* Three significant digits at least, no exponent for ordinary throughputs. */
+static void fmt_rate_n(char *buf, size_t n, double x) { fmt_num_n(buf, n, x, fabs(x) >= 100 ? "%.0f" : "%.3g"); }
+static void fmt_rate(char *buf, double x) { fmt_rate_n(buf, CELL, x); }
+
+static void fmt_ci(char *buf, double lo, double hi)
+{
+    char a[48], b[48];
+    if (isnan(lo) || isnan(hi)) {
+        snprintf(buf, CELL, "-");
+        return;
+    }
+    fmt_rate_n(a, sizeof a, lo);
+    fmt_rate_n(b, sizeof b, hi);
+    snprintf(buf, CELL, "[%s, %s]", a, b);
+}
+
+/* First line of the reason, shortened: the table gives the gist, the file keeps it all. */
+static void fmt_reason(char *buf, const char *reason, size_t max)
+{
+    size_t n = strcspn(reason, "\n");
+    if (n > max) {
+        snprintf(buf, CELL, "%.*s...", (int)(max - 3), reason);
+        return;
+    }
+    snprintf(buf, CELL, "%.*s", (int)n, reason);
+}
+
+static const char *const text_heads[] = {"id",     "workload",  "strategy", "gpus",    "batch",   "kvstore",
+                                         "compression", "amp",  "status",   "samples/s", "95% CI", "step ms",
+                                         "speedup", "efficiency", "test_acc", "note"};
+enum { TEXT_COLS = sizeof text_heads / sizeof text_heads[0] };
+
+static void fill_row(char (*row)[CELL], const mx_run_record *r)
+{
+    int c = 0;
+    snprintf(row[c++], CELL, "%s", r->id);
+    snprintf(row[c++], CELL, "%s", r->workload);
+    snprintf(row[c++], CELL, "%s", r->strategy);
+    snprintf(row[c++], CELL, "%d", r->gpus);
+    snprintf(row[c++], CELL, "%d", r->batch);
+    snprintf(row[c++], CELL, "%s", r->kvstore);
+    snprintf(row[c++], CELL, "%s", r->compression);
+    snprintf(row[c++], CELL, "%s", r->amp);
+    snprintf(row[c++], CELL, "%s", r->status);
+    fmt_rate(row[c++], r->throughput);
+    fmt_ci(row[c++], r->throughput_ci_low, r->throughput_ci_high);
+    fmt_num(row[c++], r->step_time_median * 1e3, "%.2f");
+    fmt_num(row[c++], r->speedup, "%.2f");
+    fmt_num(row[c++], r->efficiency * 100, "%.0f%%");
+    fmt_num(row[c++], r->final_test_acc, "%.4f");
+    if (strcmp(r->status, "ok") != 0)
+        fmt_reason(row[c++], r->reason, 60);
+    else
+        row[c++][0] = '\0';
+}
+
+/* "; mxbench 0.1.0 (abc1234) on host, started T", leaving out what the file does not say. */
+static void describe_origin(const mx_results_meta *m, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    if (m->mxbench_version[0]) len += (size_t)snprintf(buf + len, n - len, "; mxbench %s", m->mxbench_version);
+    if (m->git_revision[0] && len < n) len += (size_t)snprintf(buf + len, n - len, " (%s)", m->git_revision);
+    if (m->host[0] && len < n) len += (size_t)snprintf(buf + len, n - len, "%s on %s", len ? "" : ";", m->host);
+    if (m->start_time[0] && len < n) snprintf(buf + len, n - len, ", started %s", m->start_time);
+}
+
+static int print_table(const char *path, const mx_results *res, int md)
+{
+    table t = {.ncols = TEXT_COLS, .nrows = res->nruns};
+    for (int c = 0; c < TEXT_COLS; c++) {
+        t.head[c] = text_heads[c];
+        t.right[c] = (c >= 3 && c <= 4) || (c >= 9 && c <= 14);
+    }
+    t.cell = calloc((size_t)(res->nruns ? res->nruns : 1), sizeof *t.cell);
+    if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d rows", res->nruns);
+    for (int i = 0; i < res->nruns; i++) fill_row(t.cell[i], &res->runs[i]);
+    char about[512];
+    describe_origin(&res->meta, about, sizeof about);
+    if (md)
+        printf("### mxbench report: `%s`\n\n%d runs%s\n\n", path, res->nruns, about);
+    else
+        printf("%s: %d runs (schema %d)%s\n\n", path, res->nruns, res->schema_version, about);
+    if (md)
+        table_print_md(&t, stdout);
+    else
+        table_print_text(&t, stdout);
+    printf("\n");
+    printf("samples/s: median over timed steps and repeats, with its 95%% confidence interval; speedup and\n"
+           "efficiency: against the smallest device count of the same configuration (results/SCHEMA.md).\n");
+    free(t.cell);
+    return MX_OK;
+}
+
+/* ---- machine-readable output: every summary column, full precision */
+
+typedef enum { C_STR, C_INT, C_DBL } col_kind;
+
+typedef struct {
+    const char *name;
+    col_kind kind;
+    size_t off;
+} column;
+
+#define CS(m) {#m, C_STR, offsetof(mx_run_record, m)}
+#define CI(m) {#m, C_INT, offsetof(mx_run_record, m)}
+#define CD(m) {#m, C_DBL, offsetof(mx_run_record, m)}
+
+static const column data_cols[] = {
+    CS(id),           CS(workload),           CS(dataset),            CS(strategy),       CS(kvstore),
+    CS(compression),  CS(amp),                CS(device_type),        CI(gpus),           CI(batch),
+    CS(batch_mode),   CI(global_batch),       CD(base_lr),            CS(lr_scaling),     CD(lr),
+    CI(repeats),      CS(status),             CI(exit_status),        CD(throughput),     CD(throughput_ci_low),
+    CD(throughput_ci_high), CD(throughput_iqr), CD(step_time_median), CD(speedup),        CD(efficiency),
+    {"test_acc", C_DBL, offsetof(mx_run_record, final_test_acc)},     CD(time_to_acc),    CD(bytes_per_step),
+    CD(comm_overlap), CD(wall_time),          CS(reason),
+};
+enum { DATA_COLS = sizeof data_cols / sizeof data_cols[0] };
+
+static const char *col_str(const mx_run_record *r, const column *c) { return (const char *)r + c->off; }
+static int col_int(const mx_run_record *r, const column *c) { return *(const int *)((const char *)r + c->off); }
+static double col_dbl(const mx_run_record *r, const column *c) { return *(const double *)((const char *)r + c->off); }
+
+static void csv_string(const char *s)
+{
+    /* newlines of a failure reason become spaces: one run, one line, for simple readers */
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"') putchar('"');
+        putchar(*s == '\n' || *s == '\r' ? ' ' : *s);
+    }
+    putchar('"');
+}
+
+static void print_csv(const mx_results *res)
+{
+    for (int c = 0; c < DATA_COLS; c++) printf("%s%s", c ? "," : "", data_cols[c].name);
+    putchar('\n');
+    for (int i = 0; i < res->nruns; i++) {
+        const mx_run_record *r = &res->runs[i];
+        for (int c = 0; c < DATA_COLS; c++) {
+            const column *k = &data_cols[c];
+            if (c) putchar(',');
+            if (k->kind == C_STR) csv_string(col_str(r, k));
+            else if (k->kind == C_INT) printf("%d", col_int(r, k));
+            else if (!isnan(col_dbl(r, k))) printf("%.6g", col_dbl(r, k)); /* NaN: empty */
+        }
+        putchar('\n');
+    }
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') printf("\\%c", ch);
+        else if (ch == '\n') printf("\\n");
+        else if (ch < 0x20) printf("\\u%04x", ch);
+        else putchar(ch);
+    }
+    putchar('"');
+}
+
+/* The shortest text that reads back as the same double: 0.05, not 0.050000000000000003. */
+static void json_number(double x)
+{
+    if (!isfinite(x)) {
+        printf("null"); /* JSON has no NaN; undefined figures are null */
+        return;
+    }
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.15g", x);
+    if (strtod(buf, NULL) != x) snprintf(buf, sizeof buf, "%.17g", x);
+    printf("%s", buf);
+}
+
+static void print_json(const char *path, const mx_results *res)
+{
+    const mx_results_meta *m = &res->meta;
+    const struct { const char *name, *value; } meta[] = {
+        {"mxbench_version", m->mxbench_version}, {"git_revision", m->git_revision}, {"host", m->host},
+        {"cpu_model", m->cpu_model},             {"gpu_model", m->gpu_model},       {"gpu_driver", m->gpu_driver},
+        {"blas", m->blas},                       {"onednn", m->onednn},             {"cuda", m->cuda},
+        {"cudnn", m->cudnn},                     {"nccl", m->nccl},                 {"mpi", m->mpi},
+        {"hdf5", m->hdf5},                       {"start_time", m->start_time},     {"command_line", m->command_line},
+    };
+    printf("{\n  \"file\": ");
+    json_string(path);
+    printf(",\n  \"schema_version\": %d,\n  \"meta\": {", res->schema_version);
+    for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++) {
+        printf("%s\n    \"%s\": ", i ? "," : "", meta[i].name);
+        json_string(meta[i].value);
+    }
+    printf("\n  },\n  \"runs\": [");
+    for (int i = 0; i < res->nruns; i++) {
+        const mx_run_record *r = &res->runs[i];
+        printf("%s\n    {", i ? "," : "");
+        for (int c = 0; c < DATA_COLS; c++) {
+            const column *k = &data_cols[c];
+            printf("%s\"%s\": ", c ? ", " : "", k->name);
+            if (k->kind == C_STR) json_string(col_str(r, k));
+            else if (k->kind == C_INT) printf("%d", col_int(r, k));
+            else json_number(col_dbl(r, k));
+        }
+        printf("}");
+    }
+    printf("%s]\n}\n", res->nruns ? "\n  " : "");
+}
+
+/* ---- the command */
+
+int mx_cmd_report(int argc, char **argv)
+{
+    const char *format = "text";
+    const mx_opt opts[] = {
+        {"format", MX_OPT_STRING, &format, "FMT", "output format: text (default), md, csv or json",
+         "text|md|csv|json"},
+        {0},
+    };
+    const mx_cmd_spec spec = {
+        "mxbench report", "FILE [options]",
+        "Prints the summary of a results file written by 'mxbench sweep': one row per run with its\n"
+        "throughput (median samples/s and 95% confidence interval), step time, speedup, efficiency\n"
+        "and test accuracy; failed and skipped runs show why.",
+        opts, 1, 1,
+    };
+    const char *pos[1];
+    int npos;
+    int rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
+    if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : MX_OPTS_BAD;
+
+    mx_results res;
+    if (mx_results_load(pos[0], &res) != MX_OK) {
+        fprintf(stderr, "mxbench report: %s\n", mx_last_error());
+        return MX_OPTS_BAD;
+    }
+    rc = MX_OK;
+    if (strcmp(format, "csv") == 0) print_csv(&res);
+    else if (strcmp(format, "json") == 0) print_json(pos[0], &res);
+    else rc = print_table(pos[0], &res, strcmp(format, "md") == 0);
+    mx_results_free(&res);
+    if (rc != MX_OK) {
+        fprintf(stderr, "mxbench report: %s\n", mx_last_error());
+        return MX_OPTS_BAD;
+    }
+    return 0;
+}

@@ -1,0 +1,145 @@
+/* `mxbench train`: one configuration, progress per epoch, a summary line; with --record,
+ * the run is also written as a results file (how sweep children report back). */
+#include "buildinfo.h"
+#include "commands.h"
+#include "engine/status.h"
+#include "opts.h"
+#include "results/results.h"
+#include "trainer.h"
+#include "workloads/workloads.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    mx_train_config c;
+    const char *work_load, *data, *record, *device;
+    int quiet;
+} train_args;
+
+static const char *summary_text =
+    "Trains one configuration and prints, per epoch, the training loss, test accuracy,\n"
+    "samples/s and seconds; with --steps, runs that many steps for throughput only.\n"
+    "Without a GPU, devices are CPU workers (threads), each with its own replica.";
+
+static int parse(train_args *a, int argc, char **argv)
+{
+    mx_train_config *c = &a->c;
+    const mx_opt opts[] = {
+        {"workload", MX_OPT_STRING, &c->workload, "NAME", "model: mlp, lenet, resnet18 (default lenet)", "mlp|lenet|resnet18"},
+        {"dataset", MX_OPT_STRING, &c->dataset, "NAME", "fashion-mnist or synthetic (default fashion-mnist)", "fashion-mnist|synthetic"},
+        {"data", MX_OPT_STRING, &a->data, "DIR", "read an IDX (MNIST-format) dataset from DIR instead", NULL},
+        {"epochs", MX_OPT_INT, &c->epochs, "N", "epochs to train (default 1)", NULL},
+        {"steps", MX_OPT_INT, &c->steps, "N", "run N steps instead of epochs (throughput only, no evaluation)", NULL},
+        {"batch", MX_OPT_INT, &c->batch, "N", "global batch per step, split over the devices (default 128)", NULL},
+        {"lr", MX_OPT_DOUBLE, &c->lr, "X", "learning rate (default 0.05)", NULL},
+        {"momentum", MX_OPT_DOUBLE, &c->momentum, "X", "SGD momentum (default 0.9)", NULL},
+        {"wd", MX_OPT_DOUBLE, &c->wd, "X", "weight decay on weights, not biases or norms (default 1e-4)", NULL},
+        {"seed", MX_OPT_INT, &c->seed, "N", "seed for initialisation and shuffling (default 1)", NULL},
+        {"init", MX_OPT_STRING, &c->init, "NAME", "weight initialiser: xavier or normal (default xavier)", "xavier|normal"},
+        {"strategy", MX_OPT_STRING, &c->strategy, "NAME", "parallel strategy (default data)", "data|model|layer"},
+        {"gpus", MX_OPT_INT, &c->devices, "N", "device count (CPU workers without a GPU; default 1)", NULL},
+        {"device", MX_OPT_STRING, &a->device, "KIND", "cpu, cuda or auto (default auto: cuda where present)", "cpu|cuda|auto"},
+        {"kvstore", MX_OPT_STRING, &c->kvstore, "MODE", "gradient aggregation: local or device (default device)", "local|device"},
+        {"work-load", MX_OPT_STRING, &a->work_load, "LIST", "relative batch share per device, e.g. 3,1 (default even)", NULL},
+        {"threads-per-device", MX_OPT_INT, &c->threads_per_device, "N", "CPU threads per device (default cores/devices)", NULL},
+        {"warmup-epochs", MX_OPT_DOUBLE, &c->warmup_epochs, "X", "ramp the lr linearly over X epochs (default 0)", NULL},
+        {"warmup-from", MX_OPT_DOUBLE, &c->warmup_start_lr, "LR", "lr at the start of the ramp (default lr/10)", NULL},
+        {"warmup-steps", MX_OPT_INT, &c->warmup_steps, "N", "leading steps left out of the timings (default 0)", NULL},
+        {"repeat", MX_OPT_INT, &c->repeats, "N", "repeat the whole training N times for the timings (default 1)", NULL},
+        {"target-acc", MX_OPT_DOUBLE, &c->target_acc, "X", "report time to reach this test accuracy", NULL},
+        {"record", MX_OPT_STRING, &a->record, "FILE", "also write the run to FILE as an HDF5 results file", NULL},
+        {"quiet", MX_OPT_FLAG, &a->quiet, NULL, "print only the summary line", NULL},
+        {0},
+    };
+    const mx_cmd_spec spec = {"mxbench train", "[options]", summary_text, opts, 0, 0};
+    const char *pos[1];
+    int npos, rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
+    if (rc != MX_OPTS_OK) return rc;
+    if (a->data) c->dataset = "idx", c->data_dir = a->data;
+    if (c->steps > 0 && c->epochs == 1) c->epochs = 0; /* --steps replaces the default epoch */
+    if (a->work_load) {
+        c->nwork_load = mx_parse_double_list("work-load", a->work_load, c->work_load, MX_MAX_DEVICES);
+        if (c->nwork_load < 0) return MX_OPTS_BAD;
+    }
+    return MX_OPTS_OK;
+}
+
+static int check_devices(train_args *a, int threads_given)
+{
+    mx_train_config *c = &a->c;
+    mx_cuda_info cu;
+    mx_cuda_probe(&cu);
+    if (a->device && strcmp(a->device, "cuda") == 0) {
+        fprintf(stderr, "mxbench train: --device cuda: the CUDA backend is not in this build yet (%s); use --device cpu\n",
+                cu.count ? "GPU present" : cu.driver);
+        return 2;
+    }
+    if (c->devices < 1 || c->devices > MX_MAX_DEVICES) {
+        fprintf(stderr, "mxbench train: --gpus %d: accepted 1..%d\n", c->devices, MX_MAX_DEVICES);
+        return 2;
+    }
+    const int cores = mx_cpu_cores();
+    if (!threads_given) c->threads_per_device = cores / c->devices > 1 ? cores / c->devices : 1;
+    if (c->threads_per_device < 1) {
+        fprintf(stderr, "mxbench train: --threads-per-device %d: must be >= 1\n", c->threads_per_device);
+        return 2;
+    }
+    if (!a->quiet) fprintf(stderr, "mxbench: no CUDA device in use: %d device(s) are CPU workers with %d thread(s) each\n",
+                           c->devices, c->threads_per_device);
+    if (c->devices * c->threads_per_device > cores)
+        fprintf(stderr, "mxbench: warning: %d devices x %d threads on %d cores: timings are not meaningful "
+                "(use such runs for correctness only)\n", c->devices, c->threads_per_device, cores);
+    return 0;
+}
+
+static void print_summary(const train_args *a, const mx_run_record *r)
+{
+    const mx_train_config *c = &a->c;
+    printf("%s on %s, %s x%d (%s kvstore, %d thread(s)/device), batch %d:", c->workload, r->dataset, c->strategy,
+           c->devices, c->devices > 1 ? c->kvstore : "no", c->threads_per_device, c->batch);
+    if (c->steps) printf(" %d steps (%d warmup)", c->steps, c->warmup_steps);
+    else printf(" %d epoch(s), test acc %.4f", c->epochs, r->final_test_acc);
+    printf(", %.1f samples/s (median step %.2f ms, 95%% CI %.1f-%.1f)", r->throughput, 1e3 * r->step_time_median,
+           r->throughput_ci_low, r->throughput_ci_high);
+    double f = mx_train_flops_per_sample(c->workload, 1, 28, 28, 10);
+    if (isfinite(f)) printf(", %.1f GFLOP/s", 3 * f * r->throughput * 1e-9);
+    if (isfinite(r->time_to_acc)) printf(", %.1f s to acc %.3f", r->time_to_acc, c->target_acc);
+    printf(", %.1f s\n", r->wall_time);
+}
+
+static int write_record(const char *path, const mx_run_record *rec, int argc, char **argv)
+{
+    mx_results_meta meta;
+    mx_buildinfo_meta(&meta, argc, argv);
+    int rc = mx_results_create(path, &meta, 1);
+    if (rc == MX_OK) rc = mx_results_append(path, rec);
+    if (rc < 0) fprintf(stderr, "mxbench train: --record %s: %s\n", path, mx_last_error());
+    return rc;
+}
+
+int mx_cmd_train(int argc, char **argv)
+{
+    train_args a = {0};
+    mx_train_config_defaults(&a.c);
+    a.c.threads_per_device = 0;
+    int rc = parse(&a, argc, argv);
+    if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
+    if ((rc = check_devices(&a, a.c.threads_per_device != 0)) != 0) return rc;
+    if (a.c.warmup_epochs > 0 && a.c.warmup_start_lr <= 0) a.c.warmup_start_lr = a.c.lr / 10;
+    a.c.log = a.quiet ? NULL : stdout;
+    mx_run_record rec;
+    mx_record_init(&rec);
+    snprintf(rec.id, sizeof rec.id, "r0000");
+    rc = mx_train_run(&a.c, &rec);
+    if (rc < 0) {
+        fprintf(stderr, "mxbench train: %s\n", mx_last_error());
+        mx_record_free(&rec);
+        return mx_exit_status(rc);
+    }
+    print_summary(&a, &rec);
+    if (a.record && write_record(a.record, &rec, argc, argv) < 0) rc = MX_EIO;
+    mx_record_free(&rec);
+    return rc < 0 ? 1 : 0;
+}

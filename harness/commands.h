@@ -1,0 +1,16 @@
+/* The mxbench subcommands: each takes argv with argv[0] = its name and returns the exit
+ * status (0 ok, 1 run failed or regression found, 2 bad usage or bad input). */
+#ifndef MX_COMMANDS_H
+#define MX_COMMANDS_H
+
+int mx_cmd_train(int argc, char **argv);
+int mx_cmd_sweep(int argc, char **argv);
+int mx_cmd_report(int argc, char **argv);
+int mx_cmd_compare(int argc, char **argv);
+int mx_cmd_plot(int argc, char **argv);
+int mx_cmd_info(int argc, char **argv);
+
+/* Exit status for a library status: bad input is 2, anything else 1. */
+int mx_exit_status(int rc);
+
+#endif

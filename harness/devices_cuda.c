@@ -1,0 +1,35 @@
+/* Device probing for a CUDA build: runtime, driver, cuDNN and NCCL versions and the GPUs
+ * visible. Built only when CMake finds the CUDA toolkit. */
+#include "buildinfo.h"
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <nccl.h>
+#include <string.h>
+
+static void version(char *buf, size_t n, int v) { snprintf(buf, n, "%d.%d", v / 1000, (v % 1000) / 10); }
+
+void mx_cuda_probe(mx_cuda_info *info)
+{
+    memset(info, 0, sizeof *info);
+    int v = 0;
+    cudaRuntimeGetVersion(&v);
+    version(info->runtime, sizeof info->runtime, v);
+    size_t cv = cudnnGetVersion();
+    snprintf(info->cudnn, sizeof info->cudnn, "%zu.%zu.%zu", cv / 10000, (cv % 10000) / 100, cv % 100);
+    int nv = 0;
+    ncclGetVersion(&nv);
+    snprintf(info->nccl, sizeof info->nccl, "%d.%d.%d", nv / 10000, (nv % 10000) / 100, nv % 100);
+    if (cudaDriverGetVersion(&v) != cudaSuccess || v == 0) {
+        snprintf(info->driver, sizeof info->driver, "no CUDA driver");
+        return;
+    }
+    version(info->driver, sizeof info->driver, v);
+    if (cudaGetDeviceCount(&info->count) != cudaSuccess || info->count == 0) {
+        info->count = 0;
+        snprintf(info->driver, sizeof info->driver, "no CUDA device");
+        return;
+    }
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, 0) == cudaSuccess) snprintf(info->model, sizeof info->model, "%.120s", p.name);
+}

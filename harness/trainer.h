@@ -1,0 +1,39 @@
+/* The training loop shared by `mxbench train` and every sweep run: data, strategy steps,
+ * per-step timings, per-epoch evaluation, and the run record the results store keeps. */
+#ifndef MX_TRAINER_H
+#define MX_TRAINER_H
+
+#include "results/record.h"
+#include "strategies/strategy.h"
+
+#include <stdio.h>
+
+typedef struct {
+    const char *workload;
+    const char *dataset;    /* "fashion-mnist" (the default directory), "idx" (data_dir), "synthetic" */
+    const char *data_dir;
+    const char *strategy;
+    const char *kvstore;
+    int devices, threads_per_device;
+    int batch;              /* global batch per step */
+    int epochs, steps;      /* exactly one is > 0 */
+    int warmup_steps, repeats, seed;
+    double lr, momentum, wd;
+    double warmup_epochs, warmup_start_lr;
+    double target_acc;
+    double work_load[MX_MAX_DEVICES];
+    int nwork_load;         /* 0 = even split */
+    const char *init;       /* xavier | normal */
+    FILE *log;              /* progress lines; NULL = silent */
+} mx_train_config;
+
+void mx_train_config_defaults(mx_train_config *c);
+
+/* Runs the training described by c and fills rec (configuration, series, derived
+ * figures). Returns a negative status on bad input or failure (with mx_last_error). */
+int mx_train_run(const mx_train_config *c, mx_run_record *rec);
+
+/* Forward FLOPs per sample of the workload on the config's input shape (for GFLOP/s). */
+double mx_train_flops_per_sample(const char *workload, int c, int h, int w, int nclasses);
+
+#endif

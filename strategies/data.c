@@ -1,0 +1,289 @@
+/* Data parallelism (MXNet's default): every device holds a full replica, each batch is
+ * split over the devices by a work-load list, each device runs forward and backward on its
+ * slice and pushes each layer's gradients to the kvstore as soon as backward produces
+ * them, then pulls the updated weights. With one device there is no kvstore: the update
+ * runs on the device, as MXNet does. Batch norm normalises with each device's own slice. */
+#include "strategy.h"
+#include "kvstore.h"
+#include "engine/status.h"
+#include "engine/timer.h"
+#include "workloads/workloads.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    mx_sgd opt;
+    const mx_param *params;
+} sgd_ctx;
+
+typedef struct {
+    double loss;
+    int correct;
+    double t_start, t_fwd_end, t_bwd_end, t_end;
+} device_result;
+
+struct mx_strategy {
+    mx_strategy_config cfg;
+    int k;
+    mx_backend *be[MX_MAX_DEVICES];
+    mx_net *net[MX_MAX_DEVICES];
+    float *mom; /* one device: momentum next to the weights */
+    mx_kvstore *kv;
+    sgd_ctx sgd;
+
+    /* ---- the step in flight, handed to device threads */
+    const float *x;
+    const uint8_t *y;
+    int count[MX_MAX_DEVICES], first[MX_MAX_DEVICES];
+    float grad_scale;
+    device_result res[MX_MAX_DEVICES];
+    int error;
+
+    pthread_t threads[MX_MAX_DEVICES];
+    pthread_mutex_t lock;
+    pthread_cond_t go, finished;
+    long generation;
+    int pending, stopping;
+};
+
+typedef struct {
+    mx_strategy *s;
+    int dev;
+} push_ctx;
+
+/* ---- the work of one device in one step */
+
+static void push_ready(void *user, int first, int count)
+{
+    push_ctx *c = user;
+    mx_strategy *s = c->s;
+    /* Later tensors first: they finished first and the next forward needs them last. */
+    for (int p = first + count - 1; p >= first; p--)
+        if (mx_kv_push(s->kv, p, c->dev, s->net[c->dev]->params[p].count, -p) < 0) s->error = MX_ERUNTIME;
+}
+
+static void run_device(mx_strategy *s, int d)
+{
+    mx_net *net = s->net[d];
+    device_result *r = &s->res[d];
+    const size_t per = mx_shape_size(net->in);
+    r->t_start = mx_now();
+    mx_net_set_batch(net, s->x + (size_t)s->first[d] * per, s->y + s->first[d], s->count[d]);
+    mx_net_zero_grad(net);
+    mx_net_forward(net, s->count[d], 1);
+    r->loss = mx_net_loss(net, s->count[d], s->grad_scale, &r->correct);
+    r->t_fwd_end = mx_now();
+    push_ctx ctx = {s, d};
+    mx_net_backward(net, s->count[d], s->kv ? push_ready : NULL, &ctx);
+    net->be->ops->sync(net->be);
+    r->t_bwd_end = mx_now();
+    if (s->kv) {
+        for (int p = 0; p < net->nparams; p++)
+            if (mx_kv_pull(s->kv, p, d, net->params[p].count) < 0) s->error = MX_ERUNTIME;
+    } else {
+        mx_sgd_update(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w, s->mom, net->g, 1.0f);
+    }
+    net->be->ops->sync(net->be);
+    r->t_end = mx_now();
+}
+
+static void *device_thread(void *p)
+{
+    push_ctx *c = p;
+    mx_strategy *s = c->s;
+    const int d = c->dev;
+    free(c);
+    long seen = 0;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->stopping && s->generation == seen) pthread_cond_wait(&s->go, &s->lock);
+        if (s->stopping) break;
+        seen = s->generation;
+        pthread_mutex_unlock(&s->lock);
+        run_device(s, d);
+        pthread_mutex_lock(&s->lock);
+        if (--s->pending == 0) pthread_cond_signal(&s->finished);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* ---- strategy ops */
+
+static void sgd_updater(void *user, mx_backend *be, int key, size_t lo, size_t hi, float *w, float *mom,
+                        const float *g)
+{
+    const sgd_ctx *u = user;
+    const mx_param *p = &u->params[key];
+    be->ops->sgd_update(be, hi - lo, w + lo, mom + lo, g + lo, u->opt.lr, u->opt.momentum,
+                        p->decay ? u->opt.wd : 0.0f, 1.0f);
+}
+
+static void data_destroy(mx_strategy *s);
+
+static int create_replicas(mx_strategy *s)
+{
+    const mx_strategy_config *c = &s->cfg;
+    const mx_workload *wl = mx_workload_find(c->workload);
+    if (!wl) return mx_error(MX_EINVAL, "unknown workload '%s' (known: %s)", c->workload, mx_workload_names());
+    mx_layer_spec specs[MX_MAX_LAYERS];
+    const int nspecs = wl->build(specs, c->in, c->nclasses);
+    int counts[MX_MAX_DEVICES];
+    MX_TRY(mx_split_batch(c->max_batch, s->k, c->work_load, counts));
+    mx_cpu_set_blas_threads(c->threads_per_device);
+    for (int d = 0; d < s->k; d++) {
+        MX_TRY(mx_backend_create(&s->be[d], "cpu", d, c->threads_per_device));
+        /* Room for k more than the even share: a smaller last batch rounds differently. */
+        MX_TRY(mx_net_create(&s->net[d], s->be[d], specs, nspecs, c->in, counts[d] + s->k));
+        /* The same seed on every replica gives identical initial weights. */
+        MX_TRY(mx_net_init_params(s->net[d], c->seed, c->init, 0.01f));
+    }
+    return MX_OK;
+}
+
+static int create_store(mx_strategy *s)
+{
+    mx_net *n0 = s->net[0];
+    s->sgd.params = n0->params;
+    if (s->k == 1) {
+        s->mom = s->be[0]->ops->alloc(s->be[0], sizeof(float) * (n0->nweights ? n0->nweights : 1));
+        return s->mom ? MX_OK : mx_error(MX_ENOMEM, "out of memory for momentum (%zu floats)", n0->nweights);
+    }
+    mx_kv_key *keys = malloc(sizeof *keys * n0->nparams);
+    float *w[MX_MAX_DEVICES], *g[MX_MAX_DEVICES];
+    if (!keys) return mx_error(MX_ENOMEM, "out of memory for kvstore keys");
+    for (int p = 0; p < n0->nparams; p++) keys[p] = (mx_kv_key){n0->params[p].offset, n0->params[p].count};
+    for (int d = 0; d < s->k; d++) w[d] = s->net[d]->w, g[d] = s->net[d]->g;
+    int rc = mx_kv_create(&s->kv, s->cfg.kvstore, s->k, s->be, w, g, keys, n0->nparams);
+    free(keys);
+    MX_TRY(rc);
+    mx_kv_set_updater(s->kv, sgd_updater, &s->sgd);
+    return mx_kv_init(s->kv, n0->w);
+}
+
+static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
+{
+    *out = NULL;
+    if (cfg->devices < 1 || cfg->devices > MX_MAX_DEVICES)
+        return mx_error(MX_EINVAL, "device count %d: accepted 1..%d", cfg->devices, MX_MAX_DEVICES);
+    mx_strategy *s = calloc(1, sizeof *s);
+    if (!s) return mx_error(MX_ENOMEM, "out of memory creating the data strategy");
+    s->cfg = *cfg;
+    s->k = cfg->devices;
+    s->sgd.opt = cfg->opt;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->go, NULL);
+    pthread_cond_init(&s->finished, NULL);
+    int rc = create_replicas(s);
+    if (rc == MX_OK) rc = create_store(s);
+    for (int d = 1; rc == MX_OK && d < s->k; d++) {
+        push_ctx *c = malloc(sizeof *c);
+        *c = (push_ctx){s, d};
+        if (pthread_create(&s->threads[d], NULL, device_thread, c) != 0) rc = mx_error(MX_ERUNTIME, "cannot start device thread %d", d);
+    }
+    if (rc < 0) {
+        data_destroy(s);
+        return rc;
+    }
+    *out = s;
+    return MX_OK;
+}
+
+static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, float lr, mx_step_stats *st)
+{
+    MX_TRY(mx_split_batch(n, s->k, s->cfg.work_load, s->count));
+    for (int d = 0, at = 0; d < s->k; at += s->count[d], d++) {
+        s->first[d] = at;
+        if (s->count[d] > s->net[d]->max_batch)
+            return mx_error(MX_EINVAL, "batch slice %d exceeds the %d the replica was built for", s->count[d], s->net[d]->max_batch);
+    }
+    s->x = x;
+    s->y = y;
+    s->grad_scale = 1.0f / n;
+    s->sgd.opt.lr = lr;
+    s->error = 0;
+    if (s->kv) mx_kv_stats_reset(s->kv);
+    pthread_mutex_lock(&s->lock);
+    s->pending = s->k - 1;
+    s->generation++;
+    pthread_cond_broadcast(&s->go);
+    pthread_mutex_unlock(&s->lock);
+    run_device(s, 0);
+    pthread_mutex_lock(&s->lock);
+    while (s->pending > 0) pthread_cond_wait(&s->finished, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    if (s->error) return mx_error(MX_ERUNTIME, "kvstore failed during the step: %s", mx_last_error());
+
+    /* Phases as the slowest device saw them: compute until its backward ended, then the
+     * exposed tail of communication (or the local update with one device). */
+    memset(st, 0, sizeof *st);
+    double fwd = 0, bwd = 0, bwd_end = 0, end = 0;
+    for (int d = 0; d < s->k; d++) {
+        const device_result *r = &s->res[d];
+        st->loss_sum += r->loss;
+        st->correct += r->correct;
+        if (r->t_fwd_end - r->t_start > fwd) fwd = r->t_fwd_end - r->t_start;
+        if (r->t_bwd_end - r->t_fwd_end > bwd) bwd = r->t_bwd_end - r->t_fwd_end;
+        if (r->t_bwd_end > bwd_end) bwd_end = r->t_bwd_end;
+        if (r->t_end > end) end = r->t_end;
+    }
+    st->phase[MX_PHASE_FORWARD] = fwd;
+    st->phase[MX_PHASE_BACKWARD] = bwd;
+    st->phase[s->kv ? MX_PHASE_COMM : MX_PHASE_UPDATE] = end - bwd_end;
+    if (s->kv) {
+        const mx_kv_stats *ks = &s->kv->stats;
+        st->bytes = ks->bytes;
+        st->comm_busy = ks->busy_end - ks->busy_start;
+        double hidden = bwd_end - ks->busy_start;
+        st->comm_hidden = hidden < 0 ? 0 : hidden > st->comm_busy ? st->comm_busy : hidden;
+    }
+    return MX_OK;
+}
+
+static int data_evaluate(mx_strategy *s, const float *x, const uint8_t *y, int n, double *loss_sum, int *correct)
+{
+    return mx_net_evaluate(s->net[0], x, y, n, loss_sum, correct);
+}
+
+static size_t data_param_count(mx_strategy *s) { return s->net[0]->nweights; }
+
+static int data_get_params(mx_strategy *s, float *host)
+{
+    mx_net *n0 = s->net[0];
+    n0->be->ops->copy(n0->be, host, n0->w, sizeof(float) * n0->nweights, MX_COPY_D2H);
+    return MX_OK;
+}
+
+static double data_flops(mx_strategy *s) { return mx_net_flops(s->net[0]); }
+
+static void data_destroy(mx_strategy *s)
+{
+    if (!s) return;
+    pthread_mutex_lock(&s->lock);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->go);
+    pthread_mutex_unlock(&s->lock);
+    for (int d = 1; d < s->k; d++)
+        if (s->threads[d]) pthread_join(s->threads[d], NULL);
+    mx_kv_destroy(s->kv);
+    if (s->mom) s->be[0]->ops->free(s->be[0], s->mom);
+    for (int d = 0; d < s->k; d++) {
+        mx_net_destroy(s->net[d]);
+        mx_backend_destroy(s->be[d]);
+    }
+    free(s);
+}
+
+const mx_strategy_ops mx_strategy_data = {
+    .name = "data",
+    .summary = "replicas on every device, batch split by a work-load list, gradients through a kvstore",
+    .create = data_create,
+    .step = data_step,
+    .evaluate = data_evaluate,
+    .param_count = data_param_count,
+    .get_params = data_get_params,
+    .flops_per_sample = data_flops,
+    .destroy = data_destroy,
+};

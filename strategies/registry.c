@@ -1,0 +1,38 @@
+/* The strategies this build has, and the batch split they share. */
+#include "strategy.h"
+#include "engine/status.h"
+
+#include <math.h>
+#include <string.h>
+
+extern const mx_strategy_ops mx_strategy_data;
+static const mx_strategy_ops *const strategies[] = {&mx_strategy_data};
+
+const mx_strategy_ops *mx_strategy_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof strategies / sizeof *strategies; i++)
+        if (strcmp(strategies[i]->name, name) == 0) return strategies[i];
+    return NULL;
+}
+
+const char *mx_strategy_names(void) { return "data"; }
+const char *mx_strategy_planned(void) { return "data|model|layer"; }
+
+int mx_split_batch(int n, int k, const double *weights, int *counts)
+{
+    double total = 0;
+    for (int i = 0; i < k; i++) {
+        double w = weights ? weights[i] : 1.0;
+        if (!(w > 0)) return mx_error(MX_EINVAL, "work-load weight %g for device %d: weights must be > 0", w, i);
+        total += w;
+    }
+    int given = 0;
+    for (int i = 0; i < k; i++) {
+        counts[i] = i == k - 1 ? n - given : (int)lround((weights ? weights[i] : 1.0) * n / total);
+        if (counts[i] < 1)
+            return mx_error(MX_EINVAL, "a batch of %d split over %d devices leaves device %d with %d samples; use a "
+                            "larger batch or fewer devices", n, k, i, counts[i]);
+        given += counts[i];
+    }
+    return MX_OK;
+}

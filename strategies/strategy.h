@@ -1,0 +1,64 @@
+/* Parallel strategies: how a model is placed on devices and how one training step runs
+ * there. Each strategy is a table of functions in its own file, listed in registry.c. */
+#ifndef MX_STRATEGY_H
+#define MX_STRATEGY_H
+
+#include "engine/net.h"
+#include "engine/optim.h"
+#include "results/record.h"
+
+#include <stdint.h>
+
+#define MX_MAX_DEVICES 64
+
+typedef struct {
+    const char *workload;      /* a name from workloads.h */
+    mx_shape in;
+    int nclasses;
+    int devices;
+    int threads_per_device;
+    const char *kvstore;       /* local | device (ignored with one device: no store, as MXNet) */
+    int max_batch;             /* global batch */
+    const double *work_load;   /* [devices] relative shares of each batch; NULL = even */
+    mx_sgd opt;
+    uint64_t seed;
+    mx_weight_init init;
+} mx_strategy_config;
+
+typedef struct {
+    double loss_sum;           /* summed over the batch */
+    int correct;
+    double phase[MX_NPHASES];  /* seconds; data is the caller's */
+    double bytes;              /* moved by the kvstore during the step */
+    double comm_busy;          /* seconds the kvstore was working */
+    double comm_hidden;        /* of which before the last device finished backward */
+} mx_step_stats;
+
+typedef struct mx_strategy mx_strategy;
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    int (*create)(mx_strategy **out, const mx_strategy_config *cfg);
+    /* One step on a global batch of n samples (host memory) at learning rate lr. */
+    int (*step)(mx_strategy *s, const float *x, const uint8_t *y, int n, float lr, mx_step_stats *st);
+    /* Loss sum and correct count over n samples in evaluation mode. */
+    int (*evaluate)(mx_strategy *s, const float *x, const uint8_t *y, int n, double *loss_sum, int *correct);
+    /* The trained parameters in the network's layout (host copy), and their count. */
+    size_t (*param_count)(mx_strategy *s);
+    int (*get_params)(mx_strategy *s, float *host);
+    /* Forward FLOPs per sample of the whole model. */
+    double (*flops_per_sample)(mx_strategy *s);
+    void (*destroy)(mx_strategy *s);
+} mx_strategy_ops;
+
+const mx_strategy_ops *mx_strategy_find(const char *name);
+const char *mx_strategy_names(void);     /* those built: "data" */
+const char *mx_strategy_planned(void);   /* those known to the CLI: "data|model|layer" */
+
+/* Splits a batch of n over k devices by relative weights (NULL = even), as MXNet's
+ * work_load_list: round(w_i * n / sum w), the last device takes the remainder. Fails if a
+ * device would get no sample. */
+int mx_split_batch(int n, int k, const double *weights, int *counts);
+
+#endif

@@ -1,0 +1,300 @@
+/* Tests of the plot driver: a small study written to and loaded from an HDF5 results file
+ * gives every figure as a valid PNG and SVG; edge cases (one run, no ok run, no gnuplot, a
+ * broken script) give a valid figure or a clear error. Exits 77 where gnuplot is absent. */
+#include "check.h"
+#include "engine/status.h"
+#include "plots/plot.h"
+#include "results/results.h"
+
+#include <ftw.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef MXBENCH_PLOTS_DIR
+#define MXBENCH_PLOTS_DIR "plots"
+#endif
+
+static const char *scripts_dir(void)
+{
+    const char *env = getenv("MXBENCH_PLOTS_DIR");
+    return env && *env ? env : MXBENCH_PLOTS_DIR;
+}
+
+/* Deterministic noise in [-1, 1): the figures must not depend on the run. */
+static double noise(unsigned *state)
+{
+    *state = *state * 1664525u + 1013904223u;
+    return (double)(*state >> 8) / (1u << 23) - 1.0;
+}
+
+/* One synthetic run: step time falls with devices less than linearly (comm grows). */
+static void make_run(mx_run_record *r, int idx, const char *strategy, const char *lr_scaling, int gpus)
+{
+    mx_record_init(r);
+    unsigned seed = 17u + (unsigned)idx;
+    snprintf(r->id, sizeof r->id, "r%04d", idx);
+    snprintf(r->workload, sizeof r->workload, "lenet");
+    snprintf(r->dataset, sizeof r->dataset, "fashion-mnist");
+    snprintf(r->strategy, sizeof r->strategy, "%s", strategy);
+    snprintf(r->kvstore, sizeof r->kvstore, "device");
+    snprintf(r->lr_scaling, sizeof r->lr_scaling, "%s", lr_scaling);
+    r->gpus = gpus, r->batch = 64, r->global_batch = 64 * gpus;
+    r->base_lr = 0.05, r->lr = strcmp(lr_scaling, "linear") == 0 ? 0.05 * gpus : 0.05;
+    r->epochs = 3, r->repeats = 1, r->seed = 1, r->test_samples = 10000, r->threads_per_device = 1;
+    r->nsteps = 40;
+    r->step_time = malloc(sizeof(double) * (size_t)r->nsteps);
+    r->phase_time = malloc(sizeof(double) * (size_t)r->nsteps * MX_NPHASES);
+    double comm = gpus > 1 ? 0.004 * log2(gpus) : 0;
+    double part[MX_NPHASES] = {0.002, 0.010, 0.020, comm, 0.003};
+    for (int i = 0; i < r->nsteps; i++) {
+        double sum = 0;
+        for (int p = 0; p < MX_NPHASES; p++) {
+            double t = part[p] * (1 + 0.05 * noise(&seed));
+            r->phase_time[i * MX_NPHASES + p] = t;
+            sum += t;
+        }
+        r->step_time[i] = sum * (1 + 0.02 * noise(&seed)) + 0.001;
+    }
+    r->nloss = 300;
+    r->loss = malloc(sizeof(float) * (size_t)r->nloss);
+    for (int i = 0; i < r->nloss; i++)
+        r->loss[i] = (float)(0.35 + 2.0 * exp(-i / (60.0 + 10 * gpus)) + 0.08 * noise(&seed));
+    r->nepochs = 3;
+    r->test_acc = malloc(sizeof(double) * 3);
+    r->epoch_time = malloc(sizeof(double) * 3);
+    for (int e = 0; e < 3; e++) {
+        r->test_acc[e] = 0.80 + 0.03 * e - (strcmp(lr_scaling, "none") == 0 ? 0.01 * log2(gpus) : 0.004 * gpus);
+        r->epoch_time[e] = 5.0 * (e + 1) / gpus;
+    }
+    mx_record_derive(r);
+}
+
+static int is_png(const char *path)
+{
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    unsigned char buf[8] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    return n == sizeof buf && memcmp(buf, sig, sizeof sig) == 0;
+}
+
+/* Whole file into a NUL-terminated buffer (the caller frees), or NULL. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
+    if (buf) buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Every figure of rep is a PNG with the PNG signature and an SVG holding "<svg". */
+static void check_figures(const char *outdir, const mx_plot_report *rep, int expect_drawn)
+{
+    CHECK(rep->ndrawn == expect_drawn, "%d figures drawn in %s, expected %d", rep->ndrawn, outdir, expect_drawn);
+    for (int p = 0; p < MX_NPLOTS; p++) {
+        CHECK(rep->drawn[p], "%s not drawn: %s", mx_plot_names[p], rep->skipped[p]);
+        if (!rep->drawn[p]) continue;
+        char png[4200], svg[4200];
+        snprintf(png, sizeof png, "%s/%s.png", outdir, mx_plot_names[p]);
+        snprintf(svg, sizeof svg, "%s/%s.svg", outdir, mx_plot_names[p]);
+        CHECK(strstr(rep->files[p][0], "/") && strcmp(strrchr(rep->files[p][0], '/'), strrchr(png, '/')) == 0,
+              "report names '%s' for %s", rep->files[p][0], png);
+        CHECK(is_png(png), "%s is not a PNG", png);
+        char *text = slurp(svg);
+        CHECK(text && strstr(text, "<svg"), "%s is not an SVG", svg);
+        free(text);
+    }
+}
+
+static int count_lines(const char *path, const char *prefix)
+{
+    char *text = slurp(path);
+    int rows = 0;
+    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n"))
+        if (strncmp(line, prefix, strlen(prefix)) == 0) rows++;
+    free(text);
+    return rows;
+}
+
+static int build_study_file(const char *path)
+{
+    mx_results_meta meta;
+    memset(&meta, 0, sizeof meta);
+    snprintf(meta.cpu_model, sizeof meta.cpu_model, "Test CPU @ 3.0GHz");
+    MX_TRY(mx_results_create(path, &meta, 1));
+    int idx = 0;
+    static const char *const strategies[2] = {"data", "model"}, *const rules[2] = {"linear", "none"};
+    static const int gpus[3] = {1, 2, 4};
+    for (int s = 0; s < 2; s++)
+        for (int g = 0; g < 3; g++) {
+            mx_run_record r;
+            make_run(&r, idx++, strategies[s], rules[s], gpus[g]);
+            int rc = mx_results_append(path, &r);
+            mx_record_free(&r);
+            MX_TRY(rc);
+        }
+    /* A failed run must not reach any figure: it would add an 8-device tic and a bar. */
+    mx_run_record bad;
+    make_run(&bad, idx, "data", "linear", 8);
+    snprintf(bad.status, sizeof bad.status, "failed");
+    snprintf(bad.reason, sizeof bad.reason, "exit status 1");
+    int rc = mx_results_append(path, &bad);
+    mx_record_free(&bad);
+    return rc;
+}
+
+static void test_study(const char *dir, mx_plot_report *rep)
+{
+    char h5[4200], outdir[4200], path[4300];
+    snprintf(h5, sizeof h5, "%s/study.h5", dir);
+    snprintf(outdir, sizeof outdir, "%s/plots", dir);
+    int rc = build_study_file(h5);
+    CHECK(rc == 0, "writing %s: %s", h5, mx_last_error());
+    mx_results res;
+    memset(&res, 0, sizeof res);
+    rc = mx_results_load(h5, &res);
+    CHECK(rc == 0 && res.nruns == 7, "loading %s: %s (%d runs)", h5, mx_last_error(), res.nruns);
+    if (rc != 0) return;
+    rc = mx_plot_results_report(&res, outdir, scripts_dir(), 0, rep);
+    CHECK(rc == MX_NPLOTS, "mx_plot_results_report returned %d: %s", rc, mx_last_error());
+    check_figures(outdir, rep, MX_NPLOTS);
+
+    snprintf(path, sizeof path, "%s/data/breakdown.dat", outdir);
+    CHECK(count_lines(path, "\"") == 6, "%s: %d bars, expected the 6 ok runs", path, count_lines(path, "\""));
+    snprintf(path, sizeof path, "%s/data/throughput.dat", outdir);
+    char *text = slurp(path);
+    CHECK(text && strstr(text, "\"data") && strstr(text, "\"model") && !strstr(text, "\n8 "),
+          "%s: expected one series per strategy and no failed 8-device run", path);
+    free(text);
+    snprintf(path, sizeof path, "%s/data/accuracy.dat", outdir);
+    text = slurp(path);
+    CHECK(text && strstr(text, "\"lr scaling linear\"") && strstr(text, "\"lr scaling none\""),
+          "%s: expected one line per lr-scaling rule", path);
+    free(text);
+    snprintf(path, sizeof path, "%s/data/replot.sh", outdir);
+    CHECK(count_lines(path, "gnuplot ") == 2 * MX_NPLOTS, "%s: expected one gnuplot command per figure and format",
+          path);
+    mx_results_free(&res);
+}
+
+/* One device count and one series: every figure is still drawn (a single point). */
+static void test_single_run(const char *dir, mx_plot_report *rep)
+{
+    mx_results res;
+    memset(&res, 0, sizeof res);
+    res.schema_version = MX_RESULTS_SCHEMA_VERSION;
+    res.nruns = 1;
+    res.runs = calloc(1, sizeof *res.runs);
+    make_run(&res.runs[0], 0, "data", "none", 1);
+    mx_records_derive_scaling(res.runs, 1);
+    char outdir[4200];
+    snprintf(outdir, sizeof outdir, "%s/single", dir);
+    int rc = mx_plot_results_report(&res, outdir, scripts_dir(), 0, rep);
+    CHECK(rc == MX_NPLOTS, "single run: returned %d: %s", rc, mx_last_error());
+    check_figures(outdir, rep, MX_NPLOTS);
+    mx_results_free(&res);
+}
+
+/* No ok run: nothing drawn, no error, and the figures of an earlier study in the same
+ * directory are gone rather than passing for this one's. */
+static void test_no_ok_runs(const char *dir, mx_plot_report *rep)
+{
+    mx_results res;
+    memset(&res, 0, sizeof res);
+    res.nruns = 1;
+    res.runs = calloc(1, sizeof *res.runs);
+    make_run(&res.runs[0], 0, "data", "none", 2);
+    snprintf(res.runs[0].status, sizeof res.runs[0].status, "skipped");
+    char outdir[4200], png[4300];
+    snprintf(outdir, sizeof outdir, "%s/single", dir);
+    int rc = mx_plot_results_report(&res, outdir, scripts_dir(), 0, rep);
+    CHECK(rc == 0 && rep->ndrawn == 0, "no ok runs: returned %d (%s), %d drawn", rc, mx_last_error(), rep->ndrawn);
+    CHECK(strstr(rep->skipped[MX_PLOT_LOSS], "no ok run"), "skip reason: '%s'", rep->skipped[MX_PLOT_LOSS]);
+    snprintf(png, sizeof png, "%s/throughput.png", outdir);
+    CHECK(!file_exists(png), "stale %s left behind", png);
+    mx_results_free(&res);
+}
+
+static void test_errors(const char *dir, const mx_results *res)
+{
+    char outdir[4200], scripts[4200], path[4300];
+    snprintf(outdir, sizeof outdir, "%s/err", dir);
+    int rc = mx_plot_results(res, outdir, "/nonexistent/plots", 0);
+    CHECK(rc == MX_EIO && strstr(mx_last_error(), "/nonexistent/plots"), "bad scripts dir: %d %s", rc, mx_last_error());
+
+    /* A script with an error: gnuplot's exit status must be seen and its message passed on. */
+    snprintf(scripts, sizeof scripts, "%s/badscripts", dir);
+    mkdir(scripts, 0755);
+    for (int p = 0; p < MX_NPLOTS; p++) {
+        snprintf(path, sizeof path, "%s/%s.gp", scripts, mx_plot_names[p]);
+        FILE *f = fopen(path, "w");
+        if (f) fputs("plot no_such_function_xyz(x)\n", f), fclose(f);
+    }
+    rc = mx_plot_results(res, outdir, scripts, 0);
+    CHECK(rc == MX_ERUNTIME && strstr(mx_last_error(), "no_such_function_xyz"), "broken script: %d %s", rc,
+          mx_last_error());
+
+    const char *old = getenv("PATH");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("PATH", "/nonexistent", 1);
+    rc = mx_plot_results(res, outdir, scripts_dir(), 0);
+    CHECK(rc == MX_EUNSUPPORTED && strstr(mx_last_error(), "gnuplot-nox"), "no gnuplot: %d %s", rc, mx_last_error());
+    if (saved) setenv("PATH", saved, 1), free(saved);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
+
+int main(void)
+{
+    char dir[] = "/tmp/test_plot.XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    mx_plot_report *rep = calloc(1, sizeof *rep);
+    mx_results probe;
+    memset(&probe, 0, sizeof probe);
+    probe.runs = calloc(1, sizeof *probe.runs);
+    probe.nruns = 1;
+    make_run(&probe.runs[0], 0, "data", "none", 1);
+    char outdir[4200];
+    snprintf(outdir, sizeof outdir, "%s/probe", dir);
+    if (mx_plot_results_report(&probe, outdir, scripts_dir(), 0, rep) == MX_EUNSUPPORTED) {
+        printf("test_plot: skipped: %s\n", mx_last_error());
+        mx_results_free(&probe);
+        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        return CHECK_SKIP;
+    }
+
+    test_study(dir, rep);
+    test_single_run(dir, rep);
+    test_no_ok_runs(dir, rep);
+    test_errors(dir, &probe);
+    mx_results_free(&probe);
+    free(rep);
+
+    /* MXBENCH_TEST_KEEP=1 keeps the figures for a look. */
+    const char *keep = getenv("MXBENCH_TEST_KEEP");
+    if (keep && *keep)
+        printf("test_plot: figures kept in %s\n", dir);
+    else
+        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return check_summary("test_plot");
+}

@@ -95,6 +95,9 @@ static void *device_thread(void *p)
     mx_strategy *s = c->s;
     const int d = c->dev;
     free(c);
+    /* OpenMP's thread count is per thread: without this, BLAS on this device would use
+     * every core and the devices would fight over them. */
+    mx_cpu_set_blas_threads(s->cfg.threads_per_device);
     long seen = 0;
     pthread_mutex_lock(&s->lock);
     for (;;) {

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages mxbench builds, tests and runs with (only those missing).
+# As root it runs apt-get; otherwise it prints the exact command to run and fails.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git
+  libopenblas-openmp-dev   # BLAS (OpenMP build: one thread pool with mxbench's kernels)
+  zlib1g-dev               # gzip'd IDX files
+  libhdf5-dev hdf5-tools   # results store; h5dump
+  gnuplot-nox              # plots (pngcairo, svg)
+  libopenmpi-dev openmpi-bin   # dist_* kvstores and MPI tests
+  dataset-fashion-mnist    # the default dataset
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "mxbench needs these Debian packages; run as root:" >&2
+  echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# End-to-end tests of the mxbench command line: help, usage errors (exit 2 with a message
+# naming the bad value), bad input files (exit 2 naming the file), info.
+# usage: test_cli.sh MXBENCH SOURCE_DIR BUILD_DIR
+set -u
+
+MX=${1:?usage: test_cli.sh MXBENCH SOURCE_DIR BUILD_DIR}
+case $MX in /*) ;; *) MX=$PWD/$MX ;; esac
+[ -x "$MX" ] || { echo "test_cli: mxbench binary '$MX' is missing or not executable"; exit 1; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/mxbench-test_cli.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+
+npass=0 nfail=0 nxfail=0
+pass() { npass=$((npass + 1)); echo "ok: $*"; }
+fail() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
+show() { # the captured output of the last command, indented, for failure messages
+    sed -e 's/^/    stdout: /' "$T/out" | head -20
+    sed -e 's/^/    stderr: /' "$T/err" | head -20
+}
+
+# run CMD...: runs it with stdout/stderr captured in $T/out and $T/err; status in $rc.
+run() {
+    "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+
+# expect CODE DESC [--stderr TEXT]... [--stdout TEXT]... -- CMD...: one check.
+expect() {
+    local want=$1 desc=$2
+    shift 2
+    local -a in_err=() in_out=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        case $1 in
+            --stderr) in_err+=("$2"); shift 2 ;;
+            --stdout) in_out+=("$2"); shift 2 ;;
+            *) echo "test_cli.sh: bad expect argument '$1'" >&2; exit 2 ;;
+        esac
+    done
+    shift # --
+    run "$@"
+    local problems=""
+    [ "$rc" -eq "$want" ] || problems+=" expected exit $want, saw $rc;"
+    local s
+    for s in "${in_err[@]+"${in_err[@]}"}"; do
+        grep -qF -- "$s" "$T/err" || problems+=" expected stderr to contain '$s';"
+    done
+    for s in "${in_out[@]+"${in_out[@]}"}"; do
+        grep -qF -- "$s" "$T/out" || problems+=" expected stdout to contain '$s';"
+    done
+    if [ -z "$problems" ]; then
+        pass "$desc"
+    else
+        fail "$desc ($*):$problems"
+        show
+    fi
+}
+
+# known_bug DESC CODE -- CMD...: a reported CLI bug. Counted as a failure only with
+# MXBENCH_E2E_STRICT=1, so the suite stays green until the fix lands; an unexpected pass
+# says to move the case into the strict checks.
+known_bug() {
+    local desc=$1 want=$2
+    shift 3
+    run "$@"
+    if [ "$rc" -eq "$want" ]; then
+        echo "XPASS: $desc: now exits $want; make it a strict check in test_cli.sh"
+        npass=$((npass + 1))
+    elif [ "${MXBENCH_E2E_STRICT:-0}" = 1 ]; then
+        fail "$desc ($*): expected exit $want, saw $rc (known bug)"
+        show
+    else
+        nxfail=$((nxfail + 1))
+        echo "known bug (not counted): $desc: expected exit $want, saw $rc: $(head -c 200 "$T/err" | tr '\n' ' ')"
+    fi
+}
+
+# ---- help: exit 0, usage on stdout
+expect 0 "mxbench --help" --stdout "usage: mxbench COMMAND" --stdout "sweep" -- "$MX" --help
+expect 0 "mxbench -h" --stdout "usage: mxbench COMMAND" -- "$MX" -h
+expect 2 "mxbench without a command: usage on stderr, exit 2" --stderr "usage: mxbench" -- "$MX"
+for cmd in train sweep report compare plot info; do
+    expect 0 "mxbench $cmd --help" --stdout "usage: mxbench $cmd" -- "$MX" "$cmd" --help
+    [ -s "$T/err" ] && fail "mxbench $cmd --help wrote to stderr: $(head -c 200 "$T/err")"
+done
+expect 0 "mxbench train -h lists its options" --stdout "--workload" --stdout "--epochs" -- "$MX" train -h
+expect 0 "mxbench --version" --stdout "mxbench" -- "$MX" --version
+
+# ---- usage errors: exit 2, stderr names the bad value
+expect 2 "unknown command" --stderr "'frobnicate'" -- "$MX" frobnicate
+expect 2 "unknown option" --stderr "--no-such-option" -- "$MX" train --no-such-option
+expect 2 "unknown short option" --stderr "'-x'" -- "$MX" train -x
+expect 2 "missing option value" --stderr "--epochs" --stderr "needs a value" -- "$MX" train --epochs
+expect 2 "bad integer" --stderr "--epochs" --stderr "'x'" -- "$MX" train --epochs x
+expect 2 "bad integer (trailing junk)" --stderr "'3e'" -- "$MX" train --epochs 3e
+expect 2 "bad number" --stderr "--lr" --stderr "'abc'" -- "$MX" train --lr abc
+expect 2 "bad choice" --stderr "'vgg'" --stderr "lenet" -- "$MX" train --workload vgg
+expect 2 "bad choice (--option=value)" --stderr "'vgg'" -- "$MX" train --workload=vgg
+expect 2 "flag given a value" --stderr "--quiet" -- "$MX" train --quiet=yes
+expect 2 "unexpected positional argument" --stderr "'extra'" -- "$MX" train extra
+expect 2 "train --gpus 0" --stderr "--gpus 0" -- "$MX" train --gpus 0 --dataset synthetic --steps 1
+expect 2 "train --gpus 65 (beyond the device limit)" --stderr "--gpus 65" -- "$MX" train --gpus 65 --dataset synthetic --steps 1
+expect 2 "train --lr -1" --stderr "-1" -- "$MX" train --lr -1 --dataset synthetic --steps 1
+expect 2 "train --epochs 0" --stderr "epochs (0)" -- "$MX" train --epochs 0 --dataset synthetic
+expect 2 "train --batch 0" --stderr "batch 0" -- "$MX" train --batch 0 --dataset synthetic --steps 1
+expect 2 "train --repeat 0" --stderr "repeats 0" -- "$MX" train --repeat 0 --dataset synthetic --steps 1
+expect 2 "train --work-load with a bad item" --stderr "'1,x'" -- "$MX" train --work-load 1,x --dataset synthetic --steps 1
+expect 2 "sweep bad list --gpus 1,x" --stderr "'1,x'" -- "$MX" sweep --gpus 1,x --dataset synthetic --steps 5 --out "$T/never.h5"
+[ -e "$T/never.h5" ] && fail "sweep with a bad --gpus list created its output file"
+expect 2 "sweep --gpus 0" --stderr "'0'" -- "$MX" sweep --gpus 0 --dataset synthetic --steps 5 --out "$T/never.h5"
+expect 2 "sweep --gpus 65" --stderr "65" -- "$MX" sweep --gpus 65 --dataset synthetic --steps 5 --out "$T/never.h5"
+expect 2 "sweep bad strategy in a list" --stderr "'bogus'" -- "$MX" sweep --strategies data,bogus --dataset synthetic --steps 5 --out "$T/never.h5"
+expect 2 "sweep bad kvstore in a list" --stderr "'nccl'" -- "$MX" sweep --kvstore device,nccl --dataset synthetic --steps 5 --out "$T/never.h5"
+expect 2 "sweep bad lr list" --stderr "'0.1,y'" -- "$MX" sweep --lr 0.1,y --dataset synthetic --steps 5 --out "$T/never.h5"
+expect 2 "sweep --lr 0" --stderr "--lr 0" -- "$MX" sweep --lr 0 --dataset synthetic --steps 5 --out "$T/never.h5"
+expect 2 "sweep warmup longer than the run" --stderr "--warmup-steps 5" -- "$MX" sweep --steps 3 --warmup-steps 5 --dataset synthetic --out "$T/never.h5"
+expect 2 "sweep --force --resume contradict" --stderr "--force" --stderr "--resume" -- "$MX" sweep --force --resume --dataset synthetic --steps 5 --out "$T/never.h5"
+[ -e "$T/never.h5" ] && fail "a sweep rejected for bad usage created its output file"
+expect 2 "report --format xml" --stderr "'xml'" -- "$MX" report x.h5 --format xml
+expect 2 "report without a file" --stderr "missing argument" -- "$MX" report
+expect 2 "compare with one file" --stderr "missing argument" -- "$MX" compare a.h5
+expect 2 "compare bad --metrics" --stderr "'latency'" -- "$MX" compare a.h5 b.h5 --metrics latency
+expect 2 "info takes no argument" --stderr "'extra'" -- "$MX" info extra
+
+# Known CLI bugs (reported to the lead); see known_bug above.
+known_bug "train --steps -1 is bad usage (exits 1, 'out of memory')" 2 -- "$MX" train --steps -1 --dataset synthetic --workload mlp --quiet
+known_bug "train --epochs -3 --steps 5 is bad usage" 2 -- "$MX" train --epochs -3 --steps 5 --dataset synthetic --workload mlp --quiet
+known_bug "train --warmup-steps beyond --steps is bad usage (exits 0 with nan)" 2 -- "$MX" train --steps 3 --warmup-steps 10 --dataset synthetic --workload mlp --batch 16 --threads-per-device 1 --quiet
+known_bug "train --warmup-steps -2 is bad usage" 2 -- "$MX" train --steps 3 --warmup-steps -2 --dataset synthetic --workload mlp --batch 16 --threads-per-device 1 --quiet
+known_bug "sweep --timeout -1 is bad usage" 2 -- "$MX" sweep --timeout -1 --dataset synthetic --steps 6 --dry-run
+
+# ---- bad input files: exit 2, stderr names the file
+expect 0 "a small results file to compare against" -- \
+    "$MX" train --dataset synthetic --workload mlp --steps 2 --batch 16 --threads-per-device 1 --quiet --record "$T/good.h5"
+head -c 4096 /dev/urandom >"$T/garbage.h5"
+cp "$T/garbage.h5" "$T/garbage.copy"
+: >"$T/empty.h5"
+head -c $(($(stat -c %s "$T/good.h5") / 2)) "$T/good.h5" >"$T/truncated.h5"
+mkdir "$T/adir"
+bad_files=(missing.h5 garbage.h5 empty.h5 truncated.h5 adir)
+# A foreign HDF5 file: valid HDF5 without the schema_version attribute.
+have_foreign=0
+if command -v h5import >/dev/null 2>&1; then
+    printf '1 2 3 4\n' >"$T/foreign.txt"
+    printf 'PATH /data\nINPUT-CLASS TEXTFP\nRANK 1\nDIMENSION-SIZES 4\nOUTPUT-CLASS FP\nOUTPUT-SIZE 64\n' >"$T/foreign.cfg"
+    if h5import "$T/foreign.txt" -c "$T/foreign.cfg" -o "$T/foreign.h5" >/dev/null 2>&1 && [ -s "$T/foreign.h5" ]; then
+        have_foreign=1
+        bad_files+=(foreign.h5)
+    fi
+fi
+[ $have_foreign = 1 ] || echo "note: h5import missing or failed; the foreign-HDF5 cases are not run"
+
+for f in "${bad_files[@]}"; do
+    expect 2 "report $f" --stderr "$T/$f" -- "$MX" report "$T/$f"
+    expect 2 "report $f --format json" --stderr "$T/$f" -- "$MX" report "$T/$f" --format json
+    [ -s "$T/out" ] && fail "report $f --format json printed to stdout although the file is bad: $(head -c 100 "$T/out")"
+    expect 2 "plot $f" --stderr "$T/$f" -- "$MX" plot "$T/$f" --out "$T/plots"
+    expect 2 "compare $f as base" --stderr "$T/$f" -- "$MX" compare "$T/$f" "$T/good.h5"
+    expect 2 "compare $f as new" --stderr "$T/$f" -- "$MX" compare "$T/good.h5" "$T/$f"
+done
+expect 2 "report on a file that is not HDF5 says so" --stderr "not an HDF5 file" -- "$MX" report "$T/garbage.h5"
+if [ $have_foreign = 1 ]; then
+    expect 2 "report on a foreign HDF5 file says what is missing" --stderr "schema_version" -- "$MX" report "$T/foreign.h5"
+fi
+expect 2 "sweep --resume on a file that is not a results file" --stderr "$T/garbage.h5" -- \
+    "$MX" sweep --resume --dataset synthetic --workload mlp --steps 6 --out "$T/garbage.h5"
+cmp -s "$T/garbage.h5" "$T/garbage.copy" || fail "sweep --resume changed the file it refused to resume"
+
+# ---- datasets
+expect 2 "train --data /nonexistent" --stderr "/nonexistent" -- "$MX" train --data /nonexistent --steps 1
+mkdir "$T/baddata"
+head -c 100 /dev/urandom >"$T/baddata/train-images-idx3-ubyte"
+expect 2 "train --data on a malformed IDX file" --stderr "$T/baddata/train-images-idx3-ubyte" -- \
+    "$MX" train --data "$T/baddata" --steps 1
+
+# ---- info
+expect 0 "mxbench info" --stdout "BLAS" --stdout "HDF5" -- "$MX" info
+if [ $rc -eq 0 ] && ! grep -Eq "HDF5 +[0-9]+\.[0-9]+" "$T/out"; then
+    fail "mxbench info: expected an HDF5 version number on the HDF5 line, saw: $(grep HDF5 "$T/out")"
+fi
+
+known=""
+[ $nxfail -gt 0 ] && known=" ($nxfail known bugs not counted; MXBENCH_E2E_STRICT=1 counts them)"
+echo "test_cli: $npass passed, $nfail failed$known"
+[ $nfail -eq 0 ]

@@ -1,0 +1,185 @@
+/* Equivalence of data parallelism with one device: with the same seed and global batch B,
+ * k devices (each computing its slice's gradient, summed by the kvstore) must end with the
+ * weights of one device training on B, because only the order of the floating-point sums
+ * differs. Tolerances, as ||w_k - w_1|| / ||w_1|| over all weights:
+ *  - after 1 step: 1e-6. Measured 1e-8 to 4e-8 (rounding of differently ordered sums);
+ *    dropping a quarter of the batch (one device of four lost) gives 1.1e-3.
+ *  - after 20 steps: 5e-3. Mostly measured 1e-8 to 8e-8, but a rounding difference can
+ *    flip a max-pool argmax or a relu between nearly equal values, and training then
+ *    drifts apart chaotically: measured up to 2.0e-3 (lenet, 4 devices). Dropping a
+ *    quarter of the batch gives 2.3e-2 after 20 steps, still caught.
+ * resnet18 is checked after one step: with 2 to 4 samples per device its batch norms make
+ * training so sensitive that rounding alone separates runs by 1e-3 after 3 steps and
+ * 0.25 after 20 (measured), which says nothing about the strategy.
+ * Batch norm normalises with each device's slice, so resnet18 is compared against one
+ * device that runs the same slices one after another and accumulates their gradients.
+ * Also: runs are bit-identical for the same seed, on one device and on several. */
+#include "check.h"
+#include "engine/net.h"
+#include "engine/optim.h"
+#include "engine/status.h"
+#include "strategies/strategy.h"
+#include "workloads/dataset.h"
+#include "workloads/workloads.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL_ONE_STEP 1e-6
+#define TOL_20_STEPS 5e-3
+
+static mx_dataset data;
+
+typedef struct {
+    const char *workload, *kvstore;
+    int devices, batch, steps;
+    const double *work_load;
+} setup;
+
+static mx_strategy_config config_of(const setup *s)
+{
+    return (mx_strategy_config){.workload = s->workload, .in = {1, 28, 28}, .nclasses = 10, .devices = s->devices,
+                                .threads_per_device = 1, .kvstore = s->kvstore, .max_batch = s->batch,
+                                .work_load = s->work_load, .opt = {0.05f, 0.9f, 1e-4f}, .seed = 3,
+                                .init = MX_WEIGHT_INIT_XAVIER};
+}
+
+/* Trains with the data strategy and returns the final weights (malloc'd), or NULL. */
+static float *train_data(const setup *s, size_t *count)
+{
+    const mx_strategy_ops *ops = mx_strategy_find("data");
+    mx_strategy_config cfg = config_of(s);
+    mx_strategy *st;
+    if (ops->create(&st, &cfg) < 0) {
+        fprintf(stderr, "create: %s\n", mx_last_error());
+        return NULL;
+    }
+    const size_t per = 28 * 28;
+    for (int i = 0; i < s->steps; i++) {
+        const int from = (i * s->batch) % (data.n - s->batch);
+        mx_step_stats ss;
+        if (ops->step(st, data.images + from * per, data.labels + from, s->batch, 0.05f, &ss) < 0) {
+            fprintf(stderr, "step: %s\n", mx_last_error());
+            ops->destroy(st);
+            return NULL;
+        }
+    }
+    *count = ops->param_count(st);
+    float *w = malloc(sizeof(float) * *count);
+    ops->get_params(st, w);
+    ops->destroy(st);
+    return w;
+}
+
+/* One device processing the k slices of each batch in turn, accumulating gradients: the
+ * reference for networks with batch norm. */
+static float *train_sliced_reference(const setup *s, size_t *count)
+{
+    const mx_workload *wl = mx_workload_find(s->workload);
+    mx_layer_spec specs[MX_MAX_LAYERS];
+    const int nspecs = wl->build(specs, (mx_shape){1, 28, 28}, 10);
+    mx_backend *be;
+    mx_net *net;
+    mx_backend_create(&be, "cpu", 0, 1);
+    int slices[MX_MAX_DEVICES];
+    mx_split_batch(s->batch, s->devices, s->work_load, slices);
+    if (mx_net_create(&net, be, specs, nspecs, (mx_shape){1, 28, 28}, s->batch) < 0) return NULL;
+    mx_net_init_params(net, 3, MX_WEIGHT_INIT_XAVIER, 0.01f);
+    float *mom = calloc(net->nweights, sizeof(float));
+    const mx_sgd opt = {0.05f, 0.9f, 1e-4f};
+    const size_t per = 28 * 28;
+    for (int i = 0; i < s->steps; i++) {
+        int from = (i * s->batch) % (data.n - s->batch);
+        mx_net_zero_grad(net);
+        for (int d = 0; d < s->devices; from += slices[d], d++) {
+            mx_net_set_batch(net, data.images + from * per, data.labels + from, slices[d]);
+            mx_net_forward(net, slices[d], 1);
+            int correct;
+            mx_net_loss(net, slices[d], 1.0f / s->batch, &correct);
+            mx_net_backward(net, slices[d], NULL, NULL);
+        }
+        mx_sgd_update(be, &opt, net->params, 0, net->nparams, net->w, mom, net->g, 1.0f);
+    }
+    *count = net->nweights;
+    float *w = malloc(sizeof(float) * *count);
+    memcpy(w, net->w, sizeof(float) * *count);
+    free(mom);
+    mx_net_destroy(net);
+    mx_backend_destroy(be);
+    return w;
+}
+
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+    double d = 0, nb = 0;
+    for (size_t i = 0; i < n; i++) d += (double)(a[i] - b[i]) * (a[i] - b[i]), nb += (double)b[i] * b[i];
+    return sqrt(d / (nb > 0 ? nb : 1));
+}
+
+static void compare(const char *label, float *got, size_t n_got, float *ref, size_t n_ref, double tol)
+{
+    CHECK(got && ref && n_got == n_ref, "%s: training failed or sizes differ", label);
+    if (got && ref && n_got == n_ref) {
+        const double r = rel_diff(got, ref, n_got);
+        CHECK(r <= tol, "%s: relative difference %.3g > %.1g", label, r, tol);
+        printf("%-44s relative difference %.2e %s\n", label, r, r <= tol ? "ok" : "NOT OK");
+    }
+    free(got);
+    free(ref);
+}
+
+static void check_equivalence(const char *workload, int devices, const char *kv, const double *work_load,
+                              int batch, int steps, int sliced_ref)
+{
+    char label[128];
+    snprintf(label, sizeof label, "%s x%d kvstore %s%s, %d step%s", workload, devices, kv,
+             work_load ? " work-load 3,1" : "", steps, steps > 1 ? "s" : "");
+    setup multi = {workload, kv, devices, batch, steps, work_load};
+    setup single = {workload, kv, 1, batch, steps, NULL};
+    size_t n1, n2;
+    float *ref = sliced_ref ? train_sliced_reference(&multi, &n1) : train_data(&single, &n1);
+    float *got = train_data(&multi, &n2);
+    compare(label, got, n2, ref, n1, steps == 1 ? TOL_ONE_STEP : TOL_20_STEPS);
+}
+
+static void check_determinism(const char *workload, int devices)
+{
+    setup s = {workload, "device", devices, 32, 10, NULL};
+    size_t n1, n2;
+    float *a = train_data(&s, &n1), *b = train_data(&s, &n2);
+    CHECK(a && b && n1 == n2 && memcmp(a, b, sizeof(float) * n1) == 0, "%s x%d: two runs with one seed differ",
+          workload, devices);
+    printf("%-44s %s\n", devices > 1 ? "bit-identical reruns, 2 devices" : "bit-identical reruns, 1 device",
+           a && b && !memcmp(a, b, sizeof(float) * n1) ? "ok" : "NOT OK");
+    free(a);
+    free(b);
+}
+
+int main(void)
+{
+    if (mx_dataset_synthetic(&data, 2048, 1, 28, 28, 10, 11) < 0) return 1;
+    static const double uneven[2] = {3, 1};
+    const char *kvs[2] = {"local", "device"};
+    for (int steps = 1; steps <= 20; steps += 19) {
+        for (int k = 0; k < 2; k++)
+            for (int devices = 2; devices <= 4; devices *= 2) {
+                check_equivalence("mlp", devices, kvs[k], NULL, 64, steps, 0);
+                check_equivalence("lenet", devices, kvs[k], NULL, 64, steps, 0);
+            }
+        check_equivalence("lenet", 2, "device", uneven, 64, steps, 0);
+        check_equivalence("mlp", 2, "local", uneven, 64, steps, 0);
+    }
+    check_equivalence("resnet18", 2, "device", NULL, 8, 1, 1);
+    check_equivalence("resnet18", 2, "local", uneven, 8, 1, 1);
+    check_equivalence("resnet18", 4, "device", NULL, 8, 1, 1);
+    check_determinism("lenet", 1);
+    check_determinism("lenet", 2);
+
+    /* A batch too small for the device count is refused with the numbers in the message. */
+    int counts[4];
+    CHECK(mx_split_batch(3, 4, NULL, counts) == MX_EINVAL && strstr(mx_last_error(), "batch of 3"), "%s",
+          mx_last_error());
+    mx_dataset_free(&data);
+    return check_summary("test_strategies");
+}

@@ -226,7 +226,8 @@ static void print_report(const char *bpath, const char *npath, const matching *m
         if (md) print_md_rows(rows, nrows);
         else print_text_rows(rows, nrows);
     } else {
-        printf("no configuration ran ok in both files\n");
+        printf("nothing compared: no configuration ran ok in both files with a chosen metric measured in both "
+               "(test_acc needs runs with --epochs)\n");
     }
     print_one_side("only in base", mt->base, mt->base_only, mt->nbase_only, md);
     print_one_side("only in new", mt->cur, mt->cur_only, mt->ncur_only, md);
@@ -246,7 +247,7 @@ static int parse_metrics(const char *list, int *metrics)
 {
     char buf[256];
     const char *names[MX_NMETRICS];
-    int n = mx_parse_choice_list("metrics", list, "throughput|test_acc", buf, sizeof buf, names, MX_NMETRICS);
+    int n = mx_parse_choice_list("mxbench compare", "metrics", list, "throughput|test_acc", buf, sizeof buf, names, MX_NMETRICS);
     for (int i = 0; i < n; i++) metrics[i] = mx_compare_metric_parse(names[i]);
     return n;
 }
@@ -281,7 +282,7 @@ int mx_cmd_compare(int argc, char **argv)
     int npos, metrics[MX_NMETRICS];
     int rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : MX_OPTS_BAD;
-    double threshold = mx_parse_fraction("threshold", threshold_s);
+    double threshold = mx_parse_fraction("mxbench compare", "threshold", threshold_s);
     int nmetrics = parse_metrics(metrics_s, metrics);
     if (threshold < 0 || nmetrics < 0) return MX_OPTS_BAD;
 

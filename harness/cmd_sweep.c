@@ -9,6 +9,7 @@
 #include "results/results.h"
 #include "sweep_child.h"
 #include "sweep_plan.h"
+#include "workloads/dataset.h"
 
 #include <errno.h>
 #include <math.h>
@@ -94,12 +95,12 @@ static int fill_axes(sweep_args *a, mx_sweep_axes *ax)
         {"workload", a->workload, "mlp|lenet|resnet18", ax->workloads, &ax->nworkloads},
     };
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
-        if ((*lists[i].n = mx_parse_choice_list(lists[i].opt, lists[i].value, lists[i].choices, a->lists[i],
+        if ((*lists[i].n = mx_parse_choice_list("mxbench sweep", lists[i].opt, lists[i].value, lists[i].choices, a->lists[i],
                                                 sizeof a->lists[i], lists[i].out, MX_AXIS_MAX)) < 0)
             return MX_OPTS_BAD;
-    if ((ax->ngpus = mx_parse_int_list("gpus", a->gpus, ax->gpus, MX_AXIS_MAX, 1)) < 0) return MX_OPTS_BAD;
-    if ((ax->nbatch = mx_parse_int_list("batch", a->batch, ax->batch, MX_AXIS_MAX, 1)) < 0) return MX_OPTS_BAD;
-    if ((ax->nlr = mx_parse_double_list("lr", a->lr, ax->lr, MX_AXIS_MAX)) < 0) return MX_OPTS_BAD;
+    if ((ax->ngpus = mx_parse_int_list("mxbench sweep", "gpus", a->gpus, ax->gpus, MX_AXIS_MAX, 1)) < 0) return MX_OPTS_BAD;
+    if ((ax->nbatch = mx_parse_int_list("mxbench sweep", "batch", a->batch, ax->batch, MX_AXIS_MAX, 1)) < 0) return MX_OPTS_BAD;
+    if ((ax->nlr = mx_parse_double_list("mxbench sweep", "lr", a->lr, ax->lr, MX_AXIS_MAX)) < 0) return MX_OPTS_BAD;
     for (int i = 0; i < ax->nlr; i++)
         if (!(ax->lr[i] > 0)) {
             fprintf(stderr, "mxbench sweep: --lr %g: learning rates must be > 0\n", ax->lr[i]);
@@ -128,6 +129,16 @@ static int fill_axes(sweep_args *a, mx_sweep_axes *ax)
                                                        : (mx_cpu_cores() / widest > 1 ? mx_cpu_cores() / widest : 1);
     if (ax->epochs < 0 || ax->steps < 0 || (ax->steps == 0 && ax->epochs == 0) || ax->repeats < 1) {
         fprintf(stderr, "mxbench sweep: need --epochs N or --steps N with N >= 1, and --repeat >= 1\n");
+        return MX_OPTS_BAD;
+    }
+    if (!(a->timeout > 0)) {
+        fprintf(stderr, "mxbench sweep: --timeout %g: must be > 0 seconds\n", a->timeout);
+        return MX_OPTS_BAD;
+    }
+    if (strcmp(ax->dataset, "synthetic") != 0 &&
+        mx_idx_dir_check(a->data ? a->data : mx_dataset_default_dir()) < 0) {
+        fprintf(stderr, "mxbench sweep: %s%s\n", mx_last_error(),
+                a->data ? "" : "\n  Fashion-MNIST comes from the Debian package dataset-fashion-mnist");
         return MX_OPTS_BAD;
     }
     if (ax->steps && ax->warmup_steps >= ax->steps) {

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     mx_train_config c;
@@ -60,7 +61,7 @@ static int parse(train_args *a, int argc, char **argv)
     if (a->data) c->dataset = "idx", c->data_dir = a->data;
     if (c->steps > 0 && c->epochs == 1) c->epochs = 0; /* --steps replaces the default epoch */
     if (a->work_load) {
-        c->nwork_load = mx_parse_double_list("work-load", a->work_load, c->work_load, MX_MAX_DEVICES);
+        c->nwork_load = mx_parse_double_list("mxbench train", "work-load", a->work_load, c->work_load, MX_MAX_DEVICES);
         if (c->nwork_load < 0) return MX_OPTS_BAD;
     }
     return MX_OPTS_OK;
@@ -82,7 +83,7 @@ static int check_devices(train_args *a, int threads_given)
     }
     const int cores = mx_cpu_cores();
     if (!threads_given) c->threads_per_device = cores / c->devices > 1 ? cores / c->devices : 1;
-    if (c->threads_per_device < 1) {
+    else if (c->threads_per_device < 1) {
         fprintf(stderr, "mxbench train: --threads-per-device %d: must be >= 1\n", c->threads_per_device);
         return 2;
     }
@@ -94,7 +95,7 @@ static int check_devices(train_args *a, int threads_given)
     return 0;
 }
 
-static void print_summary(const train_args *a, const mx_run_record *r)
+static void print_summary(const train_args *a, const mx_run_record *r, double flops)
 {
     const mx_train_config *c = &a->c;
     printf("%s on %s, %s x%d (%s kvstore, %d thread(s)/device), batch %d:", c->workload, r->dataset, c->strategy,
@@ -103,18 +104,19 @@ static void print_summary(const train_args *a, const mx_run_record *r)
     else printf(" %d epoch(s), test acc %.4f", c->epochs, r->final_test_acc);
     printf(", %.1f samples/s (median step %.2f ms, 95%% CI %.1f-%.1f)", r->throughput, 1e3 * r->step_time_median,
            r->throughput_ci_low, r->throughput_ci_high);
-    double f = mx_train_flops_per_sample(c->workload, 1, 28, 28, 10);
-    if (isfinite(f)) printf(", %.1f GFLOP/s", 3 * f * r->throughput * 1e-9);
+    if (flops > 0) printf(", %.1f GFLOP/s", 3 * flops * r->throughput * 1e-9);
     if (isfinite(r->time_to_acc)) printf(", %.1f s to acc %.3f", r->time_to_acc, c->target_acc);
     printf(", %.1f s\n", r->wall_time);
 }
 
-static int write_record(const char *path, const mx_run_record *rec, int argc, char **argv)
+/* Creates the --record file before training, so that a bad path fails at once and not
+ * after the run. */
+static int create_record(const char *path, int argc, char **argv)
 {
     mx_results_meta meta;
-    mx_buildinfo_meta(&meta, argc, argv);
+    /* argv starts at the subcommand; main's argv[0] sits just before it. */
+    mx_buildinfo_meta(&meta, argc + 1, argv - 1);
     int rc = mx_results_create(path, &meta, 1);
-    if (rc == MX_OK) rc = mx_results_append(path, rec);
     if (rc < 0) fprintf(stderr, "mxbench train: --record %s: %s\n", path, mx_last_error());
     return rc;
 }
@@ -123,23 +125,29 @@ int mx_cmd_train(int argc, char **argv)
 {
     train_args a = {0};
     mx_train_config_defaults(&a.c);
-    a.c.threads_per_device = 0;
+    a.c.threads_per_device = -1; /* auto unless given */
     int rc = parse(&a, argc, argv);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
-    if ((rc = check_devices(&a, a.c.threads_per_device != 0)) != 0) return rc;
+    if ((rc = check_devices(&a, a.c.threads_per_device != -1)) != 0) return rc;
     if (a.c.warmup_epochs > 0 && a.c.warmup_start_lr <= 0) a.c.warmup_start_lr = a.c.lr / 10;
     a.c.log = a.quiet ? NULL : stdout;
+    double flops = 0;
+    a.c.flops_out = &flops;
+    if (a.record && (rc = create_record(a.record, argc, argv)) < 0) return mx_exit_status(rc);
     mx_run_record rec;
     mx_record_init(&rec);
     snprintf(rec.id, sizeof rec.id, "r0000");
     rc = mx_train_run(&a.c, &rec);
     if (rc < 0) {
         fprintf(stderr, "mxbench train: %s\n", mx_last_error());
-        mx_record_free(&rec);
-        return mx_exit_status(rc);
+        if (a.record) unlink(a.record);
+    } else {
+        print_summary(&a, &rec, flops);
+        if (a.record && mx_results_append(a.record, &rec) < 0) {
+            fprintf(stderr, "mxbench train: --record %s: %s\n", a.record, mx_last_error());
+            rc = MX_ERUNTIME;
+        }
     }
-    print_summary(&a, &rec);
-    if (a.record && write_record(a.record, &rec, argc, argv) < 0) rc = MX_EIO;
     mx_record_free(&rec);
-    return rc < 0 ? 1 : 0;
+    return rc < 0 ? mx_exit_status(rc) : 0;
 }

@@ -3,6 +3,7 @@
 #include "opts.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +127,18 @@ void mx_opts_print_help(const mx_cmd_spec *spec, FILE *f)
     fprintf(f, "  %-26s %s\n", "-h, --help", "show this help");
 }
 
-int mx_parse_int_list(const char *opt, const char *s, int *out, int max, int min_value)
+int mx_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(see '%s --help')\n", cmd);
+    va_end(ap);
+    return MX_OPTS_BAD;
+}
+
+int mx_parse_int_list(const char *cmd, const char *opt, const char *s, int *out, int max, int min_value)
 {
     int n = 0;
     const char *p = s;
@@ -135,21 +147,21 @@ int mx_parse_int_list(const char *opt, const char *s, int *out, int max, int min
         errno = 0;
         long x = strtol(p, &end, 10);
         if (errno || end == p || (*end && *end != ',') || x < min_value || x > 1000000) {
-            fprintf(stderr, "--%s: '%s' is not a comma list of integers >= %d\n", opt, s, min_value);
+            mx_usage_error(cmd, "--%s: '%s' is not a comma list of integers >= %d", opt, s, min_value);
             return -1;
         }
         if (n == max) {
-            fprintf(stderr, "--%s: more than %d items in '%s'\n", opt, max, s);
+            mx_usage_error(cmd, "--%s: more than %d items in '%s'", opt, max, s);
             return -1;
         }
         out[n++] = (int)x;
         p = *end ? end + 1 : end;
     }
-    if (n == 0) fprintf(stderr, "--%s: empty list\n", opt);
+    if (n == 0) mx_usage_error(cmd, "--%s: empty list", opt);
     return n ? n : -1;
 }
 
-int mx_parse_double_list(const char *opt, const char *s, double *out, int max)
+int mx_parse_double_list(const char *cmd, const char *opt, const char *s, double *out, int max)
 {
     int n = 0;
     const char *p = s;
@@ -158,53 +170,54 @@ int mx_parse_double_list(const char *opt, const char *s, double *out, int max)
         errno = 0;
         double x = strtod(p, &end);
         if (errno || end == p || (*end && *end != ',') || !isfinite(x)) {
-            fprintf(stderr, "--%s: '%s' is not a comma list of numbers\n", opt, s);
+            mx_usage_error(cmd, "--%s: '%s' is not a comma list of numbers", opt, s);
             return -1;
         }
         if (n == max) {
-            fprintf(stderr, "--%s: more than %d items in '%s'\n", opt, max, s);
+            mx_usage_error(cmd, "--%s: more than %d items in '%s'", opt, max, s);
             return -1;
         }
         out[n++] = x;
         p = *end ? end + 1 : end;
     }
-    if (n == 0) fprintf(stderr, "--%s: empty list\n", opt);
+    if (n == 0) mx_usage_error(cmd, "--%s: empty list", opt);
     return n ? n : -1;
 }
 
-int mx_parse_choice_list(const char *opt, const char *s, const char *choices, char *buf, size_t bufsize,
-                         const char **out, int max)
+int mx_parse_choice_list(const char *cmd, const char *opt, const char *s, const char *choices, char *buf,
+                         size_t bufsize, const char **out, int max)
 {
     if (strlen(s) + 1 > bufsize) {
-        fprintf(stderr, "--%s: value too long\n", opt);
+        mx_usage_error(cmd, "--%s: value too long (%zu characters)", opt, strlen(s));
         return -1;
     }
     strcpy(buf, s);
     int n = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         if (!choice_ok(choices, tok)) {
-            fprintf(stderr, "--%s: '%s' is not accepted; choose from %s\n", opt, tok, choices);
+            mx_usage_error(cmd, "--%s: '%s' is not accepted; choose from %s", opt, tok, choices);
             return -1;
         }
         if (n == max) {
-            fprintf(stderr, "--%s: more than %d items in '%s'\n", opt, max, s);
+            mx_usage_error(cmd, "--%s: more than %d items in '%s'", opt, max, s);
             return -1;
         }
         out[n++] = tok;
     }
-    if (n == 0) fprintf(stderr, "--%s: empty list\n", opt);
+    if (n == 0) mx_usage_error(cmd, "--%s: empty list", opt);
     return n ? n : -1;
 }
 
-double mx_parse_fraction(const char *opt, const char *s)
+double mx_parse_fraction(const char *cmd, const char *opt, const char *s)
 {
     char *end;
     errno = 0;
     double x = strtod(s, &end);
     if (!errno && end != s && isfinite(x)) {
-        if (*end == '%' && end[1] == '\0' && x >= 0) return x / 100.0;
+        if (*end == '%' && end[1] == '\0' && x >= 0 && x < 100) return x / 100.0;
         if (*end == '\0' && x >= 0 && x < 1) return x;
     }
-    fprintf(stderr, "--%s: '%s' is not a percentage like 5%% or a fraction like 0.05\n", opt, s);
+    mx_usage_error(cmd, "--%s: '%s' is not a percentage below 100%% like 5%% or a fraction below 1 like 0.05", opt,
+                   s);
     return -1;
 }

@@ -39,16 +39,20 @@ typedef struct {
 int mx_opts_parse(const mx_cmd_spec *spec, int argc, char **argv, const char **pos, int *npos);
 void mx_opts_print_help(const mx_cmd_spec *spec, FILE *f);
 
-/* Comma lists ("1,2,4"). Each returns the count parsed, or -1 after printing an error that
- * names the option and the bad item. */
-int mx_parse_int_list(const char *opt, const char *s, int *out, int max, int min_value);
-int mx_parse_double_list(const char *opt, const char *s, double *out, int max);
+/* Comma lists ("1,2,4"). Each returns the count parsed, or -1 after printing an error
+ * ("<cmd>: --opt: ...") that names the option and the bad item. */
+int mx_parse_int_list(const char *cmd, const char *opt, const char *s, int *out, int max, int min_value);
+int mx_parse_double_list(const char *cmd, const char *opt, const char *s, double *out, int max);
 /* Splits s into items checked against choices ("a|b|c"; NULL accepts any). Items point into
  * buf, a copy of s. */
-int mx_parse_choice_list(const char *opt, const char *s, const char *choices, char *buf, size_t bufsize,
-                         const char **out, int max);
+int mx_parse_choice_list(const char *cmd, const char *opt, const char *s, const char *choices, char *buf,
+                         size_t bufsize, const char **out, int max);
 
-/* Parses a percentage "5%" or a fraction "0.05" into a fraction; -1 on error (printed). */
-double mx_parse_fraction(const char *opt, const char *s);
+/* Parses a percentage "5%" or a fraction "0.05" in [0, 1) into a fraction; -1 on error
+ * (printed). */
+double mx_parse_fraction(const char *cmd, const char *opt, const char *s);
+
+/* Prints "<cmd>: <message>\n(see '<cmd> --help')" to stderr; returns MX_OPTS_BAD. */
+int mx_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -183,6 +183,21 @@ static void log_epoch(run_state *st, int epoch, double loss, double acc, double 
     fflush(st->c->log);
 }
 
+/* Long epochs (resnet18 on CPU) say how they are doing every PROGRESS_EVERY seconds. */
+#define PROGRESS_EVERY 10.0
+
+static void log_progress(run_state *st, int epoch, int step_in_epoch, int per_epoch, double loss, double *last)
+{
+    const double now = mx_now();
+    if (!st->c->log || now - *last < PROGRESS_EVERY) return;
+    *last = now;
+    const mx_run_record *rec = st->rec;
+    const double dt = rec->nsteps ? rec->step_time[rec->nsteps - 1] : 0;
+    fprintf(st->c->log, "  epoch %d step %d/%d  loss %.4f  %.0f samples/s\n", epoch + 1, step_in_epoch, per_epoch,
+            loss, dt > 0 ? st->c->batch / dt : 0.0);
+    fflush(st->c->log);
+}
+
 static int run_repeat(run_state *st)
 {
     const mx_train_config *c = st->c;
@@ -192,7 +207,7 @@ static int run_repeat(run_state *st)
     const int total = c->steps ? c->steps : per_epoch * c->epochs;
     mx_rng rng;
     mx_rng_seed(&rng, (uint64_t)c->seed * 7919 + 17);
-    double train_time = 0;
+    double train_time = 0, last_progress = mx_now();
     int step = 0;
     for (int epoch = 0; step < total; epoch++) {
         for (int i = 0; i < n_train; i++) st->order[i] = i;
@@ -206,6 +221,7 @@ static int run_repeat(run_state *st)
             MX_TRY(run_step(st, step, from, n, epoch + (double)from / n_train, &train_time, &loss));
             loss_sum += loss * n;
             samples += n;
+            log_progress(st, epoch, from / c->batch + 1, per_epoch, loss, &last_progress);
         }
         if (c->steps) continue; /* throughput runs: no per-epoch evaluation */
         const double acc = evaluate(st);
@@ -223,12 +239,22 @@ static int check_config(const mx_train_config *c)
 {
     if (!mx_workload_find(c->workload))
         return mx_error(MX_EINVAL, "unknown workload '%s' (known: %s)", c->workload, mx_workload_names());
+    if (c->epochs < 0 || c->steps < 0)
+        return mx_error(MX_EINVAL, "epochs %d, steps %d: must not be negative", c->epochs, c->steps);
     if ((c->epochs > 0) == (c->steps > 0))
         return mx_error(MX_EINVAL, "give exactly one of epochs (%d) and steps (%d) as a positive number", c->epochs, c->steps);
     if (c->batch < c->devices)
         return mx_error(MX_EINVAL, "batch %d is smaller than the device count %d", c->batch, c->devices);
     if (!(c->lr > 0)) return mx_error(MX_EINVAL, "learning rate %g: must be > 0", c->lr);
     if (c->repeats < 1) return mx_error(MX_EINVAL, "repeats %d: must be >= 1", c->repeats);
+    if (c->warmup_steps < 0 || (c->steps && c->warmup_steps >= c->steps))
+        return mx_error(MX_EINVAL, "--warmup-steps %d leaves no timed step of --steps %d (accepted: 0..%d)",
+                        c->warmup_steps, c->steps, c->steps - 1);
+    if (!(c->momentum >= 0 && c->momentum < 1))
+        return mx_error(MX_EINVAL, "momentum %g: accepted 0 <= momentum < 1", c->momentum);
+    if (!(c->wd >= 0)) return mx_error(MX_EINVAL, "weight decay %g: must be >= 0", c->wd);
+    if (c->threads_per_device < 1)
+        return mx_error(MX_EINVAL, "threads per device %d: must be >= 1", c->threads_per_device);
     if (c->nwork_load && c->nwork_load != c->devices)
         return mx_error(MX_EINVAL, "work-load list has %d entries for %d devices", c->nwork_load, c->devices);
     return MX_OK;
@@ -241,6 +267,7 @@ static int run_all(run_state *st, const mx_train_config *c, const mx_strategy_co
     MX_TRY(reserve(st->rec, total * c->repeats, c->epochs));
     for (st->repeat = 0; st->repeat < c->repeats; st->repeat++) {
         MX_TRY(st->ops->create(&st->s, sc));
+        if (c->flops_out) *c->flops_out = st->ops->flops_per_sample(st->s);
         int rc = run_repeat(st);
         st->ops->destroy(st->s);
         st->s = NULL;
@@ -288,18 +315,3 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
     return MX_OK;
 }
 
-double mx_train_flops_per_sample(const char *workload, int c, int h, int w, int nclasses)
-{
-    const mx_workload *wl = mx_workload_find(workload);
-    mx_layer_spec specs[MX_MAX_LAYERS];
-    mx_backend *be;
-    mx_net *net;
-    if (!wl || mx_backend_create(&be, "cpu", 0, 1) < 0) return NAN;
-    double f = NAN;
-    if (mx_net_create(&net, be, specs, wl->build(specs, (mx_shape){c, h, w}, nclasses), (mx_shape){c, h, w}, 1) == MX_OK) {
-        f = mx_net_flops(net);
-        mx_net_destroy(net);
-    }
-    mx_backend_destroy(be);
-    return f;
-}

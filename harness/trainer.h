@@ -25,6 +25,7 @@ typedef struct {
     int nwork_load;         /* 0 = even split */
     const char *init;       /* xavier | normal */
     FILE *log;              /* progress lines; NULL = silent */
+    double *flops_out;      /* if set, receives the model's forward FLOPs per sample */
 } mx_train_config;
 
 void mx_train_config_defaults(mx_train_config *c);
@@ -33,7 +34,5 @@ void mx_train_config_defaults(mx_train_config *c);
  * figures). Returns a negative status on bad input or failure (with mx_last_error). */
 int mx_train_run(const mx_train_config *c, mx_run_record *rec);
 
-/* Forward FLOPs per sample of the workload on the config's input shape (for GFLOP/s). */
-double mx_train_flops_per_sample(const char *workload, int c, int h, int w, int nclasses);
 
 #endif

@@ -11,7 +11,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/mxbench-test_cli.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 
-npass=0 nfail=0 nxfail=0
+npass=0 nfail=0
 pass() { npass=$((npass + 1)); echo "ok: $*"; }
 fail() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
 show() { # the captured output of the last command, indented, for failure messages
@@ -53,25 +53,6 @@ expect() {
     else
         fail "$desc ($*):$problems"
         show
-    fi
-}
-
-# known_bug DESC CODE -- CMD...: a reported CLI bug. Counted as a failure only with
-# MXBENCH_E2E_STRICT=1, so the suite stays green until the fix lands; an unexpected pass
-# says to move the case into the strict checks.
-known_bug() {
-    local desc=$1 want=$2
-    shift 3
-    run "$@"
-    if [ "$rc" -eq "$want" ]; then
-        echo "XPASS: $desc: now exits $want; make it a strict check in test_cli.sh"
-        npass=$((npass + 1))
-    elif [ "${MXBENCH_E2E_STRICT:-0}" = 1 ]; then
-        fail "$desc ($*): expected exit $want, saw $rc (known bug)"
-        show
-    else
-        nxfail=$((nxfail + 1))
-        echo "known bug (not counted): $desc: expected exit $want, saw $rc: $(head -c 200 "$T/err" | tr '\n' ' ')"
     fi
 }
 
@@ -122,12 +103,16 @@ expect 2 "compare with one file" --stderr "missing argument" -- "$MX" compare a.
 expect 2 "compare bad --metrics" --stderr "'latency'" -- "$MX" compare a.h5 b.h5 --metrics latency
 expect 2 "info takes no argument" --stderr "'extra'" -- "$MX" info extra
 
-# Known CLI bugs (reported to the lead); see known_bug above.
-known_bug "train --steps -1 is bad usage (exits 1, 'out of memory')" 2 -- "$MX" train --steps -1 --dataset synthetic --workload mlp --quiet
-known_bug "train --epochs -3 --steps 5 is bad usage" 2 -- "$MX" train --epochs -3 --steps 5 --dataset synthetic --workload mlp --quiet
-known_bug "train --warmup-steps beyond --steps is bad usage (exits 0 with nan)" 2 -- "$MX" train --steps 3 --warmup-steps 10 --dataset synthetic --workload mlp --batch 16 --threads-per-device 1 --quiet
-known_bug "train --warmup-steps -2 is bad usage" 2 -- "$MX" train --steps 3 --warmup-steps -2 --dataset synthetic --workload mlp --batch 16 --threads-per-device 1 --quiet
-known_bug "sweep --timeout -1 is bad usage" 2 -- "$MX" sweep --timeout -1 --dataset synthetic --steps 6 --dry-run
+# ---- values out of range: exit 2 before any work, naming the value
+expect 2 "train --steps -1 is bad usage" --stderr "-1" -- "$MX" train --steps -1 --dataset synthetic --workload mlp --quiet
+expect 2 "train --epochs -3 --steps 5 is bad usage" -- "$MX" train --epochs -3 --steps 5 --dataset synthetic --workload mlp --quiet
+expect 2 "train --warmup-steps beyond --steps is bad usage" --stderr "warmup-steps 10" -- "$MX" train --steps 3 --warmup-steps 10 --dataset synthetic --workload mlp --batch 16 --threads-per-device 1 --quiet
+expect 2 "train --warmup-steps -2 is bad usage" -- "$MX" train --steps 3 --warmup-steps -2 --dataset synthetic --workload mlp --batch 16 --threads-per-device 1 --quiet
+expect 2 "sweep --timeout -1 is bad usage" --stderr "timeout" -- "$MX" sweep --timeout -1 --dataset synthetic --steps 6 --dry-run
+expect 2 "train --record into a missing directory is bad input" --stderr "no/such/dir" -- \
+    "$MX" train --dataset synthetic --workload mlp --steps 2 --batch 16 --threads-per-device 1 --quiet --record "$T/no/such/dir/x.h5"
+expect 2 "sweep --data /nonexistent is bad input" --stderr "/nonexistent" -- \
+    "$MX" sweep --data /nonexistent --gpus 1 --steps 6 --out "$T/nodata.h5"
 
 # ---- bad input files: exit 2, stderr names the file
 expect 0 "a small results file to compare against" -- \
@@ -166,6 +151,9 @@ expect 2 "sweep --resume on a file that is not a results file" --stderr "$T/garb
     "$MX" sweep --resume --dataset synthetic --workload mlp --steps 6 --out "$T/garbage.h5"
 cmp -s "$T/garbage.h5" "$T/garbage.copy" || fail "sweep --resume changed the file it refused to resume"
 
+expect 2 "sweep --out in a directory that cannot be created" --stderr "/proc/no/such/x.h5" -- \
+    "$MX" sweep --workload mlp --dataset synthetic --gpus 1 --steps 6 --out /proc/no/such/x.h5
+
 # ---- datasets
 expect 2 "train --data /nonexistent" --stderr "/nonexistent" -- "$MX" train --data /nonexistent --steps 1
 mkdir "$T/baddata"
@@ -179,7 +167,6 @@ if [ $rc -eq 0 ] && ! grep -Eq "HDF5 +[0-9]+\.[0-9]+" "$T/out"; then
     fail "mxbench info: expected an HDF5 version number on the HDF5 line, saw: $(grep HDF5 "$T/out")"
 fi
 
-known=""
-[ $nxfail -gt 0 ] && known=" ($nxfail known bugs not counted; MXBENCH_E2E_STRICT=1 counts them)"
-echo "test_cli: $npass passed, $nfail failed$known"
+echo "test_cli: $npass passed, $nfail failed"
 [ $nfail -eq 0 ]
+

@@ -25,6 +25,10 @@ int mx_idx_load(mx_dataset *ds, const char *images_path, const char *labels_path
  * {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]. */
 int mx_idx_load_dir(mx_dataset *train, mx_dataset *test, const char *dir);
 
+/* Checks, without reading them, that dir holds the four files mx_idx_load_dir needs (raw or
+ * .gz); MX_EIO naming the first one missing. For up-front validation of user input. */
+int mx_idx_dir_check(const char *dir);
+
 /* Uniform [0,1) images and uniform labels from seed, for throughput-only runs. */
 int mx_dataset_synthetic(mx_dataset *ds, int n, int c, int h, int w, int nclasses, uint64_t seed);
 

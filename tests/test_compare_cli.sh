@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# End-to-end tests of `mxbench compare`, the CI regression gate: two sweeps of the same
+# configuration (A/A) raise no alarm; a copy of A with every step time 25% longer
+# (inject_slowdown) is a regression (exit 1); disjoint files are listed side by side (exit
+# 0); a bad --threshold is bad usage (exit 2).
+# usage: test_compare_cli.sh MXBENCH SOURCE_DIR BUILD_DIR
+set -u
+
+MX=${1:?usage: test_compare_cli.sh MXBENCH SOURCE_DIR BUILD_DIR}
+BUILD=${3:?usage: test_compare_cli.sh MXBENCH SOURCE_DIR BUILD_DIR}
+case $MX in /*) ;; *) MX=$PWD/$MX ;; esac
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+INJECT=$BUILD/inject_slowdown
+[ -x "$MX" ] || { echo "test_compare_cli: mxbench binary '$MX' is missing or not executable"; exit 1; }
+[ -x "$INJECT" ] || { echo "test_compare_cli: '$INJECT' is missing (built with the tests: cmake --build)"; exit 1; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/mxbench-test_compare_cli.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+
+npass=0 nfail=0
+pass() { npass=$((npass + 1)); echo "ok: $*"; }
+fail() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
+indent() { sed -e 's/^/    | /' "$@"; }
+
+# The A/A pair. 5 repeats per run: each throughput interval then includes the spread between
+# whole repeats (so a level shift between two sweeps is within it), and Student's t(4) = 2.78
+# keeps it narrow enough to call a 25% change; 2 repeats (t = 12.7) would call nothing and 1
+# repeat could not see a shift between sweeps (SCHEMA.md, confidence interval).
+STUDY=(--workload lenet --dataset synthetic --gpus 1,2 --batch 32 --steps 40 --repeat 5)
+sweep() { # OUT [more options]
+    local out=$1
+    shift
+    "$MX" sweep "${STUDY[@]}" --out "$out" "$@" >"$out.log" 2>&1
+    local rc=$?
+    [ $rc -eq 0 ] || { fail "sweep --out $out: expected exit 0, saw $rc"; tail -5 "$out.log"; }
+    return $rc
+}
+# compare_run EXPECTED_EXIT DESC ARGS...: runs `mxbench compare ARGS`, output in $T/c.out/err.
+compare_run() {
+    local want=$1 desc=$2
+    shift 2
+    "$MX" compare "$@" >"$T/c.out" 2>"$T/c.err"
+    rc=$?
+    if [ $rc -eq "$want" ]; then
+        pass "$desc: exit $rc"
+        return 0
+    fi
+    fail "$desc (mxbench compare $*): expected exit $want, saw $rc"
+    indent "$T/c.out" "$T/c.err"
+    return 1
+}
+
+start=$(date +%s)
+sweep "$T/A.h5" && sweep "$T/B.h5" || { echo "test_compare_cli: $npass passed, $nfail failed"; exit 1; }
+echo "two sweeps of ${STUDY[*]}: $(($(date +%s) - start)) s"
+
+# ---- A/A: no false alarm
+compare_run 0 "A/A: compare A B reports no regression" "$T/A.h5" "$T/B.h5"
+indent "$T/c.out"
+grep -q "2 compared: 0 regressions" "$T/c.out" && pass "A/A: both configurations compared, none a regression" ||
+    fail "A/A: expected '2 compared: 0 regressions', saw: $(grep compared "$T/c.out")"
+compare_run 0 "A/A: compare A A" "$T/A.h5" "$T/A.h5"
+grep -q "2 compared: 0 regressions, 0 improvements, 0 unsure (~), 2 same" "$T/c.out" &&
+    pass "a file compared with itself: every configuration the same" ||
+    fail "compare A A: expected 2 same, saw: $(grep compared "$T/c.out")"
+
+compare_run 0 "compare --format md" "$T/A.h5" "$T/B.h5" --format md
+if grep -q '^| config | runs | metric | base | new | ratio | 95% CI | verdict |$' "$T/c.out" &&
+    grep -q '^| --- |' "$T/c.out" && [ "$(grep -c '^| lenet ' "$T/c.out")" = 2 ]; then
+    pass "--format md prints a Markdown table with a header, a rule and 2 rows"
+else
+    fail "--format md: expected a Markdown table (header, '| --- |' rule, 2 rows), saw:"
+    indent "$T/c.out"
+fi
+
+# ---- a known slowdown: every step 25% longer
+"$INJECT" "$T/A.h5" "$T/SLOW.h5" 1.25 || fail "inject_slowdown A.h5 SLOW.h5 1.25: exit $?"
+if compare_run 1 "compare A SLOW (25% slower) flags a regression" "$T/A.h5" "$T/SLOW.h5"; then
+    grep -q " regression$" "$T/c.out" && pass "the regression is named in the table" ||
+        fail "compare A SLOW: expected a row ending in 'regression', saw:"
+    indent "$T/c.out"
+    bad=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "throughput" && $(i + 3) != "0.800") print }' "$T/c.out")
+    [ -z "$bad" ] && pass "every throughput ratio is 0.800 (= 1/1.25)" || fail "expected ratio 0.800 on every row, saw: $bad"
+fi
+compare_run 1 "compare A SLOW --format md" "$T/A.h5" "$T/SLOW.h5" --format md &&
+    { grep -q '\*\*regression\*\*' "$T/c.out" && pass "--format md marks the regression in bold" ||
+          fail "--format md: expected '**regression**', saw: $(cat "$T/c.out")"; }
+compare_run 0 "compare SLOW A (25% faster) is no regression" "$T/SLOW.h5" "$T/A.h5"
+grep -q " regression$" "$T/c.out" && fail "compare SLOW A: a speedup was called a regression"
+compare_run 0 "--threshold 30% tolerates the 20% throughput loss" "$T/A.h5" "$T/SLOW.h5" --threshold 30%
+compare_run 0 "--threshold 0.3 (a fraction) likewise" "$T/A.h5" "$T/SLOW.h5" --threshold 0.3
+compare_run 0 "--metrics test_acc ignores the slower steps" "$T/A.h5" "$T/SLOW.h5" --metrics test_acc
+
+# ---- disjoint configurations: listed on one side only, exit 0
+"$MX" sweep --workload mlp --dataset synthetic --gpus 1 --batch 32 --steps 15 --out "$T/C.h5" >"$T/C.log" 2>&1 ||
+    fail "sweep --out C.h5: exit $?: $(tail -3 "$T/C.log")"
+if compare_run 0 "compare files with disjoint configurations" "$T/A.h5" "$T/C.h5"; then
+    grep -q "only in base (2" "$T/c.out" && grep -q "only in new (1" "$T/c.out" &&
+        grep -q "0 compared" "$T/c.out" && pass "disjoint: 2 runs only in base, 1 only in new, none compared" ||
+        { fail "disjoint: expected 'only in base (2', 'only in new (1' and '0 compared', saw:"; indent "$T/c.out"; }
+fi
+
+# ---- bad usage: exit 2 with a message naming the value
+for th in abc -5% 1.5 5%%; do
+    "$MX" compare "$T/A.h5" "$T/B.h5" --threshold "$th" >"$T/c.out" 2>"$T/c.err"
+    rc=$?
+    [ $rc -eq 2 ] && grep -qF -- "'$th'" "$T/c.err" && [ ! -s "$T/c.out" ] &&
+        pass "--threshold $th: exit 2 naming the value" ||
+        fail "--threshold $th: expected exit 2, nothing on stdout and '$th' on stderr; saw exit $rc: $(cat "$T/c.err")"
+done
+
+echo "test_compare_cli: $npass passed, $nfail failed"
+[ $nfail -eq 0 ]

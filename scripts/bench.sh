@@ -23,9 +23,9 @@ processes run: the load average is printed with every section.
 
 options:
   --threads N     threads for the 1-device runs, the ceiling and conv_bench (default: cores, $(nproc))
-  --steps N       timed steps per resnet18 configuration over all rounds (default 16);
+  --steps N       timed steps per resnet18 configuration over all rounds (default 12);
                   lenet gets 5x as many (its steps are ~30x shorter)
-  --warmup N      untimed leading steps of every run (default 3)
+  --warmup N      untimed leading steps of every run (default 2)
   --rounds N      rounds the timed steps are split into (default 2)
   --torch         compare with PyTorch: use /opt/torchenv, out/bench/venv or python3 if one
                   has torch, else create out/bench/venv and pip-install torch (minutes, GBs)
@@ -37,8 +37,8 @@ EOF
 }
 
 THREADS=$(nproc)
-STEPS=16
-WARMUP=3
+STEPS=12
+WARMUP=2
 ROUNDS=2
 TORCH=auto
 CONV=1

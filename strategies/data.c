@@ -21,7 +21,7 @@ typedef struct {
 typedef struct {
     double loss;
     int correct;
-    double t_start, t_fwd_end, t_bwd_end, t_end;
+    double t_fwd_end, t_bwd_end, t_end;
 } device_result;
 
 struct mx_strategy {
@@ -69,7 +69,6 @@ static void run_device(mx_strategy *s, int d)
     mx_net *net = s->net[d];
     device_result *r = &s->res[d];
     const size_t per = mx_shape_size(net->in);
-    r->t_start = mx_now();
     mx_net_set_batch(net, s->x + (size_t)s->first[d] * per, s->y + s->first[d], s->count[d]);
     mx_net_zero_grad(net);
     mx_net_forward(net, s->count[d], 1);
@@ -208,6 +207,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     s->sgd.opt.lr = lr;
     s->error = 0;
     if (s->kv) mx_kv_stats_reset(s->kv);
+    const double t_dispatch = mx_now();
     pthread_mutex_lock(&s->lock);
     s->pending = s->k - 1;
     s->generation++;
@@ -219,19 +219,21 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     pthread_mutex_unlock(&s->lock);
     if (s->error) return mx_error(MX_ERUNTIME, "kvstore failed during the step: %s", mx_last_error());
 
-    /* Phases as the slowest device saw them: compute until its backward ended, then the
-     * exposed tail of communication (or the local update with one device). */
+    /* Phases on the wall clock of the step, so that they add up to it: forward until the
+     * last device finished its forward (thread hand-off included), backward until the last
+     * finished backward, then the exposed tail of communication (or the update with one
+     * device, where there is no kvstore). */
     memset(st, 0, sizeof *st);
-    double fwd = 0, bwd = 0, bwd_end = 0, end = 0;
+    double fwd_end = 0, bwd_end = 0, end = 0;
     for (int d = 0; d < s->k; d++) {
         const device_result *r = &s->res[d];
         st->loss_sum += r->loss;
         st->correct += r->correct;
-        if (r->t_fwd_end - r->t_start > fwd) fwd = r->t_fwd_end - r->t_start;
-        if (r->t_bwd_end - r->t_fwd_end > bwd) bwd = r->t_bwd_end - r->t_fwd_end;
+        if (r->t_fwd_end > fwd_end) fwd_end = r->t_fwd_end;
         if (r->t_bwd_end > bwd_end) bwd_end = r->t_bwd_end;
         if (r->t_end > end) end = r->t_end;
     }
+    const double fwd = fwd_end - t_dispatch, bwd = bwd_end - fwd_end;
     st->phase[MX_PHASE_FORWARD] = fwd;
     st->phase[MX_PHASE_BACKWARD] = bwd;
     st->phase[s->kv ? MX_PHASE_COMM : MX_PHASE_UPDATE] = end - bwd_end;

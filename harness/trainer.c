@@ -119,7 +119,7 @@ typedef struct {
     int32_t *order;
     mx_run_record *rec;
     int repeat;
-    double bytes_sum, busy_sum, hidden_sum;
+    double bytes_sum, work_sum, hidden_sum;
     int comm_steps;
 } run_state;
 
@@ -166,9 +166,9 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
     rec->step_time[rec->nsteps] = dt;
     memcpy(rec->phase_time + (size_t)rec->nsteps * MX_NPHASES, ss.phase, sizeof ss.phase);
     rec->nsteps++;
-    if (ss.comm_busy > 0) {
+    if (ss.comm_work > 0) {
         st->bytes_sum += ss.bytes;
-        st->busy_sum += ss.comm_busy;
+        st->work_sum += ss.comm_work;
         st->hidden_sum += ss.comm_hidden;
         st->comm_steps++;
     }
@@ -302,7 +302,7 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
     rec->wall_time = mx_now() - t0;
     if (st.comm_steps) {
         rec->bytes_per_step = st.bytes_sum / st.comm_steps;
-        rec->comm_overlap = st.busy_sum > 0 ? st.hidden_sum / st.busy_sum : NAN;
+        rec->comm_overlap = st.work_sum > 0 ? st.hidden_sum / st.work_sum : NAN;
     }
     free(st.bx);
     free(st.by);

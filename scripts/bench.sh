@@ -79,7 +79,13 @@ TEE_PID=$!
 ln -sfn "$(basename "$LOG")" "$OUT/latest.txt"
 T_START=$(date +%s)
 
-section() { printf '\n== %s   [load average %s]\n' "$1" "$(cut -d' ' -f1-3 /proc/loadavg)"; }
+LOAD_MAX=0
+section() { # title; also tracks the highest 1-minute load average seen, a hint of competing processes
+    local l
+    read -r l _ </proc/loadavg
+    LOAD_MAX=$(awk -v a="$l" -v b="$LOAD_MAX" 'BEGIN {print (a > b ? a : b)}')
+    printf '\n== %s   [load average %s]\n' "$1" "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
 per_round() { echo $((($1 + ROUNDS - 1) / ROUNDS)); } # timed steps of one run
 
 # ---------------------------------------------------------------- build
@@ -332,7 +338,11 @@ row "comm-compute overlap, local" %.3f ovl-local ""
 row "comm-compute overlap, device" %.3f ovl-device ""
 ((HAVE_CONV)) && row "conv step time mxbench / oneDNN (>1: oneDNN faster)" %.2f conv ""
 echo
-echo "total time $(($(date +%s) - T_START)) s; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "total time $(($(date +%s) - T_START)) s; load average now $(cut -d' ' -f1-3 /proc/loadavg), highest seen $LOAD_MAX"
+if awk -v l="$LOAD_MAX" -v n="$(nproc)" 'BEGIN {exit !(l > n + 0.5)}'; then
+    echo "warning: the load average exceeded the $(nproc) cores: other processes competed for them, and multi-thread"
+    echo "         figures (ceiling, 2-thread runs, scaling) are then far below what this machine does when quiet"
+fi
 echo "this output: $LOG (also $OUT/latest.txt); runs (HDF5, step times): $RUNS/; stderr of the runs: $ERR"
 exec >&-
 wait "$TEE_PID" 2>/dev/null || true

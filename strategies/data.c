@@ -238,11 +238,8 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     st->phase[MX_PHASE_BACKWARD] = bwd;
     st->phase[s->kv ? MX_PHASE_COMM : MX_PHASE_UPDATE] = end - bwd_end;
     if (s->kv) {
-        const mx_kv_stats *ks = &s->kv->stats;
-        st->bytes = ks->bytes;
-        st->comm_busy = ks->busy_end - ks->busy_start;
-        double hidden = bwd_end - ks->busy_start;
-        st->comm_hidden = hidden < 0 ? 0 : hidden > st->comm_busy ? st->comm_busy : hidden;
+        st->bytes = s->kv->stats.bytes;
+        mx_kv_work_before(s->kv, bwd_end, &st->comm_work, &st->comm_hidden);
     }
     return MX_OK;
 }

@@ -31,7 +31,27 @@ void mx_kv_count_bytes(mx_kvstore *kv, double bytes)
 void mx_kv_stats_reset(mx_kvstore *kv)
 {
     pthread_mutex_lock(&kv->lock);
-    memset(&kv->stats, 0, sizeof kv->stats);
+    kv->stats.bytes = 0;
+    kv->stats.nspans = 0;
+    pthread_mutex_unlock(&kv->lock);
+}
+
+/* Caller holds the lock. Spans beyond the capacity (more work per reset than one step
+ * makes) are dropped rather than allocated on the hot path. */
+static void note_span(mx_kvstore *kv, double start, double end)
+{
+    if (kv->stats.nspans < kv->stats.capspans) kv->stats.spans[kv->stats.nspans++] = (mx_kv_span){start, end};
+}
+
+void mx_kv_work_before(mx_kvstore *kv, double cut, double *work, double *hidden)
+{
+    pthread_mutex_lock(&kv->lock);
+    *work = *hidden = 0;
+    for (int i = 0; i < kv->stats.nspans; i++) {
+        const mx_kv_span *sp = &kv->stats.spans[i];
+        *work += sp->end - sp->start;
+        *hidden += (sp->end < cut ? sp->end : cut) - (sp->start < cut ? sp->start : cut);
+    }
     pthread_mutex_unlock(&kv->lock);
 }
 
@@ -73,13 +93,14 @@ static void *worker_main(void *p)
         while (!kv->stopping && (key = pick_key(kv, w)) < 0) pthread_cond_wait(&kv->work, &kv->lock);
         if (kv->stopping) break;
         kv->taken[w * kv->nkeys + key]++;
-        if (kv->stats.busy_start == 0) kv->stats.busy_start = mx_now();
         pthread_mutex_unlock(&kv->lock);
+        const double t0 = mx_now();
         kv->ops->process(kv, w, key);
+        const double t1 = mx_now();
         pthread_mutex_lock(&kv->lock);
+        note_span(kv, t0, t1);
         if (--kv->shards_left[key] == 0) {
             kv->completed[key]++;
-            kv->stats.busy_end = mx_now();
             pthread_cond_broadcast(&kv->done);
             queue_if_ready(kv, key);
         }
@@ -116,7 +137,9 @@ int mx_kv_create(mx_kvstore **out, const char *mode, int ndev, mx_backend **be, 
     kv->taken = calloc((size_t)kv->nworkers * nkeys, sizeof(int));
     kv->priority = calloc(nkeys, sizeof(int));
     kv->threads = calloc(kv->nworkers, sizeof(pthread_t));
-    if (!kv->keys || !kv->be || !kv->weight || !kv->grad || !kv->pushed || !kv->completed || !kv->queued ||
+    kv->stats.capspans = 2 * nkeys * (kv->nworkers + ndev);
+    kv->stats.spans = calloc(kv->stats.capspans, sizeof(mx_kv_span));
+    if (!kv->stats.spans || !kv->keys || !kv->be || !kv->weight || !kv->grad || !kv->pushed || !kv->completed || !kv->queued ||
         !kv->shards_left || !kv->taken || !kv->priority || !kv->threads) {
         mx_kv_destroy(kv);
         return mx_error(MX_ENOMEM, "out of memory creating kvstore");
@@ -166,6 +189,7 @@ void mx_kv_destroy(mx_kvstore *kv)
     free(kv->taken);
     free(kv->priority);
     free(kv->threads);
+    free(kv->stats.spans);
     free(kv);
 }
 
@@ -207,6 +231,11 @@ int mx_kv_pull(mx_kvstore *kv, int key, int dev, size_t count)
     pthread_mutex_lock(&kv->lock);
     while (kv->completed[key] < kv->pushed[dev * kv->nkeys + key]) pthread_cond_wait(&kv->done, &kv->lock);
     pthread_mutex_unlock(&kv->lock);
+    const double t0 = mx_now();
     kv->ops->pull(kv, key, dev, kv->weight[dev] + kv->keys[key].offset);
+    const double t1 = mx_now();
+    pthread_mutex_lock(&kv->lock);
+    note_span(kv, t0, t1);
+    pthread_mutex_unlock(&kv->lock);
     return MX_OK;
 }

@@ -37,9 +37,13 @@ typedef struct {
 } mx_kv_key;
 
 typedef struct {
+    double start, end;     /* wall clock of one piece of kvstore work (a reduce+update or a pull) */
+} mx_kv_span;
+
+typedef struct {
     double bytes;          /* bytes copied between devices and host since the last reset */
-    double busy_start;     /* wall clock of the first key processed */
-    double busy_end;       /* wall clock of the last key finished */
+    mx_kv_span *spans;     /* work done since the last reset, for the overlap figure */
+    int nspans, capspans;
 } mx_kv_stats;
 
 struct mx_kvstore {
@@ -89,6 +93,9 @@ int mx_kv_push(mx_kvstore *kv, int key, int dev, size_t count, int priority);
 int mx_kv_pull(mx_kvstore *kv, int key, int dev, size_t count);
 
 void mx_kv_stats_reset(mx_kvstore *kv);
+/* Thread-seconds of kvstore work since the last reset, and how much of it ran before the
+ * wall-clock time cut (the end of the last device's backward: what overlap hid). */
+void mx_kv_work_before(mx_kvstore *kv, double cut, double *work, double *hidden);
 
 /* ---- for modes */
 /* Elements [lo, hi) of a key that worker w of n handles (contiguous, 16-float aligned). */

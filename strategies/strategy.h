@@ -30,8 +30,8 @@ typedef struct {
     int correct;
     double phase[MX_NPHASES];  /* seconds; data is the caller's */
     double bytes;              /* moved by the kvstore during the step */
-    double comm_busy;          /* seconds the kvstore was working */
-    double comm_hidden;        /* of which before the last device finished backward */
+    double comm_work;          /* thread-seconds of kvstore work (reduce, update, pull) */
+    double comm_hidden;        /* of which done before the last device finished backward */
 } mx_step_stats;
 
 typedef struct mx_strategy mx_strategy;

@@ -14,23 +14,24 @@ void mx_cpu_maxpool_forward(mx_backend *be, const mx_pool_desc *d, int n, float 
         const float *src = in + (size_t)p * hw;
         float *dst = out + (size_t)p * ohw;
         int32_t *arg = argmax + (size_t)p * ohw;
-        for (int oy = 0; oy < d->oh; oy++)
+        for (int oy = 0; oy < d->oh; oy++) {
+            const int y0 = oy * d->stride, y1 = y0 + d->k < d->h ? y0 + d->k : d->h;
             for (int ox = 0; ox < d->ow; ox++) {
+                const int x0 = ox * d->stride, x1 = x0 + d->k < d->w ? x0 + d->k : d->w;
                 float best = -FLT_MAX;
-                int32_t where = 0;
-                for (int ky = 0; ky < d->k; ky++) {
-                    const int iy = oy * d->stride + ky;
-                    if (iy >= d->h) break;
-                    for (int kx = 0; kx < d->k; kx++) {
-                        const int ix = ox * d->stride + kx;
-                        if (ix >= d->w) break;
+                int32_t where = y0 * d->w + x0;
+                /* selects, not branches: on real data the winner is unpredictable */
+                for (int iy = y0; iy < y1; iy++)
+                    for (int ix = x0; ix < x1; ix++) {
                         const float v = src[iy * d->w + ix];
-                        if (v > best) best = v, where = iy * d->w + ix;
+                        const int better = v > best;
+                        where = better ? iy * d->w + ix : where;
+                        best = better ? v : best;
                     }
-                }
                 dst[oy * d->ow + ox] = best;
                 arg[oy * d->ow + ox] = where;
             }
+        }
     }
 }
 

@@ -134,6 +134,50 @@ static void check_loss(void)
     CHECK(isfinite(big), "loss on logits of 1e4 is %g", big);
 }
 
+static double max_rel(const float *a, const float *b, size_t n)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)a[i] - b[i]) / fmax(0.1, fabs(b[i]));
+        if (d > worst) worst = d;
+    }
+    return worst;
+}
+
+/* The multi-threaded convolution (each thread on its own samples, private weight gradients
+ * summed afterwards) must agree with the one-thread path the gradient checks above cover:
+ * only the order of sums differs, so 1e-5 relative to max(0.1, |value|) (values are O(1)). An odd batch leaves the threads
+ * unequal slices; dw starts non-zero because gradients accumulate. */
+static void check_conv_threads(int stride, int pad, int k)
+{
+    mx_conv_desc d = {.c = 3, .h = 9, .w = 9, .oc = 4, .k = k, .stride = stride, .pad = pad};
+    d.oh = (d.h + 2 * pad - k) / stride + 1;
+    d.ow = (d.w + 2 * pad - k) / stride + 1;
+    const int n = 5;
+    const size_t nin = (size_t)n * d.c * d.h * d.w, nout = (size_t)n * d.oc * d.oh * d.ow, nw = (size_t)d.oc * d.c * k * k;
+    float *x = malloc(sizeof(float) * nin), *w = malloc(sizeof(float) * nw), *g = malloc(sizeof(float) * nout);
+    float *out[2], *din[2], *dw[2];
+    for (size_t i = 0; i < nin; i++) x[i] = (float)(2 * mx_rng_uniform(&rng) - 1);
+    for (size_t i = 0; i < nw; i++) w[i] = (float)(2 * mx_rng_uniform(&rng) - 1);
+    for (size_t i = 0; i < nout; i++) g[i] = (float)(2 * mx_rng_uniform(&rng) - 1);
+    for (int t = 0; t < 2; t++) {
+        mx_backend *b;
+        mx_backend_create(&b, "cpu", 0, t + 1);
+        out[t] = malloc(sizeof(float) * nout);
+        din[t] = malloc(sizeof(float) * nin);
+        dw[t] = malloc(sizeof(float) * nw);
+        for (size_t i = 0; i < nw; i++) dw[t][i] = 0.5f;
+        b->ops->conv2d_forward(b, &d, n, out[t], x, w);
+        b->ops->conv2d_backward(b, &d, n, din[t], dw[t], g, x, w);
+        mx_backend_destroy(b);
+    }
+    const double e = fmax(max_rel(out[1], out[0], nout), fmax(max_rel(din[1], din[0], nin), max_rel(dw[1], dw[0], nw)));
+    CHECK(e <= 1e-5, "conv %dx%d stride %d pad %d: 2 threads differ from 1 by %.3g", k, k, stride, pad, e);
+    printf("conv2d %dx%d s%d p%d, 2 threads vs 1   %s (%.1e)\n", k, k, stride, pad, e <= 1e-5 ? "ok" : "NOT OK", e);
+    for (int t = 0; t < 2; t++) free(out[t]), free(din[t]), free(dw[t]);
+    free(x), free(w), free(g);
+}
+
 int main(void)
 {
     mx_rng_seed(&rng, 12345);
@@ -153,6 +197,9 @@ int main(void)
     check_layer("residual identity", (mx_layer_spec){.kind = "residual", .units = 3, .stride = 1}, img, 3, 1);
     check_layer("residual projection s2", (mx_layer_spec){.kind = "residual", .units = 4, .stride = 2}, img, 3, 1);
     check_loss();
+    check_conv_threads(1, 1, 3);
+    check_conv_threads(2, 1, 3);
+    check_conv_threads(2, 0, 1);
 
     /* Bad specifications give errors naming the value, not crashes. */
     mx_net *net;

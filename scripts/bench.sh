@@ -27,7 +27,7 @@ options:
                   lenet gets 5x as many (its steps are ~30x shorter)
   --warmup N      untimed leading steps of every run (default 2)
   --rounds N      rounds the timed steps are split into (default 2)
-  --torch         compare with PyTorch: use /opt/torchenv, out/bench/venv or python3 if one
+  --torch         compare with PyTorch: use out/bench/venv or python3 if one
                   has torch, else create out/bench/venv and pip-install torch (minutes, GBs)
   --no-torch      skip PyTorch even where it is installed (default: use it if present)
   --no-conv       skip the convolution comparison
@@ -134,7 +134,7 @@ TORCH_PY=
 TORCH_WHY=
 find_torch() {
     local py
-    for py in /opt/torchenv/bin/python "$OUT/venv/bin/python" "$(command -v python3 || true)"; do
+    for py in "$OUT/venv/bin/python" "$(command -v python3 || true)"; do
         if [[ -n $py && -x $py ]] && "$py" -c 'import torch' >/dev/null 2>&1; then
             TORCH_PY=$py
             return 0

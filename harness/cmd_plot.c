@@ -9,17 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The lead's build defines it as the source tree's plots/ directory. */
-#ifndef MXBENCH_PLOTS_DIR
-#define MXBENCH_PLOTS_DIR "plots"
-#endif
-
-static const char *default_scripts_dir(void)
-{
-    const char *env = getenv("MXBENCH_PLOTS_DIR");
-    return env && *env ? env : MXBENCH_PLOTS_DIR;
-}
-
 static int report(const char *file, const mx_results *res, const mx_plot_report *rep, const char *out)
 {
     for (int p = 0; p < MX_NPLOTS; p++)
@@ -62,7 +51,7 @@ int mx_cmd_plot(int argc, char **argv)
     int npos;
     int rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
-    if (!scripts) scripts = default_scripts_dir();
+    if (!scripts) scripts = mx_plot_default_scripts_dir();
 
     mx_results res;
     if (mx_results_load(pos[0], &res) < 0) {

@@ -953,3 +953,9 @@ int mx_plot_results(const mx_results *res, const char *outdir, const char *scrip
     free(rep);
     return rc;
 }
+
+const char *mx_plot_default_scripts_dir(void)
+{
+    const char *env = getenv("MXBENCH_PLOTS_DIR");
+    return env && *env ? env : MXBENCH_PLOTS_DIR;
+}

@@ -38,4 +38,7 @@ int mx_plot_results_report(const mx_results *res, const char *outdir, const char
 /* mx_plot_results_report that prints why each skipped figure was skipped on stderr. */
 int mx_plot_results(const mx_results *res, const char *outdir, const char *scripts_dir, int verbose);
 
+/* Where the gnuplot scripts are: $MXBENCH_PLOTS_DIR, else the source tree's plots/ as built. */
+const char *mx_plot_default_scripts_dir(void);
+
 #endif

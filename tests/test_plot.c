@@ -13,16 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef MXBENCH_PLOTS_DIR
-#define MXBENCH_PLOTS_DIR "plots"
-#endif
-
-static const char *scripts_dir(void)
-{
-    const char *env = getenv("MXBENCH_PLOTS_DIR");
-    return env && *env ? env : MXBENCH_PLOTS_DIR;
-}
-
 /* Deterministic noise in [-1, 1): the figures must not depend on the run. */
 static double noise(unsigned *state)
 {
@@ -172,7 +162,7 @@ static void test_study(const char *dir, mx_plot_report *rep)
     rc = mx_results_load(h5, &res);
     CHECK(rc == 0 && res.nruns == 7, "loading %s: %s (%d runs)", h5, mx_last_error(), res.nruns);
     if (rc != 0) return;
-    rc = mx_plot_results_report(&res, outdir, scripts_dir(), 0, rep);
+    rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
     CHECK(rc == MX_NPLOTS, "mx_plot_results_report returned %d: %s", rc, mx_last_error());
     check_figures(outdir, rep, MX_NPLOTS);
 
@@ -206,7 +196,7 @@ static void test_single_run(const char *dir, mx_plot_report *rep)
     mx_records_derive_scaling(res.runs, 1);
     char outdir[4200];
     snprintf(outdir, sizeof outdir, "%s/single", dir);
-    int rc = mx_plot_results_report(&res, outdir, scripts_dir(), 0, rep);
+    int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
     CHECK(rc == MX_NPLOTS, "single run: returned %d: %s", rc, mx_last_error());
     check_figures(outdir, rep, MX_NPLOTS);
     mx_results_free(&res);
@@ -224,7 +214,7 @@ static void test_no_ok_runs(const char *dir, mx_plot_report *rep)
     snprintf(res.runs[0].status, sizeof res.runs[0].status, "skipped");
     char outdir[4200], png[4300];
     snprintf(outdir, sizeof outdir, "%s/single", dir);
-    int rc = mx_plot_results_report(&res, outdir, scripts_dir(), 0, rep);
+    int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
     CHECK(rc == 0 && rep->ndrawn == 0, "no ok runs: returned %d (%s), %d drawn", rc, mx_last_error(), rep->ndrawn);
     CHECK(strstr(rep->skipped[MX_PLOT_LOSS], "no ok run"), "skip reason: '%s'", rep->skipped[MX_PLOT_LOSS]);
     snprintf(png, sizeof png, "%s/throughput.png", outdir);
@@ -254,7 +244,7 @@ static void test_errors(const char *dir, const mx_results *res)
     const char *old = getenv("PATH");
     char *saved = old ? strdup(old) : NULL;
     setenv("PATH", "/nonexistent", 1);
-    rc = mx_plot_results(res, outdir, scripts_dir(), 0);
+    rc = mx_plot_results(res, outdir, mx_plot_default_scripts_dir(), 0);
     CHECK(rc == MX_EUNSUPPORTED && strstr(mx_last_error(), "gnuplot-nox"), "no gnuplot: %d %s", rc, mx_last_error());
     if (saved) setenv("PATH", saved, 1), free(saved);
 }
@@ -276,7 +266,7 @@ int main(void)
     make_run(&probe.runs[0], 0, "data", "none", 1);
     char outdir[4200];
     snprintf(outdir, sizeof outdir, "%s/probe", dir);
-    if (mx_plot_results_report(&probe, outdir, scripts_dir(), 0, rep) == MX_EUNSUPPORTED) {
+    if (mx_plot_results_report(&probe, outdir, mx_plot_default_scripts_dir(), 0, rep) == MX_EUNSUPPORTED) {
         printf("test_plot: skipped: %s\n", mx_last_error());
         mx_results_free(&probe);
         nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);

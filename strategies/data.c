@@ -40,6 +40,7 @@ struct mx_strategy {
     float grad_scale;
     device_result res[MX_MAX_DEVICES];
     int error;
+    char errmsg[512]; /* the failing thread's message: mx_last_error is per thread */
 
     pthread_t threads[MX_MAX_DEVICES];
     pthread_mutex_t lock;
@@ -55,13 +56,23 @@ typedef struct {
 
 /* ---- the work of one device in one step */
 
+static void record_error(mx_strategy *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (!s->error) {
+        s->error = MX_ERUNTIME;
+        snprintf(s->errmsg, sizeof s->errmsg, "%s", mx_last_error());
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
 static void push_ready(void *user, int first, int count)
 {
     push_ctx *c = user;
     mx_strategy *s = c->s;
     /* Later tensors first: they finished first and the next forward needs them last. */
     for (int p = first + count - 1; p >= first; p--)
-        if (mx_kv_push(s->kv, p, c->dev, s->net[c->dev]->params[p].count, -p) < 0) s->error = MX_ERUNTIME;
+        if (mx_kv_push(s->kv, p, c->dev, s->net[c->dev]->params[p].count, -p) < 0) record_error(s);
 }
 
 static void run_device(mx_strategy *s, int d)
@@ -80,7 +91,7 @@ static void run_device(mx_strategy *s, int d)
     r->t_bwd_end = mx_now();
     if (s->kv) {
         for (int p = 0; p < net->nparams; p++)
-            if (mx_kv_pull(s->kv, p, d, net->params[p].count) < 0) s->error = MX_ERUNTIME;
+            if (mx_kv_pull(s->kv, p, d, net->params[p].count) < 0) record_error(s);
     } else {
         mx_sgd_update(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w, s->mom, net->g, 1.0f);
     }
@@ -217,7 +228,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     pthread_mutex_lock(&s->lock);
     while (s->pending > 0) pthread_cond_wait(&s->finished, &s->lock);
     pthread_mutex_unlock(&s->lock);
-    if (s->error) return mx_error(MX_ERUNTIME, "kvstore failed during the step: %s", mx_last_error());
+    if (s->error) return mx_error(MX_ERUNTIME, "kvstore failed during the step: %s", s->errmsg);
 
     /* Phases on the wall clock of the step, so that they add up to it: forward until the
      * last device finished its forward (thread hand-off included), backward until the last

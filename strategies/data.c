@@ -10,6 +10,7 @@
 #include "workloads/workloads.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

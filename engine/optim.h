@@ -10,10 +10,14 @@ typedef struct {
 } mx_sgd;
 
 /* Updates params [first, first+count) of the table whose buffers are w, mom and g (each
- * laid out by the params' offsets, on backend be). rescale multiplies the gradient first.
- * Weight decay applies to tensors marked decay (weights), not to biases or norm scales. */
+ * laid out by the params' offsets, on backend be). Weight decay applies to tensors marked
+ * decay (weights), not to biases or norm scales. */
 void mx_sgd_update(mx_backend *be, const mx_sgd *opt, const mx_param *params, int first, int count, float *w,
-                   float *mom, const float *g, float rescale);
+                   float *mom, const float *g);
+/* Updates elements [lo, hi) of one tensor p; w, mom and g point at the tensor's start (a
+ * kvstore updating a shard of a key). */
+void mx_sgd_update_slice(mx_backend *be, const mx_sgd *opt, const mx_param *p, size_t lo, size_t hi, float *w,
+                         float *mom, const float *g);
 
 /* The learning rate at a fractional epoch under gradual warmup (Goyal et al. 2017): a
  * linear ramp from start_lr to lr over warmup_epochs, then lr. */

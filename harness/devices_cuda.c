@@ -9,7 +9,7 @@
 
 static void version(char *buf, size_t n, int v) { snprintf(buf, n, "%d.%d", v / 1000, (v % 1000) / 10); }
 
-void mx_cuda_probe(mx_cuda_info *info)
+static void probe(mx_cuda_info *info)
 {
     memset(info, 0, sizeof *info);
     int v = 0;
@@ -32,4 +32,14 @@ void mx_cuda_probe(mx_cuda_info *info)
     }
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, 0) == cudaSuccess) snprintf(info->model, sizeof info->model, "%.120s", p.name);
+}
+
+/* Several callers (info, train, results attributes) ask; the answer cannot change within a
+ * process, and starting the CUDA runtime is not free, so it is asked once. */
+void mx_cuda_probe(mx_cuda_info *info)
+{
+    static mx_cuda_info cached;
+    static int done;
+    if (!done) probe(&cached), done = 1;
+    *info = cached;
 }

@@ -94,7 +94,7 @@ static void run_device(mx_strategy *s, int d)
         for (int p = 0; p < net->nparams; p++)
             if (mx_kv_pull(s->kv, p, d, net->params[p].count) < 0) record_error(s);
     } else {
-        mx_sgd_update(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w, s->mom, net->g, 1.0f);
+        mx_sgd_update(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w, s->mom, net->g);
     }
     net->be->ops->sync(net->be);
     r->t_end = mx_now();
@@ -106,9 +106,9 @@ static void *device_thread(void *p)
     mx_strategy *s = c->s;
     const int d = c->dev;
     free(c);
-    /* OpenMP's thread count is per thread: without this, BLAS on this device would use
-     * every core and the devices would fight over them. */
-    mx_cpu_set_blas_threads(s->cfg.threads_per_device);
+    /* Without this, BLAS on this device would use every core and the devices would fight
+     * over them. */
+    s->be[d]->ops->bind_thread(s->be[d]);
     long seen = 0;
     pthread_mutex_lock(&s->lock);
     for (;;) {
@@ -130,9 +130,7 @@ static void sgd_updater(void *user, mx_backend *be, int key, size_t lo, size_t h
                         const float *g)
 {
     const sgd_ctx *u = user;
-    const mx_param *p = &u->params[key];
-    be->ops->sgd_update(be, hi - lo, w + lo, mom + lo, g + lo, u->opt.lr, u->opt.momentum,
-                        p->decay ? u->opt.wd : 0.0f, 1.0f);
+    mx_sgd_update_slice(be, &u->opt, &u->params[key], lo, hi, w, mom, g);
 }
 
 static void data_destroy(mx_strategy *s);
@@ -146,7 +144,6 @@ static int create_replicas(mx_strategy *s)
     const int nspecs = wl->build(specs, c->in, c->nclasses);
     int counts[MX_MAX_DEVICES];
     MX_TRY(mx_split_batch(c->max_batch, s->k, c->work_load, counts));
-    mx_cpu_set_blas_threads(c->threads_per_device);
     for (int d = 0; d < s->k; d++) {
         MX_TRY(mx_backend_create(&s->be[d], "cpu", d, c->threads_per_device));
         /* Room for k more than the even share: a smaller last batch rounds differently. */
@@ -192,6 +189,7 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
     pthread_cond_init(&s->finished, NULL);
     int rc = create_replicas(s);
     if (rc == MX_OK) rc = create_store(s);
+    if (rc == MX_OK) s->be[0]->ops->bind_thread(s->be[0]); /* device 0 runs on the caller's thread */
     for (int d = 1; rc == MX_OK && d < s->k; d++) {
         push_ctx *c = malloc(sizeof *c);
         *c = (push_ctx){s, d};

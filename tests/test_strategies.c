@@ -99,7 +99,7 @@ static float *train_sliced_reference(const setup *s, size_t *count)
             mx_net_loss(net, slices[d], 1.0f / s->batch, &correct);
             mx_net_backward(net, slices[d], NULL, NULL);
         }
-        mx_sgd_update(be, &opt, net->params, 0, net->nparams, net->w, mom, net->g, 1.0f);
+        mx_sgd_update(be, &opt, net->params, 0, net->nparams, net->w, mom, net->g);
     }
     *count = net->nweights;
     float *w = malloc(sizeof(float) * *count);

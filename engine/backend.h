@@ -33,6 +33,10 @@ typedef struct {
     void (*copy)(mx_backend *be, void *dst, const void *src, size_t bytes, mx_copy_kind kind);
     void (*zero)(mx_backend *be, void *p, size_t bytes);
     void (*sync)(mx_backend *be);                   /* waits for queued work */
+    /* Prepares the calling thread to drive this device (CPU: OpenMP and BLAS thread counts
+     * are per thread, and the device's threads are pinned to its cores where the devices fit
+     * on the machine; CUDA: the current device). Every thread that computes on be calls it. */
+    void (*bind_thread)(mx_backend *be);
 
     /* ---- dense algebra; row-major C = alpha * op(A) op(B) + beta * C */
     void (*gemm)(mx_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,

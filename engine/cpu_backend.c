@@ -5,6 +5,10 @@
 #include "status.h"
 
 #include <cblas.h>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +39,26 @@ static void cpu_copy(mx_backend *be, void *dst, const void *src, size_t bytes, m
 
 static void cpu_zero(mx_backend *be, void *p, size_t bytes) { memset(p, 0, bytes); }
 static void cpu_sync(mx_backend *be) {}
+/* Device d owns cores [d*nthreads, (d+1)*nthreads) when they exist, so that devices do not
+ * trade cores and caches (measured back to back on 2 cores, one-thread lenet: 2400-3000
+ * samples/s free, 3075-3270 pinned; host noise on that VM was of the same order, so treat
+ * the gain as likely, not proven). Oversubscribed devices stay unpinned. */
+static void cpu_bind_thread(mx_backend *be)
+{
+    mx_cpu_set_blas_threads(be->nthreads);
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const int first = be->device * be->nthreads;
+    if (be->device < 0 || first + be->nthreads > cores) return;
+    /* One core per OpenMP thread; the team is reused by later parallel regions of this
+     * thread, BLAS's included, so the placement holds. */
+#pragma omp parallel num_threads(be->nthreads)
+    {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(first + omp_get_thread_num(), &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
+}
 
 void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                  const float *b, int ldb, float beta, float *c, int ldc)
@@ -148,6 +172,7 @@ const mx_backend_ops mx_cpu_backend_ops = {
     .copy = cpu_copy,
     .zero = cpu_zero,
     .sync = cpu_sync,
+    .bind_thread = cpu_bind_thread,
     .gemm = mx_cpu_gemm,
     .bias_forward = cpu_bias_forward,
     .bias_backward = cpu_bias_backward,

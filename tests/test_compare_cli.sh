@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of `mxbench compare`, the CI regression gate: two sweeps of the same
-# configuration (A/A) raise no alarm; a copy of A with every step time 25% longer
-# (inject_slowdown) is a regression (exit 1); disjoint files are listed side by side (exit
+# configuration (A/A) raise no alarm; a copy of a long single run with every step time twice
+# as long (inject_slowdown) is a regression (exit 1); disjoint files are listed side by side (exit
 # 0); a bad --threshold is bad usage (exit 2).
 # usage: test_compare_cli.sh MXBENCH SOURCE_DIR BUILD_DIR
 set -u
@@ -24,7 +24,7 @@ indent() { sed -e 's/^/    | /' "$@"; }
 
 # The A/A pair. 5 repeats per run: each throughput interval then includes the spread between
 # whole repeats (so a level shift between two sweeps is within it), and Student's t(4) = 2.78
-# keeps it narrow enough to call a 25% change; 2 repeats (t = 12.7) would call nothing and 1
+# keeps it finite; 2 repeats (t = 12.7) would be uninformative and 1
 # repeat could not see a shift between sweeps (SCHEMA.md, confidence interval).
 STUDY=(--workload lenet --dataset synthetic --gpus 1,2 --batch 32 --steps 40 --repeat 5)
 sweep() { # OUT [more options]
@@ -54,8 +54,12 @@ start=$(date +%s)
 sweep "$T/A.h5" && sweep "$T/B.h5" || { echo "test_compare_cli: $npass passed, $nfail failed"; exit 1; }
 echo "two sweeps of ${STUDY[*]}: $(($(date +%s) - start)) s"
 
-# ---- A/A: no false alarm
-compare_run 0 "A/A: compare A B reports no regression" "$T/A.h5" "$T/B.h5"
+# ---- A/A: no false alarm. The threshold must exceed the machine's run-to-run noise, which
+# no interval from inside one sweep can see: on this shared 2-core VM two identical sweeps a
+# few seconds apart measured throughput ratios of 0.76 and 1.34 (2026-11-22). 50% keeps
+# the gate quiet there; the 5% default is checked on synthetic noise in test_results.
+AA=(--threshold 50%)
+compare_run 0 "A/A: compare A B reports no regression" "$T/A.h5" "$T/B.h5" "${AA[@]}"
 indent "$T/c.out"
 grep -q "2 compared: 0 regressions" "$T/c.out" && pass "A/A: both configurations compared, none a regression" ||
     fail "A/A: expected '2 compared: 0 regressions', saw: $(grep compared "$T/c.out")"
@@ -64,7 +68,7 @@ grep -q "2 compared: 0 regressions, 0 improvements, 0 unsure (~), 2 same" "$T/c.
     pass "a file compared with itself: every configuration the same" ||
     fail "compare A A: expected 2 same, saw: $(grep compared "$T/c.out")"
 
-compare_run 0 "compare --format md" "$T/A.h5" "$T/B.h5" --format md
+compare_run 0 "compare --format md" "$T/A.h5" "$T/B.h5" --format md "${AA[@]}"
 if grep -q '^| config | runs | metric | base | new | ratio | 95% CI | verdict |$' "$T/c.out" &&
     grep -q '^| --- |' "$T/c.out" && [ "$(grep -c '^| lenet ' "$T/c.out")" = 2 ]; then
     pass "--format md prints a Markdown table with a header, a rule and 2 rows"
@@ -73,23 +77,29 @@ else
     indent "$T/c.out"
 fi
 
-# ---- a known slowdown: every step 25% longer
-"$INJECT" "$T/A.h5" "$T/SLOW.h5" 1.25 || fail "inject_slowdown A.h5 SLOW.h5 1.25: exit $?"
-if compare_run 1 "compare A SLOW (25% slower) flags a regression" "$T/A.h5" "$T/SLOW.h5"; then
+# ---- a known slowdown: every step twice as long (throughput -50%), injected into a copy of
+# a long single-repeat run. The gate's sensitivity to a 20% loss is checked deterministically
+# in test_results (synthetic step times with noise); here, on real timings, the change must
+# dwarf this machine's noise: the same 1-thread lenet run measured 2100 or 3160 samples/s
+# from one run to the next, and intervals up to +-25% within one run (2026-11-22).
+"$MX" sweep --workload lenet --dataset synthetic --gpus 1 --batch 32 --steps 120 --out "$T/TIGHT.h5" \
+    >"$T/TIGHT.log" 2>&1 || fail "sweep --out TIGHT.h5: exit $?: $(tail -3 "$T/TIGHT.log")"
+"$INJECT" "$T/TIGHT.h5" "$T/SLOW.h5" 2 || fail "inject_slowdown TIGHT.h5 SLOW.h5 2: exit $?"
+if compare_run 1 "compare TIGHT SLOW (2x slower) flags a regression" "$T/TIGHT.h5" "$T/SLOW.h5"; then
     grep -q " regression$" "$T/c.out" && pass "the regression is named in the table" ||
-        fail "compare A SLOW: expected a row ending in 'regression', saw:"
+        fail "compare TIGHT SLOW: expected a row ending in 'regression', saw:"
     indent "$T/c.out"
-    bad=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "throughput" && $(i + 3) != "0.800") print }' "$T/c.out")
-    [ -z "$bad" ] && pass "every throughput ratio is 0.800 (= 1/1.25)" || fail "expected ratio 0.800 on every row, saw: $bad"
+    bad=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "throughput" && $(i + 3) != "0.500") print }' "$T/c.out")
+    [ -z "$bad" ] && pass "every throughput ratio is 0.500 (= 1/2)" || fail "expected ratio 0.500 on every row, saw: $bad"
 fi
-compare_run 1 "compare A SLOW --format md" "$T/A.h5" "$T/SLOW.h5" --format md &&
+compare_run 1 "compare TIGHT SLOW --format md" "$T/TIGHT.h5" "$T/SLOW.h5" --format md &&
     { grep -q '\*\*regression\*\*' "$T/c.out" && pass "--format md marks the regression in bold" ||
           fail "--format md: expected '**regression**', saw: $(cat "$T/c.out")"; }
-compare_run 0 "compare SLOW A (25% faster) is no regression" "$T/SLOW.h5" "$T/A.h5"
-grep -q " regression$" "$T/c.out" && fail "compare SLOW A: a speedup was called a regression"
-compare_run 0 "--threshold 30% tolerates the 20% throughput loss" "$T/A.h5" "$T/SLOW.h5" --threshold 30%
-compare_run 0 "--threshold 0.3 (a fraction) likewise" "$T/A.h5" "$T/SLOW.h5" --threshold 0.3
-compare_run 0 "--metrics test_acc ignores the slower steps" "$T/A.h5" "$T/SLOW.h5" --metrics test_acc
+compare_run 0 "compare SLOW TIGHT (2x faster) is no regression" "$T/SLOW.h5" "$T/TIGHT.h5"
+grep -q " regression$" "$T/c.out" && fail "compare SLOW TIGHT: a speedup was called a regression"
+compare_run 0 "--threshold 60% tolerates the 50% throughput loss" "$T/TIGHT.h5" "$T/SLOW.h5" --threshold 60%
+compare_run 0 "--threshold 0.6 (a fraction) likewise" "$T/TIGHT.h5" "$T/SLOW.h5" --threshold 0.6
+compare_run 0 "--metrics test_acc ignores the slower steps" "$T/TIGHT.h5" "$T/SLOW.h5" --metrics test_acc
 
 # ---- disjoint configurations: listed on one side only, exit 0
 "$MX" sweep --workload mlp --dataset synthetic --gpus 1 --batch 32 --steps 15 --out "$T/C.h5" >"$T/C.log" 2>&1 ||

@@ -4,10 +4,14 @@
  * differs. Tolerances, as ||w_k - w_1|| / ||w_1|| over all weights:
  *  - after 1 step: 1e-6. Measured 1e-8 to 4e-8 (rounding of differently ordered sums);
  *    dropping a quarter of the batch (one device of four lost) gives 1.1e-3.
- *  - after 20 steps: 5e-3. Mostly measured 1e-8 to 8e-8, but a rounding difference can
- *    flip a max-pool argmax or a relu between nearly equal values, and training then
- *    drifts apart chaotically: measured up to 2.0e-3 (lenet, 4 devices). Dropping a
- *    quarter of the batch gives 2.3e-2 after 20 steps, still caught.
+ *  - after 20 steps: 1e-4, against one device that runs the same slices one after another
+ *    and accumulates their gradients (mathematically the one-device step on the whole
+ *    batch). Against a one-device run on the whole batch, whose forward rounds differently
+ *    (other thread count, other GEMM shapes), a rounding difference can flip a max-pool
+ *    argmax or a relu between nearly equal values and training then drifts apart
+ *    chaotically: measured 2.0e-3 on an AVX2 host and 5.4e-3 on an AVX-512 host, which
+ *    says nothing about the strategy. Against the sliced reference: measured 0 to 3e-8.
+ *    Dropping a quarter of the batch gives 2.3e-2 after 20 steps, caught.
  * resnet18 is checked after one step: with 2 to 4 samples per device its batch norms make
  * training so sensitive that rounding alone separates runs by 1e-3 after 3 steps and
  * 0.25 after 20 (measured), which says nothing about the strategy.
@@ -27,7 +31,8 @@
 #include <string.h>
 
 #define TOL_ONE_STEP 1e-6
-#define TOL_20_STEPS 5e-3
+#define TOL_20_STEPS 1e-4
+#define TEST_LR 0.05f
 
 static mx_dataset data;
 
@@ -41,7 +46,7 @@ static mx_strategy_config config_of(const setup *s)
 {
     return (mx_strategy_config){.workload = s->workload, .in = {1, 28, 28}, .nclasses = 10, .devices = s->devices,
                                 .threads_per_device = 1, .kvstore = s->kvstore, .max_batch = s->batch,
-                                .work_load = s->work_load, .opt = {0.05f, 0.9f, 1e-4f}, .seed = 3,
+                                .work_load = s->work_load, .opt = {TEST_LR, 0.9f, 1e-4f}, .seed = 3,
                                 .init = MX_WEIGHT_INIT_XAVIER};
 }
 
@@ -59,7 +64,7 @@ static float *train_data(const setup *s, size_t *count)
     for (int i = 0; i < s->steps; i++) {
         const int from = (i * s->batch) % (data.n - s->batch);
         mx_step_stats ss;
-        if (ops->step(st, data.images + from * per, data.labels + from, s->batch, 0.05f, &ss) < 0) {
+        if (ops->step(st, data.images + from * per, data.labels + from, s->batch, TEST_LR, &ss) < 0) {
             fprintf(stderr, "step: %s\n", mx_last_error());
             ops->destroy(st);
             return NULL;
@@ -87,7 +92,7 @@ static float *train_sliced_reference(const setup *s, size_t *count)
     if (mx_net_create(&net, be, specs, nspecs, (mx_shape){1, 28, 28}, s->batch) < 0) return NULL;
     mx_net_init_params(net, 3, MX_WEIGHT_INIT_XAVIER, 0.01f);
     float *mom = calloc(net->nweights, sizeof(float));
-    const mx_sgd opt = {0.05f, 0.9f, 1e-4f};
+    const mx_sgd opt = {TEST_LR, 0.9f, 1e-4f};
     const size_t per = 28 * 28;
     for (int i = 0; i < s->steps; i++) {
         int from = (i * s->batch) % (data.n - s->batch);
@@ -164,11 +169,11 @@ int main(void)
     for (int steps = 1; steps <= 20; steps += 19) {
         for (int k = 0; k < 2; k++)
             for (int devices = 2; devices <= 4; devices *= 2) {
-                check_equivalence("mlp", devices, kvs[k], NULL, 64, steps, 0);
-                check_equivalence("lenet", devices, kvs[k], NULL, 64, steps, 0);
+                check_equivalence("mlp", devices, kvs[k], NULL, 64, steps, steps > 1);
+                check_equivalence("lenet", devices, kvs[k], NULL, 64, steps, steps > 1);
             }
-        check_equivalence("lenet", 2, "device", uneven, 64, steps, 0);
-        check_equivalence("mlp", 2, "local", uneven, 64, steps, 0);
+        check_equivalence("lenet", 2, "device", uneven, 64, steps, steps > 1);
+        check_equivalence("mlp", 2, "local", uneven, 64, steps, steps > 1);
     }
     check_equivalence("resnet18", 2, "device", NULL, 8, 1, 1);
     check_equivalence("resnet18", 2, "local", uneven, 8, 1, 1);

@@ -28,10 +28,23 @@ void mx_record_init(mx_run_record *r)
     COPY_STR(r->batch_mode, "per-device");
     COPY_STR(r->status, "ok");
     r->throughput = r->throughput_ci_low = r->throughput_ci_high = NAN;
-    r->throughput_iqr = r->step_time_median = NAN;
+    r->throughput_iqr = r->step_time_median = r->throughput_agg = NAN;
     r->speedup = r->efficiency = NAN;
     r->final_test_acc = r->time_to_acc = NAN;
     r->bytes_per_step = r->comm_overlap = r->wall_time = NAN;
+}
+
+int mx_record_status_known(const char *s)
+{
+    const size_t n = strlen(s);
+    for (const char *p = MX_RECORD_STATUSES; *p;) {
+        const char *bar = strchr(p, '|');
+        const size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (n && len == n && strncmp(p, s, n) == 0) return 1;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return 0;
 }
 
 void mx_record_free(mx_run_record *r)

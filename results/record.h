@@ -40,8 +40,9 @@ typedef struct {
     int test_samples;      /* size of the test set behind test_acc (for its binomial error) */
 
     /* ---- outcome */
-    char status[12];       /* "ok", "failed", "skipped" */
-    char reason[2048];     /* failed: exit status and stderr tail; skipped: why it cannot run */
+    char status[12];       /* one of mx_record_statuses: ok, failed, skipped, diverged */
+    char reason[2048];     /* failed: exit status and stderr tail; skipped: why it cannot run;
+                            * diverged: the step and the loss that showed it */
     int exit_status;       /* child's exit status (0 ok; 128+signal when killed) */
 
     /* ---- series (datasets under /runs/<id>); owned by the record, freed by mx_record_free */
@@ -59,6 +60,8 @@ typedef struct {
     double throughput_ci_low;   /* 95% confidence interval of that median */
     double throughput_ci_high;
     double throughput_iqr;      /* inter-quartile range of per-step samples/s */
+    double throughput_agg;      /* samples trained / seconds of training, all steps and repeats
+                                 * (what MXNet's "Time cost" and epoch-level logs report) */
     double step_time_median;    /* seconds */
     double speedup;             /* throughput / throughput of the same config at the smallest gpus */
     double efficiency;          /* speedup / (gpus / smallest gpus) */
@@ -68,6 +71,14 @@ typedef struct {
     double comm_overlap;        /* fraction of communication hidden behind backward */
     double wall_time;           /* seconds for the whole run, all repeats */
 } mx_run_record;
+
+/* The values a record's status may take, '|'-separated: "ok|failed|skipped|diverged".
+ * ok: trained to the end; failed: did not finish (crash, kill, timeout, error); skipped:
+ * cannot run in this build; diverged: the loss turned non-finite or grew far beyond its
+ * start (its timings are kept, but it is not a normal point of a scaling plot). */
+#define MX_RECORD_STATUSES "ok|failed|skipped|diverged"
+/* 1 when s is one of MX_RECORD_STATUSES. */
+int mx_record_status_known(const char *s);
 
 /* Zeroes the record and sets the derived fields to NaN and the strings to defaults. */
 void mx_record_init(mx_run_record *r);

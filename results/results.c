@@ -44,7 +44,7 @@ static const field run_fields[] = {
     RINT(repeats),        RINT(seed),              RINT(threads_per_device), RDBL(target_acc),
     RINT(test_samples),   RSTR(status),            RSTR(reason),             RINT(exit_status),
     RDBL(throughput),     RDBL(throughput_ci_low), RDBL(throughput_ci_high), RDBL(throughput_iqr),
-    RDBL(step_time_median), RDBL(speedup),         RDBL(efficiency),         RDBL(final_test_acc),
+    RDBL(throughput_agg), RDBL(step_time_median), RDBL(speedup),         RDBL(efficiency),         RDBL(final_test_acc),
     RDBL(time_to_acc),    RDBL(bytes_per_step),    RDBL(comm_overlap),       RDBL(wall_time),
 };
 
@@ -56,7 +56,7 @@ static const field summary_fields[] = {
     RSTR(batch_mode),  RSTR(lr_scaling),     RSTR(status),            RINT(gpus),
     RINT(batch),       RINT(global_batch),   RDBL(base_lr),           RDBL(lr),
     RDBL(throughput),  RDBL(throughput_ci_low), RDBL(throughput_ci_high), RDBL(step_time_median),
-    RDBL(speedup),     RDBL(efficiency),
+    RDBL(throughput_agg), RDBL(speedup),     RDBL(efficiency),
     {"test_acc", F_DBL, offsetof(mx_run_record, final_test_acc), sizeof(double)},
     RDBL(time_to_acc), RDBL(bytes_per_step), RDBL(comm_overlap),      RDBL(wall_time),
 };

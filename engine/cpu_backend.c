@@ -119,6 +119,15 @@ static void cpu_scale(mx_backend *be, size_t n, float *x, float a)
 
 static double xent_row(int classes, float *drow, const float *row, int label, float grad_scale, int *hit)
 {
+    /* A label outside [0, classes) would read past the row. The loaders refuse such data
+     * (mx_idx_load_dir), so this is a last line of defence: no gradient, no hit, and a NaN
+     * loss that the trainer's non-finite-loss check turns into a failed run, never a read
+     * out of bounds or a silently wrong accuracy. */
+    if (label < 0 || label >= classes) {
+        if (drow) memset(drow, 0, sizeof(float) * (size_t)classes);
+        *hit = 0;
+        return NAN;
+    }
     float mx = row[0];
     int arg = 0;
     for (int j = 1; j < classes; j++)

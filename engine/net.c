@@ -135,7 +135,11 @@ static int build_layers(mx_net *net, mx_net_builder *b, const mx_layer_spec *spe
             return mx_error(rc, "layer %d (%s): %s", i, specs[i].kind, why);
         }
         net->act[i] = dev_alloc(net, sizeof(float) * net->max_batch * mx_shape_size(l->out));
-        if (!net->act[i]) return mx_error(MX_ENOMEM, "out of device memory for activations of layer %d", i);
+        if (!net->act[i])
+            return mx_error(MX_ENOMEM, "out of device memory for the activations of layer %d (%s): %.2f GiB for up to "
+                            "%d samples a step; use a smaller batch or more devices", i, specs[i].kind,
+                            (double)sizeof(float) * net->max_batch * mx_shape_size(l->out) / (1 << 30),
+                            net->max_batch);
         shape = l->out;
         if (mx_shape_size(shape) > widest) widest = mx_shape_size(shape);
     }
@@ -145,7 +149,8 @@ static int build_layers(mx_net *net, mx_net_builder *b, const mx_layer_spec *spe
     net->nclasses = shape.c;
     for (int k = 0; k < 2; k++)
         if (!(net->dbuf[k] = dev_alloc(net, sizeof(float) * net->max_batch * widest)))
-            return mx_error(MX_ENOMEM, "out of device memory for activation gradients");
+            return mx_error(MX_ENOMEM, "out of device memory for activation gradients: %.2f GiB for up to %d samples a step",
+                            (double)sizeof(float) * net->max_batch * widest / (1 << 30), net->max_batch);
     return MX_OK;
 }
 
@@ -285,6 +290,12 @@ int mx_net_evaluate(mx_net *net, const float *x_host, const uint8_t *labels_host
     const size_t per = mx_shape_size(net->in);
     *loss_sum = 0;
     *correct = 0;
+    /* The loss kernel would only count such a sample wrong (see xent_row); a caller that
+     * checks the return learns that its data, not the model, is at fault. */
+    for (int i = 0; i < n; i++)
+        if (labels_host[i] >= net->nclasses)
+            return mx_error(MX_EFORMAT, "evaluation: label %u of sample %d is out of range; accepted 0..%d",
+                            (unsigned)labels_host[i], i, net->nclasses - 1);
     for (int s = 0; s < n; s += net->max_batch) {
         int nb = n - s < net->max_batch ? n - s : net->max_batch, hits = 0;
         mx_net_set_batch(net, x_host + (size_t)s * per, labels_host + s, nb);

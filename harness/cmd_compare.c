@@ -260,14 +260,33 @@ static int load_both(const char *bpath, const char *npath, mx_results *b, mx_res
     return -1;
 }
 
+/* A gate that compared nothing would pass anything: unless --allow-empty, that is bad input
+ * (exit 2), said on stderr with what each side holds. */
+static int nothing_compared(const char *bpath, const char *npath, const matching *mt)
+{
+    if (mt->npairs == 0)
+        fprintf(stderr, "mxbench compare: no run in common between %s (%d runs) and %s (%d runs): nothing compared; "
+                "compare files of the same study, or pass --allow-empty to accept this\n", bpath, mt->base->nruns,
+                npath, mt->cur->nruns);
+    else
+        fprintf(stderr, "mxbench compare: %s (%d runs) and %s (%d runs) have %d configuration(s) in common, but none "
+                "ran ok in both with a chosen metric measured in both (test_acc needs runs with --epochs): nothing "
+                "compared; pass --allow-empty to accept this\n", bpath, mt->base->nruns, npath, mt->cur->nruns,
+                mt->npairs);
+    return MX_OPTS_BAD;
+}
+
 int mx_cmd_compare(int argc, char **argv)
 {
     const char *threshold_s = "5%", *metrics_s = "throughput,test_acc", *format = "text";
+    int allow_empty = 0;
     const mx_opt opts[] = {
         {"threshold", MX_OPT_STRING, &threshold_s, "PCT",
          "smallest change that counts, as 5% or 0.05 (default 5%)", NULL},
         {"metrics", MX_OPT_STRING, &metrics_s, "LIST", "metrics to compare (default throughput,test_acc)", NULL},
         {"format", MX_OPT_STRING, &format, "FMT", "text (default) or md (a table for a pull request)", "text|md"},
+        {"allow-empty", MX_OPT_FLAG, &allow_empty, NULL,
+         "exit 0 when nothing could be compared (no run in common); without it that is exit 2", NULL},
         {0},
     };
     const mx_cmd_spec spec = {
@@ -275,7 +294,8 @@ int mx_cmd_compare(int argc, char **argv)
         "Compares two results files run by run, matching runs by configuration. For each metric it\n"
         "prints base, new, the ratio new/base with a 95% interval and a verdict: 'regression' or\n"
         "'improvement' only when the whole interval lies beyond the threshold, '~' when only the\n"
-        "ratio does, else 'same'. Exit status: 1 if any regression, 0 otherwise, 2 on bad input.",
+        "ratio does, else 'same'. Exit status: 1 if any regression, 0 otherwise, 2 on bad input,\n"
+        "including two files with nothing to compare (unless --allow-empty).",
         opts, 2, 2,
     };
     const char *pos[2];
@@ -298,11 +318,11 @@ int mx_cmd_compare(int argc, char **argv)
     if (rc == MX_OK) rc = build_rows(&mt, metrics, nmetrics, threshold, &rows, &nrows);
     if (rc == MX_OK) print_report(pos[0], pos[1], &mt, rows, nrows, threshold, strcmp(format, "md") == 0);
     else fprintf(stderr, "mxbench compare: %s\n", mx_last_error());
-    int regressions = rc == MX_OK ? count(rows, nrows, MX_VERDICT_REGRESSION) : 0;
+    int status = rc != MX_OK ? MX_OPTS_BAD : count(rows, nrows, MX_VERDICT_REGRESSION) ? 1 : 0;
+    if (rc == MX_OK && nrows == 0 && !allow_empty) status = nothing_compared(pos[0], pos[1], &mt);
     free(rows);
     matching_free(&mt);
     mx_results_free(&base);
     mx_results_free(&cur);
-    if (rc != MX_OK) return MX_OPTS_BAD;
-    return regressions ? 1 : 0;
+    return status;
 }

@@ -108,10 +108,32 @@ static void fmt_reason(char *buf, const char *reason, size_t max)
     snprintf(buf, CELL, "%.*s", (int)n, reason);
 }
 
-static const char *const text_heads[] = {"id",     "workload",  "strategy", "gpus",    "batch",   "kvstore",
-                                         "compression", "amp",  "status",   "samples/s", "95% CI", "step ms",
-                                         "speedup", "efficiency", "test_acc", "note"};
-enum { TEXT_COLS = sizeof text_heads / sizeof text_heads[0] };
+/* ---- what a row shows, the same in every format */
+
+/* One device uses no kvstore; files written before one-device runs recorded "none" hold the
+ * kvstore named on the command line, which was never used. */
+static const char *shown_kvstore(const mx_run_record *r) { return r->gpus == 1 ? "none" : r->kvstore; }
+
+/* Samples per device per step: the --batch value in per-device mode, the global batch split
+ * evenly otherwise (an uneven --work-load split has the same mean). */
+static double batch_per_device(const mx_run_record *r)
+{
+    if (strcmp(r->batch_mode, "per-device") == 0 && r->batch > 0) return r->batch;
+    return r->gpus > 0 && r->global_batch > 0 ? (double)r->global_batch / r->gpus : NAN;
+}
+
+static int not_ok(const mx_run_record *r) { return strcmp(r->status, "ok") != 0; } /* failed, skipped, diverged */
+
+static const struct {
+    const char *head;
+    int right; /* numbers align right */
+} text_cols[] = {
+    {"id", 0},          {"workload", 0},  {"strategy", 0}, {"gpus", 1},        {"batch/dev", 1}, {"global", 1},
+    {"kvstore", 0},     {"compression", 0}, {"amp", 0},    {"status", 0},      {"samples/s", 1}, {"95% CI", 1},
+    {"step ms", 1},     {"speedup", 1},   {"efficiency", 1}, {"test_acc", 1},  {"note", 0},
+};
+enum { TEXT_COLS = sizeof text_cols / sizeof text_cols[0] };
+_Static_assert((int)TEXT_COLS <= (int)MAXCOLS, "MAXCOLS too small for the text columns");
 
 static void fill_row(char (*row)[CELL], const mx_run_record *r)
 {
@@ -120,8 +142,9 @@ static void fill_row(char (*row)[CELL], const mx_run_record *r)
     snprintf(row[c++], CELL, "%s", r->workload);
     snprintf(row[c++], CELL, "%s", r->strategy);
     snprintf(row[c++], CELL, "%d", r->gpus);
-    snprintf(row[c++], CELL, "%d", r->batch);
-    snprintf(row[c++], CELL, "%s", r->kvstore);
+    fmt_num(row[c++], batch_per_device(r), "%.4g");
+    snprintf(row[c++], CELL, "%d", r->global_batch);
+    snprintf(row[c++], CELL, "%s", shown_kvstore(r));
     snprintf(row[c++], CELL, "%s", r->compression);
     snprintf(row[c++], CELL, "%s", r->amp);
     snprintf(row[c++], CELL, "%s", r->status);
@@ -131,7 +154,7 @@ static void fill_row(char (*row)[CELL], const mx_run_record *r)
     fmt_num(row[c++], r->speedup, "%.2f");
     fmt_num(row[c++], r->efficiency * 100, "%.0f%%");
     fmt_num(row[c++], r->final_test_acc, "%.4f");
-    if (strcmp(r->status, "ok") != 0)
+    if (not_ok(r))
         fmt_reason(row[c++], r->reason, 60);
     else
         row[c++][0] = '\0';
@@ -152,8 +175,8 @@ static int print_table(const char *path, const mx_results *res, int md)
 {
     table t = {.ncols = TEXT_COLS, .nrows = res->nruns};
     for (int c = 0; c < TEXT_COLS; c++) {
-        t.head[c] = text_heads[c];
-        t.right[c] = (c >= 3 && c <= 4) || (c >= 9 && c <= 14);
+        t.head[c] = text_cols[c].head;
+        t.right[c] = text_cols[c].right;
     }
     t.cell = calloc((size_t)(res->nruns ? res->nruns : 1), sizeof *t.cell);
     if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d rows", res->nruns);
@@ -169,15 +192,17 @@ static int print_table(const char *path, const mx_results *res, int md)
     else
         table_print_text(&t, stdout);
     printf("\n");
-    printf("samples/s: median over timed steps and repeats, with its 95%% confidence interval; speedup and\n"
-           "efficiency: against the smallest device count of the same configuration (results/SCHEMA.md).\n");
+    printf("batch/dev and global: samples per device and per step; samples/s: median over timed steps and\n"
+           "repeats, with its 95%% confidence interval; speedup and efficiency: against the smallest device\n"
+           "count of the same configuration (results/SCHEMA.md); note: why a run is not ok.\n");
     free(t.cell);
     return MX_OK;
 }
 
 /* ---- machine-readable output: every summary column, full precision */
 
-typedef enum { C_STR, C_INT, C_DBL } col_kind;
+/* C_KV and C_PERDEV are shown as in the text table (shown_kvstore, batch_per_device) */
+typedef enum { C_STR, C_INT, C_DBL, C_KV, C_PERDEV } col_kind;
 
 typedef struct {
     const char *name;
@@ -190,19 +215,26 @@ typedef struct {
 #define CD(m) {#m, C_DBL, offsetof(mx_run_record, m)}
 
 static const column data_cols[] = {
-    CS(id),           CS(workload),           CS(dataset),            CS(strategy),       CS(kvstore),
+    CS(id),           CS(workload),           CS(dataset),            CS(strategy),       {"kvstore", C_KV, 0},
     CS(compression),  CS(amp),                CS(device_type),        CI(gpus),           CI(batch),
     CS(batch_mode),   CI(global_batch),       CD(base_lr),            CS(lr_scaling),     CD(lr),
     CI(repeats),      CS(status),             CI(exit_status),        CD(throughput),     CD(throughput_ci_low),
     CD(throughput_ci_high), CD(throughput_iqr), CD(step_time_median), CD(speedup),        CD(efficiency),
     {"test_acc", C_DBL, offsetof(mx_run_record, final_test_acc)},     CD(time_to_acc),    CD(bytes_per_step),
-    CD(comm_overlap), CD(wall_time),          CS(reason),
+    CD(comm_overlap), CD(wall_time),          {"batch_per_device", C_PERDEV, 0}, CD(throughput_agg),
+    CS(reason), /* last: free text, the only column that may hold commas */
 };
 enum { DATA_COLS = sizeof data_cols / sizeof data_cols[0] };
 
-static const char *col_str(const mx_run_record *r, const column *c) { return (const char *)r + c->off; }
+static const char *col_str(const mx_run_record *r, const column *c)
+{
+    return c->kind == C_KV ? shown_kvstore(r) : (const char *)r + c->off;
+}
 static int col_int(const mx_run_record *r, const column *c) { return *(const int *)((const char *)r + c->off); }
-static double col_dbl(const mx_run_record *r, const column *c) { return *(const double *)((const char *)r + c->off); }
+static double col_dbl(const mx_run_record *r, const column *c)
+{
+    return c->kind == C_PERDEV ? batch_per_device(r) : *(const double *)((const char *)r + c->off);
+}
 
 static void csv_string(const char *s)
 {
@@ -224,7 +256,7 @@ static void print_csv(const mx_results *res)
         for (int c = 0; c < DATA_COLS; c++) {
             const column *k = &data_cols[c];
             if (c) putchar(',');
-            if (k->kind == C_STR) csv_string(col_str(r, k));
+            if (k->kind == C_STR || k->kind == C_KV) csv_string(col_str(r, k));
             else if (k->kind == C_INT) printf("%d", col_int(r, k));
             else if (!isnan(col_dbl(r, k))) printf("%.6g", col_dbl(r, k)); /* NaN: empty */
         }
@@ -282,7 +314,7 @@ static void print_json(const char *path, const mx_results *res)
         for (int c = 0; c < DATA_COLS; c++) {
             const column *k = &data_cols[c];
             printf("%s\"%s\": ", c ? ", " : "", k->name);
-            if (k->kind == C_STR) json_string(col_str(r, k));
+            if (k->kind == C_STR || k->kind == C_KV) json_string(col_str(r, k));
             else if (k->kind == C_INT) printf("%d", col_int(r, k));
             else json_number(col_dbl(r, k));
         }
@@ -304,8 +336,9 @@ int mx_cmd_report(int argc, char **argv)
     const mx_cmd_spec spec = {
         "mxbench report", "FILE [options]",
         "Prints the summary of a results file written by 'mxbench sweep': one row per run with its\n"
-        "throughput (median samples/s and 95% confidence interval), step time, speedup, efficiency\n"
-        "and test accuracy; failed and skipped runs show why.",
+        "batch per device and global batch, throughput (median samples/s and 95% confidence\n"
+        "interval), step time, speedup, efficiency and test accuracy; failed, skipped and diverged\n"
+        "runs show why.",
         opts, 1, 1,
     };
     const char *pos[1];

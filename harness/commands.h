@@ -10,6 +10,11 @@ int mx_cmd_compare(int argc, char **argv);
 int mx_cmd_plot(int argc, char **argv);
 int mx_cmd_info(int argc, char **argv);
 
+/* Parses and checks a `train` command line (argv[0] = "train") exactly as `mxbench train`
+ * would, without running anything: 0 when valid, else 2 after printing why. The sweep runs
+ * it on every child's command line before the first child starts. */
+int mx_train_validate_argv(int argc, char **argv);
+
 /* Exit status for a library status: bad input is 2, anything else 1. */
 int mx_exit_status(int rc);
 

@@ -15,7 +15,7 @@ static const mx_opt *find_opt(const mx_opt *opts, const char *name, size_t len)
     return NULL;
 }
 
-static int choice_ok(const char *choices, const char *v)
+int mx_choice_ok(const char *choices, const char *v)
 {
     if (!choices) return 1;
     size_t n = strlen(v);
@@ -29,24 +29,42 @@ static int choice_ok(const char *choices, const char *v)
     return 0;
 }
 
-static int bad(const mx_cmd_spec *spec, const char *fmt, const char *a, const char *b, const char *c)
+static int bad(const mx_cmd_spec *spec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(const mx_cmd_spec *spec, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "%s: ", spec->cmd);
-    fprintf(stderr, fmt, a, b, c);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n(see '%s --help')\n", spec->cmd);
+    va_end(ap);
     return MX_OPTS_BAD;
+}
+
+static int has_range(const mx_opt *o) { return o->lo != 0 || o->hi != 0; }
+
+/* "1..65536" for integers, "0..1" for numbers. */
+static const char *range_text(const mx_opt *o, char *buf, size_t n)
+{
+    if (o->type == MX_OPT_INT)
+        snprintf(buf, n, "%.0f..%.0f", o->lo, o->hi);
+    else
+        snprintf(buf, n, "%g..%g", o->lo, o->hi);
+    return buf;
 }
 
 static int set_value(const mx_cmd_spec *spec, const mx_opt *o, const char *v)
 {
-    char *end;
+    char *end, r[64];
     switch (o->type) {
     case MX_OPT_FLAG: *(int *)o->dst = 1; return MX_OPTS_OK;
     case MX_OPT_INT: {
         errno = 0;
         long x = strtol(v, &end, 10);
-        if (errno || end == v || *end || x < -2147483647L || x > 2147483647L)
-            return bad(spec, "--%s: '%s' is not an integer%s", o->name, v, "");
+        if (errno || end == v || *end)
+            return bad(spec, "--%s: '%s' is not an integer; accepted %s", o->name, v, range_text(o, r, sizeof r));
+        if (x < o->lo || x > o->hi)
+            return bad(spec, "--%s: %s is out of range; accepted %s", o->name, v, range_text(o, r, sizeof r));
         *(int *)o->dst = (int)x;
         return MX_OPTS_OK;
     }
@@ -54,12 +72,15 @@ static int set_value(const mx_cmd_spec *spec, const mx_opt *o, const char *v)
         errno = 0;
         double x = strtod(v, &end);
         if (errno || end == v || *end || !isfinite(x))
-            return bad(spec, "--%s: '%s' is not a number%s", o->name, v, "");
+            return bad(spec, "--%s: '%s' is not a number%s%s", o->name, v, has_range(o) ? "; accepted " : "",
+                       has_range(o) ? range_text(o, r, sizeof r) : "");
+        if (has_range(o) && (x < o->lo || x > o->hi))
+            return bad(spec, "--%s: %s is out of range; accepted %s", o->name, v, range_text(o, r, sizeof r));
         *(double *)o->dst = x;
         return MX_OPTS_OK;
     }
     case MX_OPT_STRING:
-        if (!choice_ok(o->choices, v))
+        if (!mx_choice_ok(o->choices, v))
             return bad(spec, "--%s: '%s' is not accepted; choose one of %s", o->name, v, o->choices);
         *(const char **)o->dst = v;
         return MX_OPTS_OK;
@@ -67,9 +88,28 @@ static int set_value(const mx_cmd_spec *spec, const mx_opt *o, const char *v)
     return MX_OPTS_BAD;
 }
 
+/* An integer option without bounds is a bug in the table, caught on every invocation so that
+ * any test of the command finds it. */
+static int check_table(const mx_cmd_spec *spec)
+{
+    for (const mx_opt *o = spec->opts; o->name; o++)
+        if (o->type == MX_OPT_INT && !(o->hi > o->lo))
+            return bad(spec, "internal error: option --%s has no accepted range", o->name);
+    return MX_OPTS_OK;
+}
+
+int mx_opts_seen(const mx_cmd_spec *spec, const char *name)
+{
+    for (int i = 0; spec->seen && spec->opts[i].name; i++)
+        if (strcmp(spec->opts[i].name, name) == 0) return spec->seen[i];
+    return 0;
+}
+
 int mx_opts_parse(const mx_cmd_spec *spec, int argc, char **argv, const char **pos, int *npos)
 {
     *npos = 0;
+    if (check_table(spec) != MX_OPTS_OK) return MX_OPTS_BAD;
+    for (int i = 0; spec->seen && spec->opts[i].name; i++) spec->seen[i] = 0;
     int only_positional = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -85,29 +125,30 @@ int mx_opts_parse(const mx_cmd_spec *spec, int argc, char **argv, const char **p
             const char *name = a + 2, *eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             const mx_opt *o = find_opt(spec->opts, name, len);
-            if (!o) return bad(spec, "unknown option '%s'%s%s", a, "", "");
+            if (!o) return bad(spec, "unknown option '%s'", a);
             const char *v = NULL;
             if (o->type == MX_OPT_FLAG) {
-                if (eq) return bad(spec, "--%s takes no value (got '%s')%s", o->name, eq + 1, "");
+                if (eq) return bad(spec, "--%s takes no value (got '%s')", o->name, eq + 1);
             } else if (eq) {
                 v = eq + 1;
             } else if (i + 1 < argc) {
                 v = argv[++i];
             } else {
-                return bad(spec, "--%s needs a value (%s)%s", o->name, o->metavar ? o->metavar : "VALUE", "");
+                return bad(spec, "--%s needs a value (%s)", o->name, o->metavar ? o->metavar : "VALUE");
             }
             int rc = set_value(spec, o, v);
             if (rc != MX_OPTS_OK) return rc;
+            if (spec->seen) spec->seen[o - spec->opts] = 1;
             continue;
         }
         if (!only_positional && a[0] == '-' && a[1] != '\0')
-            return bad(spec, "unknown option '%s' (options are long: --name)%s%s", a, "", "");
+            return bad(spec, "unknown option '%s' (options are long: --name)", a);
         if (*npos >= spec->max_positional)
-            return bad(spec, "unexpected argument '%s'%s%s", a, "", "");
+            return bad(spec, "unexpected argument '%s'", a);
         pos[(*npos)++] = a;
     }
     if (*npos < spec->min_positional)
-        return bad(spec, "missing argument: usage: %s %s%s", spec->cmd, spec->usage, "");
+        return bad(spec, "missing argument: usage: %s %s", spec->cmd, spec->usage);
     return MX_OPTS_OK;
 }
 
@@ -117,12 +158,15 @@ void mx_opts_print_help(const mx_cmd_spec *spec, FILE *f)
     if (!spec->opts[0].name) return;
     fprintf(f, "\noptions:\n");
     for (const mx_opt *o = spec->opts; o->name; o++) {
-        char left[64];
+        char left[64], r[64];
         if (o->type == MX_OPT_FLAG)
             snprintf(left, sizeof left, "--%s", o->name);
         else
             snprintf(left, sizeof left, "--%s %s", o->name, o->metavar ? o->metavar : "VALUE");
-        fprintf(f, "  %-26s %s\n", left, o->help);
+        if (has_range(o))
+            fprintf(f, "  %-26s %s [%s]\n", left, o->help, range_text(o, r, sizeof r));
+        else
+            fprintf(f, "  %-26s %s\n", left, o->help);
     }
     fprintf(f, "  %-26s %s\n", "-h, --help", "show this help");
 }
@@ -138,50 +182,87 @@ int mx_usage_error(const char *cmd, const char *fmt, ...)
     return MX_OPTS_BAD;
 }
 
-int mx_parse_int_list(const char *cmd, const char *opt, const char *s, int *out, int max, int min_value)
+/* Splits s at commas; calls item() on each, which returns 0 or -1 (already reported).
+ * Empty items are errors: a trailing comma is a typo, not an empty entry. */
+static int parse_list(const char *cmd, const char *opt, const char *s, int max,
+                      int (*item)(const char *cmd, const char *opt, const char *s, const char *p, char **end, int i,
+                                  void *ctx),
+                      void *ctx)
 {
     int n = 0;
     const char *p = s;
-    while (*p) {
-        char *end;
-        errno = 0;
-        long x = strtol(p, &end, 10);
-        if (errno || end == p || (*end && *end != ',') || x < min_value || x > 1000000) {
-            mx_usage_error(cmd, "--%s: '%s' is not a comma list of integers >= %d", opt, s, min_value);
+    for (;;) {
+        if (*p == ',' || *p == '\0') {
+            mx_usage_error(cmd, "--%s: '%s' has an empty item%s", opt, s, n ? " (a stray comma?)" : "");
             return -1;
         }
         if (n == max) {
             mx_usage_error(cmd, "--%s: more than %d items in '%s'", opt, max, s);
             return -1;
         }
-        out[n++] = (int)x;
-        p = *end ? end + 1 : end;
+        char *end;
+        if (item(cmd, opt, s, p, &end, n, ctx) < 0) return -1;
+        n++;
+        if (*end == '\0') return n;
+        p = end + 1;
     }
-    if (n == 0) mx_usage_error(cmd, "--%s: empty list", opt);
-    return n ? n : -1;
 }
 
-int mx_parse_double_list(const char *cmd, const char *opt, const char *s, double *out, int max)
+typedef struct {
+    int *out;
+    int lo, hi;
+} int_items;
+
+static int int_item(const char *cmd, const char *opt, const char *s, const char *p, char **end, int i, void *ctx)
 {
-    int n = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        errno = 0;
-        double x = strtod(p, &end);
-        if (errno || end == p || (*end && *end != ',') || !isfinite(x)) {
-            mx_usage_error(cmd, "--%s: '%s' is not a comma list of numbers", opt, s);
-            return -1;
-        }
-        if (n == max) {
-            mx_usage_error(cmd, "--%s: more than %d items in '%s'", opt, max, s);
-            return -1;
-        }
-        out[n++] = x;
-        p = *end ? end + 1 : end;
+    const int_items *c = ctx;
+    errno = 0;
+    long x = strtol(p, end, 10);
+    if (errno || *end == p || (**end && **end != ',')) {
+        mx_usage_error(cmd, "--%s: '%s' is not a comma list of integers (accepted %d..%d)", opt, s, c->lo, c->hi);
+        return -1;
     }
-    if (n == 0) mx_usage_error(cmd, "--%s: empty list", opt);
-    return n ? n : -1;
+    if (x < c->lo || x > c->hi) {
+        mx_usage_error(cmd, "--%s: %ld in '%s' is out of range; accepted %d..%d", opt, x, s, c->lo, c->hi);
+        return -1;
+    }
+    c->out[i] = (int)x;
+    return 0;
+}
+
+int mx_parse_int_list(const char *cmd, const char *opt, const char *s, int *out, int max, int lo, int hi)
+{
+    int_items c = {out, lo, hi};
+    return parse_list(cmd, opt, s, max, int_item, &c);
+}
+
+typedef struct {
+    double *out;
+    double lo, hi;
+} double_items;
+
+static int double_item(const char *cmd, const char *opt, const char *s, const char *p, char **end, int i, void *ctx)
+{
+    const double_items *c = ctx;
+    errno = 0;
+    double x = strtod(p, end);
+    if (errno || *end == p || (**end && **end != ',') || !isfinite(x)) {
+        mx_usage_error(cmd, "--%s: '%s' is not a comma list of numbers (accepted %g..%g)", opt, s, c->lo, c->hi);
+        return -1;
+    }
+    if (x < c->lo || x > c->hi) {
+        mx_usage_error(cmd, "--%s: %g in '%s' is out of range; accepted %g..%g", opt, x, s, c->lo, c->hi);
+        return -1;
+    }
+    c->out[i] = x;
+    return 0;
+}
+
+int mx_parse_double_list(const char *cmd, const char *opt, const char *s, double *out, int max, double lo,
+                         double hi)
+{
+    double_items c = {out, lo, hi};
+    return parse_list(cmd, opt, s, max, double_item, &c);
 }
 
 int mx_parse_choice_list(const char *cmd, const char *opt, const char *s, const char *choices, char *buf,
@@ -193,8 +274,14 @@ int mx_parse_choice_list(const char *cmd, const char *opt, const char *s, const 
     }
     strcpy(buf, s);
     int n = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (!choice_ok(choices, tok)) {
+    for (char *tok = buf;; n++) {
+        char *comma = strchr(tok, ',');
+        if (comma) *comma = '\0';
+        if (!*tok) {
+            mx_usage_error(cmd, "--%s: '%s' has an empty item%s", opt, s, n ? " (a stray comma?)" : "");
+            return -1;
+        }
+        if (!mx_choice_ok(choices, tok)) {
             mx_usage_error(cmd, "--%s: '%s' is not accepted; choose from %s", opt, tok, choices);
             return -1;
         }
@@ -202,10 +289,10 @@ int mx_parse_choice_list(const char *cmd, const char *opt, const char *s, const 
             mx_usage_error(cmd, "--%s: more than %d items in '%s'", opt, max, s);
             return -1;
         }
-        out[n++] = tok;
+        out[n] = tok;
+        if (!comma) return n + 1;
+        tok = comma + 1;
     }
-    if (n == 0) mx_usage_error(cmd, "--%s: empty list", opt);
-    return n ? n : -1;
 }
 
 double mx_parse_fraction(const char *cmd, const char *opt, const char *s)

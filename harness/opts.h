@@ -19,6 +19,10 @@ typedef struct {
     const char *metavar; /* shown in help, e.g. "N" or "LIST" */
     const char *help;    /* one line; say the default and accepted values */
     const char *choices; /* MX_OPT_STRING only: "a|b|c" accepted values, or NULL for any */
+    /* Accepted range, inclusive. Every MX_OPT_INT must state one (hi > lo): a count without
+     * an upper bound overflowed arithmetic or the stack further on. For MX_OPT_DOUBLE,
+     * lo == hi == 0 accepts any finite number. Shown in --help. */
+    double lo, hi;
 } mx_opt;
 
 /* The outcomes of mx_opts_parse; MX_OPTS_BAD is also the CLI's exit status for bad usage. */
@@ -30,6 +34,7 @@ typedef struct {
     const char *summary;    /* one paragraph shown under the usage line */
     const mx_opt *opts;     /* terminated by an entry with name == NULL */
     int min_positional, max_positional;
+    unsigned char *seen;    /* optional, one per option: set to 1 when given on the command line */
 } mx_cmd_spec;
 
 /* Parses argv[1..argc) (argv[0] is the subcommand name). Accepts --name V and --name=V,
@@ -39,10 +44,18 @@ typedef struct {
 int mx_opts_parse(const mx_cmd_spec *spec, int argc, char **argv, const char **pos, int *npos);
 void mx_opts_print_help(const mx_cmd_spec *spec, FILE *f);
 
+/* 1 when v is one of choices ("a|b|c"), or choices is NULL. */
+int mx_choice_ok(const char *choices, const char *v);
+
+/* 1 when the option called name was given (spec->seen must be set). */
+int mx_opts_seen(const mx_cmd_spec *spec, const char *name);
+
 /* Comma lists ("1,2,4"). Each returns the count parsed, or -1 after printing an error
- * ("<cmd>: --opt: ...") that names the option and the bad item. */
-int mx_parse_int_list(const char *cmd, const char *opt, const char *s, int *out, int max, int min_value);
-int mx_parse_double_list(const char *cmd, const char *opt, const char *s, double *out, int max);
+ * ("<cmd>: --opt: ...") that names the option and the bad item. Empty items ("1,,2", "3,")
+ * are errors. Every value must lie in [lo, hi]. */
+int mx_parse_int_list(const char *cmd, const char *opt, const char *s, int *out, int max, int lo, int hi);
+int mx_parse_double_list(const char *cmd, const char *opt, const char *s, double *out, int max, double lo,
+                         double hi);
 /* Splits s into items checked against choices ("a|b|c"; NULL accepts any). Items point into
  * buf, a copy of s. */
 int mx_parse_choice_list(const char *cmd, const char *opt, const char *s, const char *choices, char *buf,

@@ -91,5 +91,6 @@ int mx_child_run(char *const argv[], double timeout_s, mx_child_tick_fn tick, vo
     current_child = 0;
     res->seconds = mx_now() - t0;
     res->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    res->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     return MX_OK;
 }

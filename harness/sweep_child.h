@@ -7,6 +7,7 @@
 
 typedef struct {
     int exit_status;     /* 0 ok; 128+signal when killed; -1 could not start */
+    int term_signal;     /* the signal that killed it, else 0 */
     int timed_out;
     double seconds;
     char stderr_tail[1536];

@@ -51,6 +51,18 @@ static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
     return buf;
 }
 
+/* 1 when runs[0..n) already holds r's configuration (one-device rows of several kvstores). */
+static int planned_before(const mx_run_record *runs, int n, const mx_run_record *r)
+{
+    char a[1024], b[1024];
+    mx_record_config_key(r, a, sizeof a);
+    for (int i = 0; i < n; i++) {
+        mx_record_config_key(&runs[i], b, sizeof b);
+        if (strcmp(a, b) == 0) return 1;
+    }
+    return 0;
+}
+
 static void fill_common(const mx_sweep_axes *ax, mx_run_record *r)
 {
     snprintf(r->dataset, sizeof r->dataset, "%s", ax->dataset);
@@ -90,7 +102,9 @@ int mx_sweep_plan(const mx_sweep_axes *ax, mx_run_record **runs, int *n)
         fill_common(ax, r);
         snprintf(r->workload, sizeof r->workload, "%s", ax->workloads[w]);
         snprintf(r->strategy, sizeof r->strategy, "%s", ax->strategies[s]);
-        snprintf(r->kvstore, sizeof r->kvstore, "%s", ax->kvstores[kv]);
+        /* one device uses no kvstore (as MXNet): the row is the first point of every
+         * kvstore's series, planned once */
+        snprintf(r->kvstore, sizeof r->kvstore, "%s", ax->gpus[g] > 1 ? ax->kvstores[kv] : "none");
         snprintf(r->compression, sizeof r->compression, "%s", ax->compressions[c]);
         snprintf(r->amp, sizeof r->amp, "%s", ax->amps[a]);
         r->gpus = ax->gpus[g];
@@ -103,6 +117,7 @@ int mx_sweep_plan(const mx_sweep_axes *ax, mx_run_record **runs, int *n)
             snprintf(r->status, sizeof r->status, "skipped");
             snprintf(r->reason, sizeof r->reason, "%s", why);
         }
+        if (planned_before(out, k - 1, r)) mx_record_free(r), k--;
     }
     *runs = out;
     *n = k;

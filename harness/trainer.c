@@ -1,6 +1,9 @@
 /* The training loop (see trainer.h). Timing: a step is timed from batch assembly to the
  * last device's pull; leading warmup steps of each repeat are left out of the series. */
 #include "trainer.h"
+#include "limits.h"
+#include "opts.h"
+#include "strategies/kvstore.h"
 #include "engine/rng.h"
 #include "engine/status.h"
 #include "engine/timer.h"
@@ -78,10 +81,15 @@ static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_
     snprintf(rec->dataset, sizeof rec->dataset, "%s",
              strcmp(c->dataset, "idx") == 0 && c->data_dir ? c->data_dir : c->dataset);
     snprintf(rec->strategy, sizeof rec->strategy, "%s", c->strategy);
-    snprintf(rec->kvstore, sizeof rec->kvstore, "%s", c->kvstore);
+    /* one device uses no kvstore (as MXNet): recorded as such, so that `--kvstore local,device`
+     * cannot make two different-looking one-device rows of one configuration */
+    snprintf(rec->kvstore, sizeof rec->kvstore, "%s", c->devices > 1 ? c->kvstore : "none");
     snprintf(rec->device_type, sizeof rec->device_type, "cpu");
     rec->gpus = c->devices;
     rec->global_batch = c->batch;
+    rec->batch = c->batch; /* train's --batch is the global batch */
+    snprintf(rec->batch_mode, sizeof rec->batch_mode, "global");
+    rec->base_lr = c->lr;
     rec->lr = c->lr;
     rec->momentum = c->momentum;
     rec->wd = c->wd;
@@ -109,6 +117,68 @@ static int reserve(mx_run_record *rec, int steps_total, int epochs_total)
     return MX_OK;
 }
 
+/* ---- divergence
+ * A loss that turns NaN or inf stops the run at that step: the weights are then NaN too, and
+ * no later step means anything. A loss that grows far beyond its start marks the run as
+ * diverged and lets it finish: such a loss may come back (resnet18 at lr 0.05, batch 32, on
+ * synthetic data climbs from 2.5 to a 5-step mean of 7.2 at step 22, then falls back to 2.3-3.0
+ * by step 44), so the curve is worth seeing whole, and the timings keep the length asked for,
+ * comparable with the other runs of a sweep. The warning is printed when the rule fires, so
+ * a user can stop a long run at once.
+ *
+ * Growth rule: the mean of the last K losses exceeds MX_DIVERGE_FACTOR times the reference,
+ * the lesser of the mean of the first K and ln(classes), checked once 2K steps ran (the two
+ * windows do not overlap). K steps cover at least MX_DIVERGE_MIN_STEPS steps and
+ * MX_DIVERGE_SAMPLES samples: a mean over 160 samples keeps the noise of single batches
+ * (worst at small batches) out of the comparison. ln(classes) is the loss of a uniform guess,
+ * where a fresh model starts: a first-K mean above it has already grown (lenet at lr 2 reaches
+ * 1.8e5 at step 3), and must not raise the reference out of reach.
+ * Measured here (batch 32 unless said), as the largest last-5 mean over the reference: normal
+ * training 1.17 (mlp on synthetic data at lr 0.05, whose first losses are 2.4-3.1), lenet on
+ * synthetic data 1.02, lenet and mlp on Fashion-MNIST (batch 128) 0.71 and 0.85 at the first
+ * check, then falling to 0.2-0.3; resnet18 at
+ * lr 0.05 on synthetic data is at 2.35 by step 10 and 3.1 at step 22; at lr 0.05 mlp at batch 8
+ * and lenet at batch 4 (16 and 32 times the lr that batch 128 uses) fire too, rightly: the first
+ * collapses to chance after single losses of 65, the second ends in NaN. 1.5 leaves normal runs
+ * a margin of 3 times their largest excess (0.5 over the reference against 0.17), while a
+ * mean loss 1.5 times that of a uniform guess means a model confidently wrong, which SGD at a
+ * workable learning rate does not produce. */
+#define MX_DIVERGE_FACTOR 1.5
+#define MX_DIVERGE_MIN_STEPS 5
+#define MX_DIVERGE_SAMPLES 160
+
+typedef struct {
+    int k;                             /* window length in steps */
+    double chance;                     /* ln(classes): the loss of a uniform guess */
+    int n;                             /* finite losses seen in this repeat */
+    double first_sum;                  /* sum of the first k */
+    double win[MX_DIVERGE_SAMPLES];    /* the last k, as a ring */
+} loss_watch;
+
+static void watch_start(loss_watch *w, int batch, int nclasses)
+{
+    memset(w, 0, sizeof *w);
+    w->chance = log(nclasses > 1 ? nclasses : 2);
+    const int k = (MX_DIVERGE_SAMPLES + batch - 1) / batch;
+    w->k = k > MX_DIVERGE_MIN_STEPS ? k : MX_DIVERGE_MIN_STEPS;
+}
+
+/* Adds a finite loss; returns 1 when the growth rule fires, with the recent mean and the
+ * reference it was compared with. */
+static int watch_add(loss_watch *w, double loss, double *ref, double *last_mean)
+{
+    if (w->n < w->k) w->first_sum += loss;
+    w->win[w->n % w->k] = loss;
+    w->n++;
+    if (w->n < 2 * w->k) return 0;
+    double s = 0; /* summed afresh: a running sum would drift over millions of steps */
+    for (int i = 0; i < w->k; i++) s += w->win[i];
+    *ref = w->first_sum / w->k;
+    if (*ref > w->chance) *ref = w->chance;
+    *last_mean = s / w->k;
+    return *last_mean > MX_DIVERGE_FACTOR * *ref;
+}
+
 typedef struct {
     const mx_train_config *c;
     const datasets *ds;
@@ -121,7 +191,14 @@ typedef struct {
     int repeat;
     double bytes_sum, work_sum, hidden_sum;
     int comm_steps;
+    double timed_samples, timed_time; /* for throughput_agg: real batch sizes, same times as step_time */
+    loss_watch watch;
+    int diverged;                      /* the growth rule or a non-finite loss fired (reason set) */
+    double progress_every;             /* seconds between progress lines */
 } run_state;
+
+/* What run_step returns when the loss turned non-finite: the run stops there. */
+#define STEP_NONFINITE 1
 
 static void gather_batch(run_state *st, int from, int n)
 {
@@ -134,16 +211,36 @@ static void gather_batch(run_state *st, int from, int n)
     }
 }
 
-static double evaluate(run_state *st)
+/* Test accuracy into *acc; a failed evaluation (bad labels, a device error) fails the run. */
+static int evaluate(run_state *st, double *acc)
 {
     double loss;
     int correct;
-    st->ops->evaluate(st->s, st->ds->test.images, st->ds->test.labels, st->ds->test.n, &loss, &correct);
-    return (double)correct / st->ds->test.n;
+    MX_TRY(st->ops->evaluate(st->s, st->ds->test.images, st->ds->test.labels, st->ds->test.n, &loss, &correct));
+    *acc = (double)correct / st->ds->test.n;
+    return MX_OK;
 }
 
-/* One step at global position `step`; records it unless it is a warmup step. */
-static int run_step(run_state *st, int step, int from, int n, double epoch_pos, double *train_time, double *loss_out)
+/* Marks the run diverged (the first time only: the first sign is the one to report) and,
+ * when the run goes on, says so on stderr at once. step is 0-based; messages count from 1 like the progress. */
+static void mark_diverged(run_state *st, int step, double loss, const char *why)
+{
+    if (st->diverged) return;
+    st->diverged = 1;
+    mx_run_record *rec = st->rec;
+    char where[64] = "";
+    if (st->repeat) snprintf(where, sizeof where, " of repeat %d", st->repeat + 1);
+    snprintf(rec->reason, sizeof rec->reason, "loss %.4g at step %d%s: %s", loss, step + 1, where, why);
+    if (!isfinite(loss)) return; /* the run stops now, and the caller reports why */
+    fprintf(stderr, "mxbench: warning: training diverged: %s; the run goes on and will be recorded as diverged\n",
+            rec->reason);
+    fflush(stderr);
+}
+
+/* One step at global position `step`; records it unless it is a warmup step. Returns
+ * STEP_NONFINITE (after recording the step) when the loss is NaN or inf. */
+static int run_step(run_state *st, int step, int from, int n, double epoch_pos, double *train_time,
+                    mx_step_stats *ss)
 {
     const mx_train_config *c = st->c;
     mx_run_record *rec = st->rec;
@@ -151,26 +248,37 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
     gather_batch(st, from, n);
     const double t_data = mx_now() - t0;
     const float lr = mx_lr_at((float)c->lr, (float)c->warmup_start_lr, epoch_pos, c->warmup_epochs);
-    mx_step_stats ss;
-    MX_TRY(st->ops->step(st->s, st->bx, st->by, n, lr, &ss));
+    MX_TRY(st->ops->step(st->s, st->bx, st->by, n, lr, ss));
     const double dt = mx_now() - t0;
     *train_time += dt;
-    const double loss = ss.loss_sum / n;
-    *loss_out = loss;
-    if (!isfinite(loss))
-        return mx_error(MX_ERUNTIME, "training diverged at step %d (loss %g); try a lower --lr than %g", step, loss,
-                        c->lr);
-    if (st->repeat == 0) rec->loss[rec->nloss++] = (float)loss;
-    if (step < c->warmup_steps) return MX_OK;
-    ss.phase[MX_PHASE_DATA] = t_data;
-    rec->step_time[rec->nsteps] = dt;
-    memcpy(rec->phase_time + (size_t)rec->nsteps * MX_NPHASES, ss.phase, sizeof ss.phase);
-    rec->nsteps++;
-    if (ss.comm_work > 0) {
-        st->bytes_sum += ss.bytes;
-        st->work_sum += ss.comm_work;
-        st->hidden_sum += ss.comm_hidden;
-        st->comm_steps++;
+    const double loss = ss->loss_sum / n;
+    if (st->repeat == 0) rec->loss[rec->nloss++] = (float)loss; /* a non-finite one too: the evidence */
+    if (step >= c->warmup_steps) {
+        ss->phase[MX_PHASE_DATA] = t_data;
+        rec->step_time[rec->nsteps] = dt;
+        memcpy(rec->phase_time + (size_t)rec->nsteps * MX_NPHASES, ss->phase, sizeof ss->phase);
+        rec->nsteps++;
+        st->timed_samples += n;
+        st->timed_time += dt;
+        if (ss->comm_work > 0) {
+            st->bytes_sum += ss->bytes;
+            st->work_sum += ss->comm_work;
+            st->hidden_sum += ss->comm_hidden;
+            st->comm_steps++;
+        }
+    }
+    if (!isfinite(loss)) {
+        mark_diverged(st, step, loss, "the loss is not finite (rule: a NaN or inf loss stops the run)");
+        return STEP_NONFINITE;
+    }
+    double first, last;
+    if (!st->diverged && watch_add(&st->watch, loss, &first, &last)) {
+        const int k = st->watch.k;
+        char why[256];
+        snprintf(why, sizeof why, "the mean loss of the last %d steps, %.4g, is above %.1f x %.4g (rule: mean of the "
+                 "last K steps > %.1f x the lesser of the first K steps' mean and ln(classes) = %.3f, K = %d)", k,
+                 last, MX_DIVERGE_FACTOR, first, MX_DIVERGE_FACTOR, st->watch.chance, k);
+        mark_diverged(st, step, loss, why);
     }
     return MX_OK;
 }
@@ -183,21 +291,60 @@ static void log_epoch(run_state *st, int epoch, double loss, double acc, double 
     fflush(st->c->log);
 }
 
-/* Long epochs (resnet18 on CPU) say how they are doing every PROGRESS_EVERY seconds. */
+/* Long epochs (resnet18 on CPU) say how they are doing every PROGRESS_EVERY seconds
+ * (MXBENCH_PROGRESS_SECONDS overrides it: the tests use 0, a line per step), unless
+ * --log-interval asked for lines at a chosen rhythm instead. Against the length asked for:
+ * with --steps the steps run so far of those asked (an epoch of synthetic data is longer). */
 #define PROGRESS_EVERY 10.0
 
-static void log_progress(run_state *st, int epoch, int step_in_epoch, int per_epoch, double loss, double *last)
+static double progress_every(void)
 {
+    const char *e = getenv("MXBENCH_PROGRESS_SECONDS");
+    char *end;
+    const double v = e ? strtod(e, &end) : 0;
+    return e && end != e && *end == '\0' && v >= 0 ? v : PROGRESS_EVERY;
+}
+
+static void log_progress(run_state *st, int epoch, int step, int step_in_epoch, int per_epoch, double loss,
+                         double speed, double *last)
+{
+    const mx_train_config *c = st->c;
     const double now = mx_now();
-    if (!st->c->log || now - *last < PROGRESS_EVERY) return;
+    if (!c->log || c->log_interval > 0 || now - *last < st->progress_every) return;
     *last = now;
-    const mx_run_record *rec = st->rec;
-    const double dt = rec->nsteps ? rec->step_time[rec->nsteps - 1] : 0;
-    fprintf(st->c->log, "  epoch %d step %d/%d  loss %.4f  %.0f samples/s\n", epoch + 1, step_in_epoch, per_epoch,
-            loss, dt > 0 ? st->c->batch / dt : 0.0);
+    if (c->steps) fprintf(c->log, "  step %d/%d", step + 1, c->steps);
+    else fprintf(c->log, "  epoch %d step %d/%d", epoch + 1, step_in_epoch, per_epoch);
+    fprintf(c->log, "  loss %.4f  %.0f samples/s\n", loss, speed);
+    fflush(c->log);
+}
+
+/* Training figures over a span of batches (an interval of --log-interval, or an epoch). */
+typedef struct {
+    int batches, samples, correct;
+    double loss_sum, time;
+} span;
+
+static void span_add(span *s, const mx_step_stats *ss, int n, double dt)
+{
+    s->batches++;
+    s->samples += n;
+    s->correct += ss->correct;
+    s->loss_sum += ss->loss_sum;
+    s->time += dt;
+}
+
+/* MXNet's Speedometer line (Epoch[e] is 0-based there, and so here, so that scripts that
+ * read MXNet logs read these): speed over the interval's step times, training accuracy and
+ * loss over its samples. */
+static void log_interval(const run_state *st, int epoch, int batch_end, const span *s)
+{
+    fprintf(st->c->log, "Epoch[%d] Batch [%d-%d]  Speed: %.1f samples/sec  accuracy=%.4f  loss=%.4f\n", epoch,
+            batch_end - s->batches, batch_end, s->time > 0 ? s->samples / s->time : 0.0,
+            (double)s->correct / s->samples, s->loss_sum / s->samples);
     fflush(st->c->log);
 }
 
+/* Returns MX_OK, STEP_NONFINITE or a negative status. */
 static int run_repeat(run_state *st)
 {
     const mx_train_config *c = st->c;
@@ -208,55 +355,118 @@ static int run_repeat(run_state *st)
     mx_rng rng;
     mx_rng_seed(&rng, (uint64_t)c->seed * 7919 + 17);
     double train_time = 0, last_progress = mx_now();
+    watch_start(&st->watch, c->batch, st->ds->train.nclasses);
     int step = 0;
     for (int epoch = 0; step < total; epoch++) {
         for (int i = 0; i < n_train; i++) st->order[i] = i;
         mx_rng_shuffle(&rng, st->order, n_train);
-        const double t_epoch = train_time;
-        double loss_sum = 0;
-        int samples = 0;
+        span ep = {0}, iv = {0};
         for (int from = 0; from < n_train && step < total; from += c->batch, step++) {
             const int n = n_train - from < c->batch ? n_train - from : c->batch;
-            double loss;
-            MX_TRY(run_step(st, step, from, n, epoch + (double)from / n_train, &train_time, &loss));
-            loss_sum += loss * n;
-            samples += n;
-            log_progress(st, epoch, from / c->batch + 1, per_epoch, loss, &last_progress);
+            mx_step_stats ss;
+            const double before = train_time;
+            const int rc = run_step(st, step, from, n, epoch + (double)from / n_train, &train_time, &ss);
+            if (rc != MX_OK) return rc;
+            const double dt = train_time - before;
+            span_add(&ep, &ss, n, dt);
+            span_add(&iv, &ss, n, dt);
+            const int batch = from / c->batch + 1; /* batches done in this epoch */
+            if (c->log && c->log_interval > 0 && batch % c->log_interval == 0) {
+                log_interval(st, epoch, batch, &iv);
+                iv = (span){0};
+            }
+            log_progress(st, epoch, step, batch, per_epoch, ss.loss_sum / n, dt > 0 ? n / dt : 0.0, &last_progress);
         }
+        if (c->log && c->log_interval > 0)
+            fprintf(c->log, "Epoch[%d] Train-accuracy=%.4f\n", epoch, (double)ep.correct / ep.samples);
         if (c->steps) continue; /* throughput runs: no per-epoch evaluation */
-        const double acc = evaluate(st);
+        double acc;
+        MX_TRY(evaluate(st, &acc));
         if (st->repeat == 0) {
             rec->test_acc[rec->nepochs] = acc;
             rec->epoch_time[rec->nepochs] = train_time;
             rec->nepochs++;
         }
-        log_epoch(st, epoch, loss_sum / samples, acc, train_time - t_epoch, samples);
+        log_epoch(st, epoch, ep.loss_sum / ep.samples, acc, ep.time, ep.samples);
     }
     return MX_OK;
 }
 
-static int check_config(const mx_train_config *c)
+int mx_train_config_check(const mx_train_config *c)
 {
     if (!mx_workload_find(c->workload))
         return mx_error(MX_EINVAL, "unknown workload '%s' (known: %s)", c->workload, mx_workload_names());
-    if (c->epochs < 0 || c->steps < 0)
-        return mx_error(MX_EINVAL, "epochs %d, steps %d: must not be negative", c->epochs, c->steps);
-    if ((c->epochs > 0) == (c->steps > 0))
-        return mx_error(MX_EINVAL, "give exactly one of epochs (%d) and steps (%d) as a positive number", c->epochs, c->steps);
+    if (!mx_strategy_find(c->strategy))
+        return mx_error(MX_EINVAL, "strategy '%s' is %s (available: %s)", c->strategy,
+                        mx_choice_ok(mx_strategy_planned(), c->strategy) ? "planned but not in this build yet"
+                                                                    : "unknown",
+                        mx_strategy_names());
+    if (c->devices < 1 || c->devices > MX_MAX_DEVICES)
+        return mx_error(MX_EINVAL, "device count %d: accepted 1..%d", c->devices, MX_MAX_DEVICES);
+    if (c->devices > 1 && !mx_choice_ok(mx_kv_modes(), c->kvstore))
+        return mx_error(MX_EINVAL, "kvstore '%s' is not in this build (available: %s)", c->kvstore, mx_kv_modes());
+    if ((c->epochs > 0) == (c->steps > 0) || c->epochs < 0 || c->steps < 0)
+        return mx_error(MX_EINVAL, "epochs %d, steps %d: give exactly one of them, as a positive number", c->epochs,
+                        c->steps);
+    if (c->epochs > MX_MAX_EPOCHS || c->steps > MX_MAX_STEPS)
+        return mx_error(MX_EINVAL, "epochs %d, steps %d: accepted at most %d epochs or %d steps", c->epochs,
+                        c->steps, MX_MAX_EPOCHS, MX_MAX_STEPS);
+    if (c->batch < 1 || c->batch > MX_MAX_BATCH)
+        return mx_error(MX_EINVAL, "batch %d: accepted 1..%d", c->batch, MX_MAX_BATCH);
     if (c->batch < c->devices)
         return mx_error(MX_EINVAL, "batch %d is smaller than the device count %d", c->batch, c->devices);
-    if (!(c->lr > 0)) return mx_error(MX_EINVAL, "learning rate %g: must be > 0", c->lr);
-    if (c->repeats < 1) return mx_error(MX_EINVAL, "repeats %d: must be >= 1", c->repeats);
-    if (c->warmup_steps < 0 || (c->steps && c->warmup_steps >= c->steps))
+    if (c->repeats < 1 || c->repeats > MX_MAX_REPEATS)
+        return mx_error(MX_EINVAL, "repeats %d: accepted 1..%d", c->repeats, MX_MAX_REPEATS);
+    if ((long long)c->steps * c->repeats > MX_MAX_TOTAL_STEPS)
+        return mx_error(MX_EINVAL, "%d steps x %d repeats: accepted at most %d steps in all", c->steps, c->repeats,
+                        MX_MAX_TOTAL_STEPS);
+    if (c->warmup_steps < 0 || c->warmup_steps > MX_MAX_WARMUP_STEPS || (c->steps && c->warmup_steps >= c->steps))
         return mx_error(MX_EINVAL, "--warmup-steps %d leaves no timed step of --steps %d (accepted: 0..%d)",
-                        c->warmup_steps, c->steps, c->steps - 1);
+                        c->warmup_steps, c->steps, c->steps ? c->steps - 1 : MX_MAX_WARMUP_STEPS);
+    if (!(c->lr > 0 && c->lr <= MX_MAX_LR))
+        return mx_error(MX_EINVAL, "learning rate %g: accepted above 0 and at most %g", c->lr, MX_MAX_LR);
     if (!(c->momentum >= 0 && c->momentum < 1))
         return mx_error(MX_EINVAL, "momentum %g: accepted 0 <= momentum < 1", c->momentum);
-    if (!(c->wd >= 0)) return mx_error(MX_EINVAL, "weight decay %g: must be >= 0", c->wd);
-    if (c->threads_per_device < 1)
-        return mx_error(MX_EINVAL, "threads per device %d: must be >= 1", c->threads_per_device);
+    if (!(c->wd >= 0 && c->wd < 1)) return mx_error(MX_EINVAL, "weight decay %g: accepted 0 <= wd < 1", c->wd);
+    if (!(c->warmup_epochs >= 0 && c->warmup_epochs <= (c->epochs ? c->epochs : MX_MAX_EPOCHS)))
+        return mx_error(MX_EINVAL, "warmup epochs %g: accepted 0..%d (the epochs trained)", c->warmup_epochs,
+                        c->epochs ? c->epochs : MX_MAX_EPOCHS);
+    /* a sweep may ramp down as well as up (base lr above a scaled lr) */
+    if (c->warmup_epochs > 0 && !(c->warmup_start_lr > 0 && c->warmup_start_lr <= MX_MAX_LR))
+        return mx_error(MX_EINVAL, "warmup start lr %g: accepted above 0 and at most %g", c->warmup_start_lr,
+                        MX_MAX_LR);
+    if (!(c->target_acc == 0 || (c->target_acc > 0 && c->target_acc <= 1)))
+        return mx_error(MX_EINVAL, "target accuracy %g: accepted above 0 and at most 1", c->target_acc);
+    if (c->seed < 0) return mx_error(MX_EINVAL, "seed %d: accepted 0..%d", c->seed, MX_MAX_SEED);
+    if (c->threads_per_device < 1 || c->threads_per_device > MX_MAX_THREADS_PER_DEVICE)
+        return mx_error(MX_EINVAL, "threads per device %d: accepted 1..%d", c->threads_per_device,
+                        MX_MAX_THREADS_PER_DEVICE);
+    if (c->devices * c->threads_per_device > MX_MAX_THREADS_TOTAL)
+        return mx_error(MX_EINVAL, "%d devices x %d threads: accepted at most %d threads in all", c->devices,
+                        c->threads_per_device, MX_MAX_THREADS_TOTAL);
     if (c->nwork_load && c->nwork_load != c->devices)
         return mx_error(MX_EINVAL, "work-load list has %d entries for %d devices", c->nwork_load, c->devices);
+    for (int i = 0; i < c->nwork_load; i++)
+        if (!(c->work_load[i] > 0 && c->work_load[i] <= MX_MAX_WORK_LOAD))
+            return mx_error(MX_EINVAL, "work-load %g for device %d: accepted above 0 and at most %g", c->work_load[i],
+                            i, MX_MAX_WORK_LOAD);
+    if (strcmp(c->init, "xavier") != 0 && strcmp(c->init, "normal") != 0)
+        return mx_error(MX_EINVAL, "initialiser '%s': accepted xavier or normal", c->init);
+    return MX_OK;
+}
+
+/* What only the data set decides: the steps an epoch run takes in all. */
+static int check_length(const mx_train_config *c, int n_train)
+{
+    const long long per_epoch = (n_train + c->batch - 1) / c->batch;
+    const long long total = (c->steps ? c->steps : per_epoch * c->epochs) * c->repeats;
+    if (total > MX_MAX_TOTAL_STEPS)
+        return mx_error(MX_EINVAL, "%d epoch(s) of %d samples at batch %d x %d repeat(s) make %lld steps: accepted "
+                        "at most %d; use fewer epochs or repeats or a larger batch", c->epochs, n_train, c->batch,
+                        c->repeats, total, MX_MAX_TOTAL_STEPS);
+    if (!c->steps && c->warmup_steps >= per_epoch * c->epochs)
+        return mx_error(MX_EINVAL, "--warmup-steps %d leaves no timed step of the %lld steps trained",
+                        c->warmup_steps, per_epoch * c->epochs);
     return MX_OK;
 }
 
@@ -272,19 +482,26 @@ static int run_all(run_state *st, const mx_train_config *c, const mx_strategy_co
         st->ops->destroy(st->s);
         st->s = NULL;
         MX_TRY(rc);
+        if (rc == STEP_NONFINITE) break; /* a repeat from the same seed would diverge alike */
     }
     return MX_OK;
 }
 
 int mx_train_run(const mx_train_config *c, mx_run_record *rec)
 {
-    MX_TRY(check_config(c));
+    MX_TRY(mx_train_config_check(c));
     const mx_strategy_ops *ops = mx_strategy_find(c->strategy);
     if (!ops)
         return mx_error(MX_EUNSUPPORTED, "strategy '%s' is not available in this build (available: %s)", c->strategy,
                         mx_strategy_names());
     datasets ds;
     MX_TRY(load_data(c, &ds));
+    int rc = check_length(c, ds.train.n);
+    if (rc < 0) {
+        mx_dataset_free(&ds.train);
+        mx_dataset_free(&ds.test);
+        return rc;
+    }
     standardise(&ds);
     mx_strategy_config sc = {
         .workload = c->workload, .in = {ds.train.c, ds.train.h, ds.train.w}, .nclasses = ds.train.nclasses,
@@ -292,13 +509,13 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         .max_batch = c->batch, .work_load = c->nwork_load ? c->work_load : NULL,
         .opt = {(float)c->lr, (float)c->momentum, (float)c->wd}, .seed = (uint64_t)c->seed,
         .init = strcmp(c->init, "normal") == 0 ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER};
-    run_state st = {.c = c, .ds = &ds, .ops = ops, .rec = rec};
+    run_state st = {.c = c, .ds = &ds, .ops = ops, .rec = rec, .progress_every = progress_every()};
     st.bx = malloc(sizeof(float) * c->batch * ds.train.c * ds.train.h * ds.train.w);
     st.by = malloc((size_t)c->batch);
     st.order = malloc(sizeof(int32_t) * ds.train.n);
     fill_record_config(c, &ds, rec);
     const double t0 = mx_now();
-    int rc = st.bx && st.by && st.order ? run_all(&st, c, &sc) : mx_error(MX_ENOMEM, "out of memory for batches");
+    rc = st.bx && st.by && st.order ? run_all(&st, c, &sc) : mx_error(MX_ENOMEM, "out of memory for batches");
     rec->wall_time = mx_now() - t0;
     if (st.comm_steps) {
         rec->bytes_per_step = st.bytes_sum / st.comm_steps;
@@ -310,8 +527,11 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
     mx_dataset_free(&ds.train);
     mx_dataset_free(&ds.test);
     if (rc < 0) return rc;
-    snprintf(rec->status, sizeof rec->status, "ok");
+    snprintf(rec->status, sizeof rec->status, "%s", st.diverged ? "diverged" : "ok");
     mx_record_derive(rec);
+    /* Samples over their time, not batch over the median step: slow steps count in full, and
+     * so do the real sizes of partial last batches (global_batch / step_time would not). */
+    rec->throughput_agg = st.timed_time > 0 ? st.timed_samples / st.timed_time : NAN;
     return MX_OK;
 }
 

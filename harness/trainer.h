@@ -25,13 +25,22 @@ typedef struct {
     int nwork_load;         /* 0 = even split */
     const char *init;       /* xavier | normal */
     FILE *log;              /* progress lines; NULL = silent */
+    int log_interval;       /* batches between Speedometer lines (speed, train accuracy); 0 = none */
     double *flops_out;      /* if set, receives the model's forward FLOPs per sample */
 } mx_train_config;
 
 void mx_train_config_defaults(mx_train_config *c);
 
+/* Checks every field against what mxbench accepts (harness/limits.h): MX_EINVAL with a
+ * message naming the value and the accepted range. Shared by `train` and `sweep`, so both
+ * accept the same things; what depends on the data set is checked once it is loaded. */
+int mx_train_config_check(const mx_train_config *c);
+
 /* Runs the training described by c and fills rec (configuration, series, derived
- * figures). Returns a negative status on bad input or failure (with mx_last_error). */
+ * figures). Returns a negative status on bad input or failure (with mx_last_error).
+ * A run whose loss diverged is not a failure of the harness: it returns MX_OK with
+ * rec->status "diverged" and rec->reason naming the step, the loss and the rule (see
+ * MX_DIVERGE_* in trainer.c); its series up to there and its derived figures are kept. */
 int mx_train_run(const mx_train_config *c, mx_run_record *rec);
 
 

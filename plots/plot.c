@@ -29,7 +29,9 @@ const char *const mx_plot_names[MX_NPLOTS] = {"throughput", "speedup", "efficien
 /* ---- ok runs grouped into scaling series ---- */
 
 typedef struct {
-    int n;                      /* ok runs */
+    int nuniq;                  /* ok runs, each once, in file order (per-run plots) */
+    const mx_run_record **uniq;
+    int n;                      /* series memberships: a one-device run belongs to several */
     const mx_run_record **runs; /* grouped by series (first-seen order), each sorted by gpus */
     int nseries;
     int *start;                 /* series s is runs[start[s] .. start[s + 1]) */
@@ -38,6 +40,7 @@ typedef struct {
 static void run_set_free(run_set *s)
 {
     free(s->runs);
+    free(s->uniq);
     free(s->start);
     memset(s, 0, sizeof *s);
 }
@@ -48,42 +51,48 @@ static int cmp_gpus(const void *a, const void *b)
     return (x->gpus > y->gpus) - (x->gpus < y->gpus);
 }
 
+static int is_none_kv(const mx_run_record *r) { return strcmp(r->kvstore, "none") == 0; }
+
+/* Series: runs with one series key and matching kvstores (mx_record_kvstore_matches). A
+ * one-device run uses no kvstore, so it starts the series of every kvstore it shares a key
+ * with, and is listed in each of them. */
 static int run_set_build(run_set *s, const mx_results *res)
 {
     memset(s, 0, sizeof *s);
     int nruns = res->nruns > 0 ? res->nruns : 0;
-    int *series_of = calloc((size_t)nruns + 1, sizeof *series_of);
+    int *rep = calloc((size_t)nruns + 1, sizeof *rep);
     char (*keys)[KEY_MAX] = calloc((size_t)nruns + 1, sizeof *keys);
     const mx_run_record **ok = calloc((size_t)nruns + 1, sizeof *ok);
-    s->runs = calloc((size_t)nruns + 1, sizeof *s->runs);
+    s->runs = calloc((size_t)nruns * nruns + 1, sizeof *s->runs);
     s->start = calloc((size_t)nruns + 2, sizeof *s->start);
-    if (!series_of || !keys || !ok || !s->runs || !s->start) {
-        free(series_of), free(keys), free(ok), run_set_free(s);
+    if (!rep || !keys || !ok || !s->runs || !s->start) {
+        free(rep), free(keys), free(ok), run_set_free(s);
         return mx_error(MX_ENOMEM, "out of memory while plotting grouping %d runs", nruns);
     }
-    int nok = 0;
+    int nok = 0, nrep = 0;
     for (int i = 0; i < nruns; i++)
         if (strcmp(res->runs[i].status, "ok") == 0) ok[nok++] = &res->runs[i];
-    /* A series is identified by its first member; quadratic, but studies have few runs. */
-    for (int i = 0; i < nok; i++) {
-        mx_record_series_key(ok[i], keys[i], KEY_MAX);
-        series_of[i] = i;
-        for (int j = 0; j < i; j++)
-            if (strcmp(keys[i], keys[j]) == 0) {
-                series_of[i] = series_of[j];
-                break;
-            }
-    }
-    for (int i = 0; i < nok; i++) {
-        if (series_of[i] != i) continue;
+    for (int i = 0; i < nok; i++) mx_record_series_key(ok[i], keys[i], KEY_MAX);
+    /* a series is named by its first member; quadratic, but studies have few runs. Runs with
+     * a kvstore found the series first, then one-device runs that joined none of them. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < nok; i++) {
+            if (is_none_kv(ok[i]) != pass) continue;
+            int found = 0;
+            for (int k = 0; k < nrep && !found; k++)
+                found = strcmp(keys[i], keys[rep[k]]) == 0 && (pass ? 1 : !strcmp(ok[i]->kvstore, ok[rep[k]]->kvstore));
+            if (!found) rep[nrep++] = i;
+        }
+    for (int k = 0; k < nrep; k++) {
         s->start[s->nseries++] = s->n;
-        for (int j = i; j < nok; j++)
-            if (series_of[j] == i) s->runs[s->n++] = ok[j];
+        for (int j = 0; j < nok; j++)
+            if (strcmp(keys[j], keys[rep[k]]) == 0 && mx_record_kvstore_matches(ok[j], ok[rep[k]])) s->runs[s->n++] = ok[j];
         qsort(&s->runs[s->start[s->nseries - 1]], (size_t)(s->n - s->start[s->nseries - 1]), sizeof *s->runs,
               cmp_gpus);
     }
     s->start[s->nseries] = s->n;
-    free(series_of), free(keys), free(ok);
+    free(rep), free(keys);
+    s->uniq = ok, s->nuniq = nok;
     return 0;
 }
 
@@ -328,7 +337,9 @@ static char (*series_labels(const run_set *s))[LABEL_MAX]
     char(*labels)[LABEL_MAX] = calloc((size_t)s->nseries + 1, sizeof *labels);
     const mx_run_record **reps = calloc((size_t)s->nseries + 1, sizeof *reps);
     if (labels && reps) {
-        for (int i = 0; i < s->nseries; i++) reps[i] = s->runs[s->start[i]];
+        /* named by its last (largest) member: the first may be a one-device run, whose
+         * kvstore "none" says nothing of the series */
+        for (int i = 0; i < s->nseries; i++) reps[i] = s->runs[s->start[i + 1] - 1];
         unique_labels(reps, s->nseries, 0, labels);
     }
     free(reps);
@@ -457,8 +468,8 @@ static void accuracy_row(FILE *f, const run_set *s, const char *group, int by_wo
     double sum = 0, lo = INFINITY, hi = -INFINITY;
     int m = 0;
     char g[LABEL_MAX];
-    for (int i = 0; i < s->n; i++) {
-        const mx_run_record *r = s->runs[i];
+    for (int i = 0; i < s->nuniq; i++) {
+        const mx_run_record *r = s->uniq[i];
         if (!keep_accuracy(r) || r->global_batch != batch) continue;
         accuracy_group(r, by_workload, g, sizeof g);
         if (strcmp(g, group) != 0) continue;
@@ -475,16 +486,16 @@ static void accuracy_row(FILE *f, const run_set *s, const char *group, int by_wo
 static int write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     const run_set *s = &c->set;
-    const mx_run_record **acc = calloc((size_t)s->n + 1, sizeof *acc);
-    int *batches = calloc((size_t)s->n + 1, sizeof *batches);
-    char(*groups)[LABEL_MAX] = calloc((size_t)s->n + 1, sizeof *groups);
+    const mx_run_record **acc = calloc((size_t)s->nuniq + 1, sizeof *acc);
+    int *batches = calloc((size_t)s->nuniq + 1, sizeof *batches);
+    char(*groups)[LABEL_MAX] = calloc((size_t)s->nuniq + 1, sizeof *groups);
     if (!acc || !batches || !groups) {
         free(acc), free(batches), free(groups);
         return mx_error(MX_ENOMEM, "out of memory while plotting");
     }
     int n = 0;
-    for (int i = 0; i < s->n; i++)
-        if (keep_accuracy(s->runs[i])) batches[n] = s->runs[i]->global_batch, acc[n++] = s->runs[i];
+    for (int i = 0; i < s->nuniq; i++)
+        if (keep_accuracy(s->uniq[i])) batches[n] = s->uniq[i]->global_batch, acc[n++] = s->uniq[i];
     int rc = 0;
     if (n == 0) {
         snprintf(why, nwhy, "no ok run has a test accuracy");
@@ -537,13 +548,13 @@ static int keep_breakdown(const mx_run_record *r) { return r->nsteps > 0 && r->p
 static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     const run_set *s = &c->set;
-    const mx_run_record **runs = calloc((size_t)s->n + 1, sizeof *runs);
-    char(*labels)[LABEL_MAX] = calloc((size_t)s->n + 1, sizeof *labels);
+    const mx_run_record **runs = calloc((size_t)s->nuniq + 1, sizeof *runs);
+    char(*labels)[LABEL_MAX] = calloc((size_t)s->nuniq + 1, sizeof *labels);
     int n = 0, maxsteps = 0, rc = 0;
-    for (int i = 0; runs && i < s->n; i++)
-        if (keep_breakdown(s->runs[i])) {
-            runs[n++] = s->runs[i];
-            if (s->runs[i]->nsteps > maxsteps) maxsteps = s->runs[i]->nsteps;
+    for (int i = 0; runs && i < s->nuniq; i++)
+        if (keep_breakdown(s->uniq[i])) {
+            runs[n++] = s->uniq[i];
+            if (s->uniq[i]->nsteps > maxsteps) maxsteps = s->uniq[i]->nsteps;
         }
     double *scratch = malloc(((size_t)maxsteps + 1) * sizeof *scratch);
     if (!runs || !labels || !scratch) {
@@ -615,17 +626,17 @@ static double moving_average(const float *x, int n, int i, int w)
 static int write_loss(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     const run_set *s = &c->set;
-    const mx_run_record **runs = calloc((size_t)s->n + 1, sizeof *runs);
-    char(*labels)[LABEL_MAX] = calloc((size_t)s->n + 1, sizeof *labels);
+    const mx_run_record **runs = calloc((size_t)s->nuniq + 1, sizeof *runs);
+    char(*labels)[LABEL_MAX] = calloc((size_t)s->nuniq + 1, sizeof *labels);
     int n = 0, maxloss = 0, rc = 0;
     if (!runs || !labels) {
         rc = mx_error(MX_ENOMEM, "out of memory while plotting");
         goto done;
     }
-    for (int i = 0; i < s->n; i++)
-        if (keep_loss(s->runs[i])) {
-            runs[n++] = s->runs[i];
-            if (s->runs[i]->nloss > maxloss) maxloss = s->runs[i]->nloss;
+    for (int i = 0; i < s->nuniq; i++)
+        if (keep_loss(s->uniq[i])) {
+            runs[n++] = s->uniq[i];
+            if (s->uniq[i]->nloss > maxloss) maxloss = s->uniq[i]->nloss;
         }
     if (n == 0) {
         snprintf(why, nwhy, "no ok run has a training loss series");

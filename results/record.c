@@ -126,7 +126,9 @@ static void record_key(const mx_run_record *r, char *buf, size_t n, int with_gpu
     key_put(&w, "workload", r->workload);
     key_put(&w, "dataset", r->dataset);
     key_put(&w, "strategy", r->strategy);
-    key_put(&w, "kvstore", r->kvstore);
+    /* a series spans device counts, and its one-device member uses no kvstore ("none"): the
+     * kvstore is matched separately (mx_record_same_series) */
+    if (with_gpus) key_put(&w, "kvstore", r->kvstore);
     key_put(&w, "compression", r->compression);
     key_put(&w, "amp", r->amp);
     key_put(&w, "device_type", r->device_type);
@@ -151,6 +153,11 @@ static void record_key(const mx_run_record *r, char *buf, size_t n, int with_gpu
 void mx_record_config_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 1); }
 
 void mx_record_series_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 0); }
+
+int mx_record_kvstore_matches(const mx_run_record *a, const mx_run_record *b)
+{
+    return strcmp(a->kvstore, b->kvstore) == 0 || strcmp(a->kvstore, "none") == 0 || strcmp(b->kvstore, "none") == 0;
+}
 
 /* ---- derived figures */
 
@@ -223,7 +230,8 @@ void mx_records_derive_scaling(mx_run_record *recs, int n)
         if (!scalable(&recs[i])) continue;
         int ref = -1;
         for (int j = 0; j < n; j++) {
-            if (!scalable(&recs[j]) || strcmp(keys[i], keys[j]) != 0) continue;
+            if (!scalable(&recs[j]) || strcmp(keys[i], keys[j]) != 0 || !mx_record_kvstore_matches(&recs[i], &recs[j]))
+                continue;
             if (ref < 0 || recs[j].gpus < recs[ref].gpus) ref = j;
         }
         recs[i].speedup = recs[i].throughput / recs[ref].throughput;

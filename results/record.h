@@ -89,8 +89,12 @@ int mx_record_copy(mx_run_record *dst, const mx_run_record *src);
 /* Canonical text of the configuration (everything that defines the experiment, not its
  * outcome nor its id) used to match runs across result files and for --resume. */
 void mx_record_config_key(const mx_run_record *r, char *buf, size_t n);
-/* Same key without the device count: runs that differ only in gpus form one scaling series. */
+/* Same key without the device count and the kvstore: runs with equal series keys whose
+ * kvstores match (mx_record_kvstore_matches) form one scaling series. */
 void mx_record_series_key(const mx_run_record *r, char *buf, size_t n);
+/* Equal kvstores, or one of them "none": a one-device run (no kvstore) is the first point of
+ * the series of every kvstore. */
+int mx_record_kvstore_matches(const mx_run_record *a, const mx_run_record *b);
 
 /* Fills throughput*, step_time_median, final_test_acc, time_to_acc from the series. */
 void mx_record_derive(mx_run_record *r);

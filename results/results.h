@@ -43,6 +43,17 @@ int mx_results_create(const char *path, const mx_results_meta *meta, int force);
  * for every row, and atomically replaces the file. */
 int mx_results_append(const char *path, const mx_run_record *rec);
 
+/* Replaces the run whose id is rec->id (group and /summary row, in place) with rec, and
+ * recomputes speedup/efficiency; atomically, as append. For `sweep --resume --retry-failed`. */
+int mx_results_replace(const char *path, const mx_run_record *rec);
+
+/* Removes the files killed writers left beside path: "<path>.<tag>-<pid>..." for each of the
+ * ntags tags (the store's own working copies are "tmp"; a sweep adds "run"), when process
+ * <pid> no longer exists. Says so on stderr, each line starting with who ("mxbench sweep").
+ * Returns how many it removed, or MX_EIO when the directory cannot be listed (also said on
+ * stderr: the caller may go on). */
+int mx_results_remove_leftovers(const char *path, const char *const *tags, int ntags, const char *who);
+
 /* Reads a whole file. A file that is not HDF5, or HDF5 without our schema_version
  * attribute, or of a newer schema, gives MX_EFORMAT naming the file and the problem. */
 int mx_results_load(const char *path, mx_results *out);

@@ -202,20 +202,31 @@ static int bootstrap_ci(const double *x, int n, const segment *seg, int nseg, do
 }
 
 /* Half-width of a t interval for the mean of the segment medians: what separate repeats (or
- * separate stretches of one run) actually disagree by, which no resampling inside them sees. */
-static int between_halfwidth(const double *x, const segment *seg, int nseg, double *hw)
+ * separate stretches of one run) actually disagree by, which no resampling inside them sees.
+ * When every median is positive (throughputs always are) the spread is taken on the log
+ * scale, so the interval is est / exp(hw) .. est * exp(hw): a t interval on the linear scale
+ * is symmetric, and with few, widely spread repeats (t(2) = 4.3) its lower end fell below
+ * zero, a throughput no run can have. *logscale says which scale hw is on. */
+static int between_halfwidth(const double *x, const segment *seg, int nseg, double *hw, int *logscale)
 {
     *hw = 0;
+    *logscale = 0;
     if (nseg < 2) return MX_OK;
     double m[64], *med = nseg <= 64 ? m : malloc((size_t)nseg * sizeof *med);
     if (!med) return mx_error(MX_ENOMEM, "median confidence interval: out of memory for %d repeats", nseg);
-    double mean = 0, ss = 0;
+    int positive = 1;
     for (int k = 0; k < nseg; k++) {
         med[k] = mx_stats_median(x + seg[k].start, seg[k].len);
-        mean += med[k] / nseg;
+        positive &= med[k] > 0 && isfinite(med[k]);
     }
-    for (int k = 0; k < nseg; k++) ss += (med[k] - mean) * (med[k] - mean);
+    double mean = 0, ss = 0;
+    for (int k = 0; k < nseg; k++) mean += (positive ? log(med[k]) : med[k]) / nseg;
+    for (int k = 0; k < nseg; k++) {
+        double d = (positive ? log(med[k]) : med[k]) - mean;
+        ss += d * d;
+    }
     *hw = mx_stats_t975(nseg - 1) * sqrt(ss / (nseg - 1)) / sqrt((double)nseg);
+    *logscale = positive;
     if (med != m) free(med);
     return MX_OK;
 }
@@ -243,16 +254,21 @@ int mx_stats_median_ci(const double *x, int n, int groups, double *lo, double *h
     segment *strata = split(n, repeats), *parts = split(n, between);
     int rc = MX_OK;
     double blo = NAN, bhi = NAN, hw = 0;
+    int logscale = 0;
     if (!strata || !parts) rc = mx_error(MX_ENOMEM, "median confidence interval: out of memory");
     if (rc == MX_OK) rc = bootstrap_ci(x, n, strata, repeats, &blo, &bhi);
-    if (rc == MX_OK) rc = between_halfwidth(x, parts, between, &hw);
+    if (rc == MX_OK) rc = between_halfwidth(x, parts, between, &hw, &logscale);
     free(strata);
     free(parts);
     if (rc != MX_OK) return rc;
     double est = mx_stats_median(x, n);
+    double wlo = est - hw, whi = est + hw;
+    if (logscale && est > 0) wlo = est * exp(-hw), whi = est * exp(hw);
     /* Either source of uncertainty alone can be the larger one; the interval honours the
-     * wider on each side and always contains the estimate. */
-    *lo = fmin(fmin(blo, est - hw), est);
-    *hi = fmax(fmax(bhi, est + hw), est);
+     * wider on each side and always contains the estimate. The bootstrap's bounds are
+     * resampled medians, so within the observed values: for positive data, both bounds
+     * stay positive. */
+    *lo = fmin(fmin(blo, wlo), est);
+    *hi = fmax(fmax(bhi, whi), est);
     return MX_OK;
 }

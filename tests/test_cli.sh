@@ -79,12 +79,12 @@ expect 2 "bad choice" --stderr "'vgg'" --stderr "lenet" -- "$MX" train --workloa
 expect 2 "bad choice (--option=value)" --stderr "'vgg'" -- "$MX" train --workload=vgg
 expect 2 "flag given a value" --stderr "--quiet" -- "$MX" train --quiet=yes
 expect 2 "unexpected positional argument" --stderr "'extra'" -- "$MX" train extra
-expect 2 "train --gpus 0" --stderr "--gpus 0" -- "$MX" train --gpus 0 --dataset synthetic --steps 1
-expect 2 "train --gpus 65 (beyond the device limit)" --stderr "--gpus 65" -- "$MX" train --gpus 65 --dataset synthetic --steps 1
+expect 2 "train --gpus 0" --stderr "--gpus: 0 is out of range; accepted 1..64" -- "$MX" train --gpus 0 --dataset synthetic --steps 1
+expect 2 "train --gpus 65 (beyond the device limit)" --stderr "--gpus: 65 is out of range" -- "$MX" train --gpus 65 --dataset synthetic --steps 1
 expect 2 "train --lr -1" --stderr "-1" -- "$MX" train --lr -1 --dataset synthetic --steps 1
-expect 2 "train --epochs 0" --stderr "epochs (0)" -- "$MX" train --epochs 0 --dataset synthetic
-expect 2 "train --batch 0" --stderr "batch 0" -- "$MX" train --batch 0 --dataset synthetic --steps 1
-expect 2 "train --repeat 0" --stderr "repeats 0" -- "$MX" train --repeat 0 --dataset synthetic --steps 1
+expect 2 "train --epochs 0" --stderr "--epochs: 0 is out of range; accepted 1..10000" -- "$MX" train --epochs 0 --dataset synthetic
+expect 2 "train --batch 0" --stderr "--batch: 0 is out of range; accepted 1..65536" -- "$MX" train --batch 0 --dataset synthetic --steps 1
+expect 2 "train --repeat 0" --stderr "--repeat: 0 is out of range; accepted 1..1000" -- "$MX" train --repeat 0 --dataset synthetic --steps 1
 expect 2 "train --work-load with a bad item" --stderr "'1,x'" -- "$MX" train --work-load 1,x --dataset synthetic --steps 1
 expect 2 "sweep bad list --gpus 1,x" --stderr "'1,x'" -- "$MX" sweep --gpus 1,x --dataset synthetic --steps 5 --out "$T/never.h5"
 [ -e "$T/never.h5" ] && fail "sweep with a bad --gpus list created its output file"
@@ -93,6 +93,52 @@ expect 2 "sweep --gpus 65" --stderr "65" -- "$MX" sweep --gpus 65 --dataset synt
 expect 2 "sweep bad strategy in a list" --stderr "'bogus'" -- "$MX" sweep --strategies data,bogus --dataset synthetic --steps 5 --out "$T/never.h5"
 expect 2 "sweep bad kvstore in a list" --stderr "'nccl'" -- "$MX" sweep --kvstore device,nccl --dataset synthetic --steps 5 --out "$T/never.h5"
 expect 2 "sweep bad lr list" --stderr "'0.1,y'" -- "$MX" sweep --lr 0.1,y --dataset synthetic --steps 5 --out "$T/never.h5"
+
+# ---- every count has an upper bound checked at parsing; train and sweep accept the same
+S=(--dataset synthetic --steps 2)
+expect 2 "train --batch near INT_MAX" --stderr "--batch: 2147483647 is out of range; accepted 1..65536" -- "$MX" train --batch 2147483647 "${S[@]}"
+expect 2 "train --repeat near INT_MAX" --stderr "--repeat: 2147483647 is out of range" -- "$MX" train --repeat 2147483647 "${S[@]}"
+expect 2 "train --epochs near INT_MAX" --stderr "--epochs: 2147483647 is out of range" -- "$MX" train --epochs 2147483647 --dataset synthetic
+expect 2 "train --steps beyond int" --stderr "--steps: 99999999999 is out of range" -- "$MX" train --steps 99999999999 --dataset synthetic
+expect 2 "train --threads-per-device 100000" --stderr "--threads-per-device: 100000 is out of range; accepted 1..256" -- "$MX" train --threads-per-device 100000 "${S[@]}"
+expect 2 "train devices x threads over the total" --stderr "64 devices x 256 threads" -- "$MX" train --gpus 64 --threads-per-device 256 --batch 64 "${S[@]}"
+expect 2 "train --steps x --repeat over the total" --stderr "4000000 steps x 2 repeats" -- "$MX" train --steps 4000000 --repeat 2 --dataset synthetic
+expect 2 "train --epochs x --repeat over the total (data dependent)" --stderr "accepted at most 4000000" -- "$MX" train --epochs 10000 --repeat 1000 --batch 1 --dataset synthetic
+expect 2 "train --seed -1" --stderr "--seed: -1 is out of range" -- "$MX" train --seed -1 "${S[@]}"
+expect 2 "train --steps 0 (no longer a full epoch)" --stderr "--steps: 0 is out of range; accepted 1.." -- "$MX" train --steps 0 --dataset synthetic
+expect 2 "train --epochs with --steps" --stderr "--epochs 2 and --steps 3: give one of them" -- "$MX" train --epochs 2 --steps 3 --dataset synthetic
+expect 2 "train --target-acc 2" --stderr "--target-acc: 2 is out of range; accepted 0..1" -- "$MX" train --target-acc 2 "${S[@]}"
+expect 2 "train --target-acc -1" --stderr "--target-acc: -1 is out of range" -- "$MX" train --target-acc -1 "${S[@]}"
+expect 2 "train --target-acc 0" --stderr "--target-acc 0: accepted above 0" -- "$MX" train --target-acc 0 "${S[@]}"
+expect 2 "train --warmup-epochs -1" --stderr "--warmup-epochs: -1 is out of range" -- "$MX" train --warmup-epochs -1 "${S[@]}"
+expect 2 "train --warmup-from -1" --stderr "--warmup-from: -1 is out of range" -- "$MX" train --warmup-epochs 1 --warmup-from -1 "${S[@]}"
+expect 2 "train --warmup-from 0" --stderr "warmup start lr 0" -- "$MX" train --warmup-epochs 1 --warmup-from 0 "${S[@]}"
+expect 2 "train --warmup-from without --warmup-epochs" --stderr "--warmup-from 0.01 needs --warmup-epochs" -- "$MX" train --warmup-from 0.01 "${S[@]}"
+expect 2 "train --warmup-epochs beyond the epochs" --stderr "warmup epochs 3: accepted 0..2" -- "$MX" train --warmup-epochs 3 --epochs 2 --dataset synthetic
+expect 2 "train --work-load trailing comma" --stderr "'3,1,' has an empty item" -- "$MX" train --gpus 2 --work-load 3,1, "${S[@]}"
+expect 2 "train --work-load empty item" --stderr "'3,,1' has an empty item" -- "$MX" train --gpus 2 --work-load 3,,1 "${S[@]}"
+expect 2 "train --work-load weights that overflow" --stderr "1e+308 in '1e308,1e308' is out of range" -- "$MX" train --gpus 2 --work-load 1e308,1e308 "${S[@]}"
+expect 2 "train --work-load of the wrong length" --stderr "work-load list has 3 entries for 2 devices" -- "$MX" train --gpus 2 --work-load 1,1,1 "${S[@]}"
+expect 2 "train --momentum 1" --stderr "momentum 1: accepted 0 <= momentum < 1" -- "$MX" train --momentum 1 "${S[@]}"
+expect 2 "train --wd 1" --stderr "weight decay 1" -- "$MX" train --wd 1 "${S[@]}"
+expect 2 "train --lr above the bound" --stderr "--lr: 1e7 is out of range; accepted 0..1e+06" -- "$MX" train --lr 1e7 "${S[@]}"
+expect 2 "train --strategy model: planned, refused at parsing" --stderr "strategy 'model' is planned but not in this build yet (available: data)" -- "$MX" train --strategy model "${S[@]}"
+expect 2 "train --strategy layer: planned, refused at parsing" --stderr "strategy 'layer' is planned" -- "$MX" train --strategy layer "${S[@]}"
+expect 2 "train --warmup-steps past the epoch's steps" --stderr "--warmup-steps 40 leaves no timed step of the 32 steps" -- "$MX" train --warmup-steps 40 --epochs 1 --dataset synthetic
+expect 2 "sweep --epochs with --steps" --stderr "--epochs 2 and --steps 3: give one of them" -- "$MX" sweep --epochs 2 --steps 3 --dataset synthetic --out "$T/never.h5"
+expect 2 "sweep --threads-per-device 0" --stderr "--threads-per-device: 0 is out of range; accepted 1..256" -- "$MX" sweep --threads-per-device 0 "${S[@]}" --out "$T/never.h5"
+expect 2 "sweep --steps 0" --stderr "--steps: 0 is out of range" -- "$MX" sweep --steps 0 --dataset synthetic --out "$T/never.h5"
+expect 2 "sweep --gpus trailing comma" --stderr "'1,2,' has an empty item" -- "$MX" sweep --gpus 1,2, "${S[@]}" --out "$T/never.h5"
+expect 2 "sweep --kvstore empty item" --stderr "'local,,device' has an empty item" -- "$MX" sweep --kvstore local,,device "${S[@]}" --out "$T/never.h5"
+expect 2 "sweep --batch near INT_MAX" --stderr "2147483647 in '2147483647' is out of range; accepted 1..65536" -- "$MX" sweep --batch 2147483647 "${S[@]}" --out "$T/never.h5"
+expect 2 "sweep --repeat near INT_MAX" --stderr "--repeat: 2147483647 is out of range" -- "$MX" sweep --repeat 2147483647 "${S[@]}" --out "$T/never.h5"
+expect 2 "sweep --timeout 0" --stderr "--timeout 0: accepted above 0" -- "$MX" sweep --timeout 0 "${S[@]}" --out "$T/never.h5"
+expect 2 "sweep --target-acc 2" --stderr "--target-acc: 2 is out of range" -- "$MX" sweep --target-acc 2 "${S[@]}" --out "$T/never.h5"
+expect 2 "sweep --retry-failed without --resume" --stderr "--retry-failed goes with --resume" -- "$MX" sweep --retry-failed "${S[@]}" --out "$T/never.h5"
+# what only the child's validation sees is checked for every run before the first starts
+expect 2 "sweep --momentum 1 (train's check, before any run)" --stderr "momentum 1: accepted 0 <= momentum < 1" --stderr "nothing was run" -- "$MX" sweep --momentum 1 --dataset synthetic --steps 10 --out "$T/never.h5"
+expect 2 "sweep --warmup-steps past --steps" --stderr "--warmup-steps 2 leaves no timed step of --steps 2" -- "$MX" sweep --warmup-steps 2 "${S[@]}" --out "$T/never.h5"
+[ -e "$T/never.h5" ] && fail "a refused sweep created its output file"
 expect 2 "sweep --lr 0" --stderr "--lr 0" -- "$MX" sweep --lr 0 --dataset synthetic --steps 5 --out "$T/never.h5"
 expect 2 "sweep warmup longer than the run" --stderr "--warmup-steps 5" -- "$MX" sweep --steps 3 --warmup-steps 5 --dataset synthetic --out "$T/never.h5"
 expect 2 "sweep --force --resume contradict" --stderr "--force" --stderr "--resume" -- "$MX" sweep --force --resume --dataset synthetic --steps 5 --out "$T/never.h5"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end tests of `mxbench compare`, the CI regression gate: two sweeps of the same
 # configuration (A/A) raise no alarm; a copy of a long single run with every step time twice
-# as long (inject_slowdown) is a regression (exit 1); disjoint files are listed side by side (exit
-# 0); a bad --threshold is bad usage (exit 2).
+# as long (inject_slowdown) is a regression (exit 1); files with nothing to compare are bad input
+# (exit 2) unless --allow-empty (exit 0, each side listed); a bad --threshold is bad usage (exit 2).
 # usage: test_compare_cli.sh MXBENCH SOURCE_DIR BUILD_DIR
 set -u
 
@@ -99,12 +99,26 @@ compare_run 0 "compare SLOW TIGHT (2x faster) is no regression" "$T/SLOW.h5" "$T
 grep -q " regression$" "$T/c.out" && fail "compare SLOW TIGHT: a speedup was called a regression"
 compare_run 0 "--threshold 60% tolerates the 50% throughput loss" "$T/TIGHT.h5" "$T/SLOW.h5" --threshold 60%
 compare_run 0 "--threshold 0.6 (a fraction) likewise" "$T/TIGHT.h5" "$T/SLOW.h5" --threshold 0.6
-compare_run 0 "--metrics test_acc ignores the slower steps" "$T/TIGHT.h5" "$T/SLOW.h5" --metrics test_acc
+# steps-only runs have no test accuracy: comparing only test_acc compares nothing, which a
+# gate must not take for a pass (exit 2) unless told to (--allow-empty)
+if compare_run 2 "--metrics test_acc on steps-only runs compares nothing" "$T/TIGHT.h5" "$T/SLOW.h5" --metrics test_acc; then
+    grep -qF "$T/TIGHT.h5 (1 runs) and $T/SLOW.h5 (1 runs) have 1 configuration(s) in common" "$T/c.err" &&
+        grep -q "test_acc needs runs with --epochs" "$T/c.err" && grep -q -- "--allow-empty" "$T/c.err" &&
+        pass "the message names both files, their run counts, why, and --allow-empty" ||
+        { fail "--metrics test_acc: message lacks files, counts, reason or --allow-empty:"; indent "$T/c.err"; }
+fi
+compare_run 0 "--metrics test_acc --allow-empty accepts it" "$T/TIGHT.h5" "$T/SLOW.h5" --metrics test_acc --allow-empty
 
-# ---- disjoint configurations: listed on one side only, exit 0
+# ---- disjoint configurations: no run in common is bad input (exit 2: a regression gate
+# that compares nothing would pass anything), unless --allow-empty; both list each side
 "$MX" sweep --workload mlp --dataset synthetic --gpus 1 --batch 32 --steps 15 --out "$T/C.h5" >"$T/C.log" 2>&1 ||
     fail "sweep --out C.h5: exit $?: $(tail -3 "$T/C.log")"
-if compare_run 0 "compare files with disjoint configurations" "$T/A.h5" "$T/C.h5"; then
+if compare_run 2 "compare files with no run in common" "$T/A.h5" "$T/C.h5"; then
+    grep -qF "no run in common between $T/A.h5 (2 runs) and $T/C.h5 (1 runs)" "$T/c.err" &&
+        grep -q -- "--allow-empty" "$T/c.err" && pass "disjoint: the message names both files, their run counts and --allow-empty" ||
+        { fail "disjoint: expected 'no run in common between A.h5 (2 runs) and C.h5 (1 runs)' and --allow-empty:"; indent "$T/c.err"; }
+fi
+if compare_run 0 "compare files with no run in common --allow-empty" "$T/A.h5" "$T/C.h5" --allow-empty; then
     grep -q "only in base (2" "$T/c.out" && grep -q "only in new (1" "$T/c.out" &&
         grep -q "0 compared" "$T/c.out" && pass "disjoint: 2 runs only in base, 1 only in new, none compared" ||
         { fail "disjoint: expected 'only in base (2', 'only in new (1' and '0 compared', saw:"; indent "$T/c.out"; }

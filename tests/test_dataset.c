@@ -1,109 +1,18 @@
-/* Dataset module: IDX loading (raw and gzip) from small files this test writes itself,
- * every malformed-input error with its message, synthetic data, and the real
- * Fashion-MNIST files when the Debian package is installed. */
+/* Dataset module, file by file: IDX loading (raw and gzip) from small files this test
+ * writes itself, every malformed-input error with its message (bad headers, bounds, sizes,
+ * gzip bombs), synthetic data, and the real Fashion-MNIST files when the Debian package is
+ * installed. Whole data sets (the checks between splits) are in test_dataset_checks.c. */
 #include "engine/status.h"
 #include "tests/check.h"
+#include "tests/idx_fixtures.h"
 #include "workloads/dataset.h"
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
-static char tmpdir[] = "/tmp/mxbench-test-dataset-XXXXXX";
-
-static const char *in_tmp(const char *name)
-{
-    static char paths[4][512];
-    static int next;
-    char *p = paths[next++ % 4];
-    snprintf(p, sizeof paths[0], "%s/%s", tmpdir, name);
-    return p;
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-/* A pattern that covers 0 and 255 and differs between neighbours, so that a wrong
- * offset or scale shows up. */
-static uint8_t pixel_at(size_t i) { return i == 1 ? 255 : (uint8_t)(i * 37 + 11); }
-
-typedef struct {
-    uint8_t *data;
-    size_t len;
-} blob;
-
-static blob images_blob(uint32_t magic, uint32_t n, uint32_t rows, uint32_t cols)
-{
-    size_t npix = (size_t)n * rows * cols;
-    blob b = {malloc(16 + npix), 16 + npix};
-    put_be32(b.data, magic);
-    put_be32(b.data + 4, n);
-    put_be32(b.data + 8, rows);
-    put_be32(b.data + 12, cols);
-    for (size_t i = 0; i < npix; i++) b.data[16 + i] = pixel_at(i);
-    return b;
-}
-
-/* Labels i % modulus, so the largest label (and so nclasses) is under the test's control. */
-static blob labels_blob(uint32_t magic, uint32_t n, int modulus)
-{
-    blob b = {malloc(8 + n), 8 + n};
-    put_be32(b.data, magic);
-    put_be32(b.data + 4, n);
-    for (uint32_t i = 0; i < n; i++) b.data[8 + i] = (uint8_t)(i % (uint32_t)modulus);
-    return b;
-}
-
-static void write_raw(const char *name, const void *data, size_t len)
-{
-    FILE *f = fopen(in_tmp(name), "wb");
-    CHECK(f != NULL, "cannot create %s", in_tmp(name));
-    if (!f) return;
-    CHECK(fwrite(data, 1, len, f) == len, "short write to %s", name);
-    fclose(f);
-}
-
-static void write_gz(const char *name, const void *data, size_t len)
-{
-    gzFile gz = gzopen(in_tmp(name), "wb9");
-    CHECK(gz != NULL, "cannot create %s", in_tmp(name));
-    if (!gz) return;
-    CHECK(gzwrite(gz, data, (unsigned)len) == (int)len, "short gzwrite to %s", name);
-    gzclose(gz);
-}
-
-static blob read_whole(const char *name)
-{
-    blob b = {NULL, 0};
-    FILE *f = fopen(in_tmp(name), "rb");
-    if (!f) return b;
-    fseek(f, 0, SEEK_END);
-    b.len = (size_t)ftell(f);
-    rewind(f);
-    b.data = malloc(b.len);
-    if (fread(b.data, 1, b.len, f) != b.len) b.len = 0;
-    fclose(f);
-    return b;
-}
-
-static int contains(const char *haystack, const char *needle)
-{
-    return strstr(haystack, needle) != NULL;
-}
-
-static int is_empty(const mx_dataset *ds)
-{
-    return ds->n == 0 && ds->images == NULL && ds->labels == NULL;
-}
 
 /* Loads a pair that must fail with `code`, and checks the message for each of `words`. */
 static void expect_error(const char *images, const char *labels, int code, const char *what,
@@ -120,19 +29,6 @@ static void expect_error(const char *images, const char *labels, int code, const
     if (rc == MX_OK) mx_dataset_free(&ds);
 }
 
-static void check_small(const mx_dataset *ds, const char *what)
-{
-    CHECK(ds->n == 5 && ds->c == 1 && ds->h == 4 && ds->w == 3, "%s: shape %dx%dx%dx%d", what,
-          ds->n, ds->c, ds->h, ds->w);
-    CHECK(ds->nclasses == 10, "%s: nclasses %d, expected 10 (labels only reach 2)", what,
-          ds->nclasses);
-    int bad = 0;
-    for (size_t i = 0; i < 5 * 4 * 3; i++) bad += ds->images[i] != pixel_at(i) / 255.0f;
-    CHECK(bad == 0, "%s: %d pixel values differ from pixel/255", what, bad);
-    CHECK(ds->images[0] == 11 / 255.0f && ds->images[1] == 1.0f, "%s: first pixels %g %g", what,
-          ds->images[0], ds->images[1]);
-    for (int i = 0; i < 5; i++) CHECK(ds->labels[i] == i % 3, "%s: label %d", what, i);
-}
 
 static void write_fixtures(void)
 {
@@ -216,6 +112,9 @@ static void make_corrupt_gzips(void)
     CHECK(gz.len > 30, "gzip fixture has %zu bytes", gz.len);
     if (gz.len > 30) {
         write_raw("gz-cut.gz", gz.data, gz.len / 2);
+        /* Every data byte present, the 8-byte trailer (CRC, length) gone or half gone. */
+        write_raw("gz-notrailer.gz", gz.data, gz.len - 8);
+        write_raw("gz-halftrailer.gz", gz.data, gz.len - 3);
         /* Flip bits in the middle of the deflate data (past the 10-byte header). */
         for (size_t i = 14; i < 18; i++) gz.data[i] ^= 0x5a;
         write_raw("gz-flipped.gz", gz.data, gz.len);
@@ -248,6 +147,9 @@ static void test_errors(void)
     expect_error("gz-badcrc.gz", "lbl", MX_EFORMAT, "gzip bad CRC", "corrupt", NULL);
     expect_error("gz-cut.gz", "lbl", MX_EFORMAT, "gzip cut in half", "truncated",
                  "gzip file is cut short");
+    expect_error("gz-notrailer.gz", "lbl", MX_EFORMAT, "gzip trailer missing", "5 images of 4x3",
+                 "before its trailer");
+    expect_error("gz-halftrailer.gz", "lbl", MX_EFORMAT, "gzip trailer cut", "truncated", "trailer");
     expect_error("no-such-images", "lbl", MX_EIO, "missing file", "not found",
                  "no-such-images.gz");
     expect_error("no-such.gz", "lbl", MX_EIO, "missing .gz file", "not found", NULL);
@@ -261,6 +163,86 @@ static void test_errors(void)
     expect_error("img-zero", "lbl", MX_EFORMAT, "zero images", "0 images", NULL);
     expect_error(".", "lbl", MX_EIO, "a directory", "directory", NULL);
 }
+
+
+static void test_bad_headers(void)
+{
+    printf("bad headers:\n");
+    /* name, magic, dimension count, the dimensions, payload bytes, expected words. */
+    static const struct {
+        const char *name;
+        uint32_t magic;
+        int ndims;
+        uint32_t d[3];
+        size_t payload;
+        const char *what, *word1, *word2;
+    } cases[] = {
+        {"h-4dims", 0x804, 3, {5, 4, 3}, 60, "4-dim images", "0x00000804", "declares 4 dimensions"},
+        {"h-float", 0x0d03, 3, {5, 4, 3}, 240, "float images", "0x00000d03", "32-bit floats"},
+        {"l-2dims", 0x802, 1, {5}, 5, "2-dim labels", "0x00000802", "declares 2 dimensions"},
+        {"h-gif", 0x47494638, 3, {0x39610000}, 0, "not IDX", "0x47494638", "not an IDX file"},
+        {"h-rows0", 0x803, 3, {5, 0, 3}, 0, "zero rows", "images of 0x3", "1..65536"},
+        {"h-cols0", 0x803, 3, {5, 4, 0}, 0, "zero columns", "images of 4x0", "1..65536"},
+        {"h-side", 0x803, 3, {1, 65537, 3}, 0, "side too long", "65537x3", "1..65536"},
+        {"h-pixels", 0x803, 3, {1, 65536, 65536}, 0, "image too large", "4294967296 pixels",
+         "at most 16777216"},
+        {"h-all-max", 0x803, 3, {~0u, ~0u, ~0u}, 0, "dims all 2^32-1", "4294967295 images",
+         "1..2147483647"},
+        /* 2^31-1 * 4096 * 4096 overflows int and a 32-bit size_t: the byte count is exact. */
+        {"h-product", 0x803, 3, {0x7fffffff, 4096, 4096}, 0, "product overflows int", "truncated",
+         "(36028797002186768 bytes)"},
+        {"l-zero", 0x801, 1, {0}, 0, "zero labels", "0 labels", "1..2147483647"},
+        {"l-max", 0x801, 1, {~0u}, 5, "2^32-1 labels", "4294967295 labels", "1..2147483647"},
+        {"l-huge", 0x801, 1, {0x7fffffff}, 5, "huge label claim", "truncated", "2147483647 labels"},
+        {"l-long", 0x801, 1, {5}, 6, "labels trailing data", "5 labels", "more data"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_header(cases[i].name, cases[i].magic, cases[i].ndims, cases[i].d[0], cases[i].d[1],
+                     cases[i].d[2], cases[i].payload);
+        int labels = cases[i].name[0] == 'l';
+        expect_error(labels ? "img" : cases[i].name, labels ? cases[i].name : "lbl", MX_EFORMAT,
+                     cases[i].what, cases[i].word1, cases[i].word2);
+    }
+
+    /* gzip: a header promising more than deflate can expand a 50-byte file to is refused
+     * before reading; a bomb (a small header, megabytes of zeros) stops one byte past it. */
+    uint8_t hdr[16];
+    put_be32(hdr, 0x803), put_be32(hdr + 4, 1000000), put_be32(hdr + 8, 28), put_be32(hdr + 12, 28);
+    write_gz("gz-huge.gz", hdr, sizeof hdr);
+    expect_error("gz-huge.gz", "lbl", MX_EFORMAT, "gzip huge claim", "1000000 images of 28x28",
+                 "gzip file can hold");
+    size_t bomb_len = 16 + (8u << 20);
+    uint8_t *bomb = calloc(1, bomb_len);
+    put_be32(bomb, 0x803), put_be32(bomb + 4, 5), put_be32(bomb + 8, 4), put_be32(bomb + 12, 3);
+    write_gz("gz-bomb.gz", bomb, bomb_len);
+    free(bomb);
+    expect_error("gz-bomb.gz", "lbl", MX_EFORMAT, "gzip bomb", "5 images of 4x3",
+                 "decompressed stream has more data");
+
+    /* Past the pixel cap, on a sparse file that really is that large (no disk used). */
+    write_header("h-cap", 0x803, 3, 65537, 256, 256, 0);
+    if (truncate(in_tmp("h-cap"), 16 + 65537LL * 256 * 256) == 0)
+        expect_error("h-cap", "lbl", MX_EFORMAT, "over the pixel cap", "4295032832 pixel bytes",
+                     "accepted at most 4294967296");
+    else
+        printf("  skipped the pixel cap: no sparse 4 GiB file here\n");
+    unlink(in_tmp("h-cap"));
+
+    /* Decided: bytes after the last gzip member are ignored (as zlib and gunzip do). */
+    blob gz = read_whole("zimg.gz");
+    uint8_t *padded = malloc(gz.len + 7);
+    memcpy(padded, gz.data, gz.len);
+    memcpy(padded + gz.len, "garbage", 7);
+    write_raw("zimg-trailing.gz", padded, gz.len + 7);
+    mx_dataset ds;
+    int rc = mx_idx_load(&ds, in_tmp("zimg-trailing.gz"), in_tmp("lbl"));
+    CHECK(rc == MX_OK, "bytes after the gzip stream: %s", mx_last_error());
+    if (rc == MX_OK) check_small(&ds, "gzip + trailing bytes");
+    mx_dataset_free(&ds);
+    free(padded);
+    free(gz.data);
+}
+
 
 static void test_load_dir(void)
 {
@@ -373,17 +355,6 @@ static void test_fashion_mnist(void)
     mx_dataset_free(&test);
 }
 
-static void remove_tmpdir(void)
-{
-    DIR *d = opendir(tmpdir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlink(in_tmp(e->d_name));
-    closedir(d);
-    CHECK(rmdir(tmpdir) == 0, "cannot remove %s", tmpdir);
-}
-
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -394,6 +365,7 @@ int main(void)
     make_corrupt_gzips();
     test_good_files();
     test_errors();
+    test_bad_headers();
     test_load_dir();
     remove_tmpdir();
     test_synthetic();

@@ -1,6 +1,7 @@
 /* Tests of the results module: HDF5 round trip, scaling figures, error handling of foreign
- * files, crash safety of append, the statistics behind the confidence intervals, and the
- * compare verdicts that CI gates on. */
+ * files, crash safety of append, and the compare verdicts that CI gates on. The statistics
+ * are in test_stats.c, the reader's checks in test_results_reader.c, write failures (a full
+ * disk) in test_results_disk.c. */
 #include "engine/status.h"
 #include "results/compare.h"
 #include "results/results.h"
@@ -244,6 +245,40 @@ static void test_force_and_copy(void)
     mx_record_free(&r);
 }
 
+static int count_runs(const char *path);
+
+/* --retry-failed: a failed run is replaced in place (same id, same row), and the scaling
+ * figures follow the new outcome. */
+static void test_replace(void)
+{
+    const char *path = in_dir("replaced.h5");
+    mx_results_meta meta = test_meta();
+    mx_run_record ok1, failed2, ok2;
+    make_record(&ok1, "r0000", 1, 64, 60, 21);
+    make_failed(&failed2, "r0001", 2);
+    make_record(&ok2, "r0001", 2, 64, 60, 22);
+    CHECK(mx_results_create(path, &meta, 0) == MX_OK && mx_results_append(path, &ok1) == MX_OK &&
+              mx_results_append(path, &failed2) == MX_OK, "setup: %s", mx_last_error());
+    CHECK(mx_results_replace(path, &ok2) == MX_OK, "replace: %s", mx_last_error());
+    mx_results got;
+    CHECK(mx_results_load(path, &got) == MX_OK && got.nruns == 2, "after replace: %s", mx_last_error());
+    if (got.nruns == 2) {
+        CHECK(strcmp(got.runs[1].id, "r0001") == 0 && strcmp(got.runs[1].status, "ok") == 0 && got.runs[1].nsteps == 60,
+              "row 1 is %s %s with %d steps", got.runs[1].id, got.runs[1].status, got.runs[1].nsteps);
+        CHECK(fabs(got.runs[1].speedup - got.runs[1].throughput / got.runs[0].throughput) < 1e-9, "speedup %g",
+              got.runs[1].speedup);
+    }
+    mx_results_free(&got);
+    snprintf(ok2.id, sizeof ok2.id, "r0009");
+    CHECK(mx_results_replace(path, &ok2) == MX_EINVAL && strstr(mx_last_error(), "r0009"), "replacing a missing run: %s",
+          mx_last_error());
+    CHECK(count_runs(path) == 2, "a refused replace changed the file");
+    mx_record_free(&ok1);
+    mx_record_free(&failed2);
+    mx_record_free(&ok2);
+    unlink(path);
+}
+
 static void set_schema_version(const char *path, int v)
 {
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
@@ -390,70 +425,6 @@ static void test_kill_during_append(void)
            (int)(sizeof at / sizeof at[0]), before);
 }
 
-/* ---- statistics */
-
-static void test_stats_basic(void)
-{
-    double a[] = {5, 1, 3}, b[] = {4, 1, 3, 2}, c[] = {9, 8, 7, 6, 5, 4, 3, 2, 1};
-    CHECK(mx_stats_median(a, 3) == 3, "median odd %g", mx_stats_median(a, 3));
-    CHECK(mx_stats_median(b, 4) == 2.5, "median even %g", mx_stats_median(b, 4));
-    CHECK(isnan(mx_stats_median(a, 0)), "median of nothing");
-    double q1, m, q3;
-    mx_stats_quartiles(c, 9, &q1, &m, &q3);
-    CHECK(q1 == 3 && m == 5 && q3 == 7, "quartiles %g %g %g", q1, m, q3);
-    mx_stats_quartiles(b, 4, &q1, &m, &q3); /* type 7: 1.75, 2.5, 3.25 */
-    CHECK(fabs(q1 - 1.75) < 1e-12 && fabs(q3 - 3.25) < 1e-12, "quartiles even %g %g", q1, q3);
-    CHECK(c[0] == 9 && b[0] == 4, "input reordered");
-    CHECK(mx_stats_quantile(c, 9, 0) == 1 && mx_stats_quantile(c, 9, 1) == 9, "extreme quantiles");
-    CHECK(fabs(mx_stats_t975(1) - 12.706) < 1e-3 && fabs(mx_stats_t975(1000) - 1.962) < 2e-3, "t quantiles");
-    double lo, hi;
-    mx_stats_wilson_ci95(0.9, 10000, &lo, &hi);
-    CHECK(fabs(lo - 0.8940) < 5e-4 && fabs(hi - 0.9058) < 5e-4, "wilson [%g, %g]", lo, hi);
-    mx_stats_median_ci(a, 1, 1, &lo, &hi);
-    CHECK(isnan(lo) && isnan(hi), "CI from one sample");
-}
-
-static void test_stats_ci(void)
-{
-    enum { BIG = 10000 };
-    static double x[BIG];
-    rng_state = 77;
-    for (int i = 0; i < BIG; i++) x[i] = 100 + 10 * (2 * uniform() - 1);
-    double lo1, hi1, lo2, hi2, lo3, hi3;
-    mx_stats_median_ci(x, 100, 1, &lo1, &hi1);
-    mx_stats_median_ci(x, BIG, 1, &lo2, &hi2);
-    double m1 = mx_stats_median(x, 100), m2 = mx_stats_median(x, BIG);
-    CHECK(lo1 <= m1 && m1 <= hi1 && lo2 <= m2 && m2 <= hi2, "CI misses its median");
-    CHECK(hi2 - lo2 < 0.25 * (hi1 - lo1), "CI does not narrow: %g (n=100) vs %g (n=%d)", hi1 - lo1, hi2 - lo2, BIG);
-    mx_stats_median_ci(x, BIG, 1, &lo3, &hi3);
-    CHECK(lo3 == lo2 && hi3 == hi2, "CI not deterministic");
-    mx_stats_median_ci(x, BIG, 4, &lo3, &hi3);
-    CHECK(lo3 <= m2 && m2 <= hi3, "CI with repeats misses its median");
-
-    /* Honesty on autocorrelated steps: AR(1) with phi = 0.8 around 100. Over independent
-     * series the interval must cover the true median (100) about 95% of the time; a plain
-     * order-statistic interval covers it far less often. 200 trials: the estimate has a
-     * standard error of 1.5 points, so >= 88% is a safe floor. */
-    enum { TRIALS = 200, N = 500 };
-    int covered = 0, naive_covered = 0;
-    for (int t = 0; t < TRIALS; t++) {
-        double e = 0, s[N];
-        for (int i = 0; i < N; i++) {
-            e = 0.8 * e + 2 * (2 * uniform() - 1);
-            s[i] = 100 + e;
-        }
-        double lo, hi;
-        mx_stats_median_ci(s, N, 1, &lo, &hi);
-        covered += lo <= 100 && 100 <= hi;
-        /* order statistics n/2 -+ 0.98 sqrt(n): the iid interval */
-        int k = (int)(0.98 * sqrt((double)N));
-        double lo_n = mx_stats_quantile(s, N, (N / 2.0 - k) / (N - 1)), hi_n = mx_stats_quantile(s, N, (N / 2.0 + k) / (N - 1));
-        naive_covered += lo_n <= 100 && 100 <= hi_n;
-    }
-    printf("median CI coverage on AR(1) phi=0.8, n=%d: %d/%d (iid order-statistic interval: %d/%d)\n", N,
-           covered, TRIALS, naive_covered, TRIALS);
-    CHECK(covered >= TRIALS * 88 / 100, "coverage %d/%d below 88%%", covered, TRIALS);
-}
 
 /* ---- compare verdicts */
 
@@ -595,13 +566,12 @@ int main(int argc, char **argv)
         return 1;
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    test_stats_basic();
-    test_stats_ci();
     test_keys_and_derive();
     test_verdicts();
     test_compare_runs();
     test_round_trip();
     test_force_and_copy();
+    test_replace();
     test_varlen_string();
     test_bad_files();
     test_kill_during_append();

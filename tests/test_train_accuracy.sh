@@ -65,6 +65,7 @@ fi
 train_synth() { # OUT SEED [extra options]: 20 steps of lenet on synthetic data, recorded
     local out=$1 seed=$2
     shift 2
+    rm -f "$out" # reused across device counts; train --record refuses an existing file
     "$MX" train --workload lenet --dataset synthetic --steps 20 --batch 32 --seed "$seed" --quiet \
         --record "$out" "$@" >"$out.log" 2>&1 || { fail "train --record $out --seed $seed $*: exit $?: $(tail -3 "$out.log")"; return 1; }
 }

@@ -1,11 +1,14 @@
-/* IDX (MNIST-family) image and label files, raw or gzip, into an mx_dataset. Input is
- * untrusted: every header field is checked and nothing is allocated beyond the data that
- * is actually present, so a lying header gives an error rather than a huge allocation. */
+/* One IDX (MNIST-family) image or label file, raw or gzip, into bytes. Input is untrusted:
+ * every header field is checked against the bounds of dataset.h and the declared size
+ * against the file's size before anything is allocated, and the buffer then grows only as
+ * data actually arrives, so a lying header or a gzip bomb gives an error rather than a huge
+ * allocation. Pairs, splits and directories are checked in idx_dir.c. */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
 
 #include "workloads/dataset.h"
+#include "workloads/idx_file.h"
 
 #include "engine/status.h"
 
@@ -15,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -23,11 +25,6 @@
 #define IDX_LABELS_MAGIC 0x00000801u
 #define IDX_IMAGES_HEADER 16
 #define IDX_LABELS_HEADER 8
-/* Far beyond any MNIST-family image, and small enough that n*rows*cols cannot overflow. */
-#define IDX_MAX_SIDE 65536u
-/* 255 marks "unlabelled" in u8 label files by convention; as a class it would also make
- * nclasses 256, which no longer fits the uint8 that holds a class index. */
-#define IDX_MAX_LABEL 254
 /* Bytes asked of zlib per call; the buffer grows only as data actually arrives. */
 #define IDX_CHUNK (1u << 20)
 
@@ -37,17 +34,9 @@ typedef struct {
     gzFile gz;
     char *path;
     int compressed;
+    int sized;     /* a regular file, whose size bounds what the header may claim */
+    uint64_t size; /* on disk, to check the header's claim against before allocating */
 } idx_file;
-
-typedef struct {
-    uint32_t n, rows, cols;
-    uint8_t *pixels;
-} idx_images;
-
-typedef struct {
-    uint32_t n;
-    uint8_t *labels;
-} idx_labels;
 
 static int ends_with_gz(const char *path)
 {
@@ -55,7 +44,7 @@ static int ends_with_gz(const char *path)
     return len >= 3 && strcmp(path + len - 3, ".gz") == 0;
 }
 
-static char *concat(const char *a, const char *b)
+char *mx_idx_concat(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     char *s = malloc(la + lb + 1);
@@ -91,10 +80,10 @@ static int resolve_path(const char *path, char **out)
     MX_TRY(check_exists(path, &found));
     if (found || ends_with_gz(path)) {
         if (!found) return mx_error(MX_EIO, "'%s': not found", path);
-        *out = concat(path, "");
+        *out = mx_idx_concat(path, "");
         return *out ? MX_OK : mx_error(MX_ENOMEM, "out of memory for a file name");
     }
-    char *gz = concat(path, ".gz");
+    char *gz = mx_idx_concat(path, ".gz");
     if (!gz) return mx_error(MX_ENOMEM, "out of memory for a file name");
     int rc = check_exists(gz, &found);
     if (rc == MX_OK && !found)
@@ -111,7 +100,18 @@ static int idx_open(idx_file *f, const char *path)
 {
     f->gz = NULL;
     f->compressed = 0;
+    f->sized = 0;
+    f->size = 0;
     MX_TRY(resolve_path(path, &f->path));
+    struct stat st;
+    if (stat(f->path, &st) != 0) {
+        int rc = mx_error(MX_EIO, "'%s': cannot open: %s", f->path, strerror(errno));
+        free(f->path);
+        f->path = NULL;
+        return rc;
+    }
+    f->sized = S_ISREG(st.st_mode);
+    f->size = (uint64_t)st.st_size;
     errno = 0;
     f->gz = gzopen(f->path, "rb");
     if (!f->gz) {
@@ -183,13 +183,37 @@ static uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* The magic is 0, 0, an element type, a dimension count: say which part is wrong, since
+ * "wrong magic" alone leaves a user guessing whether the file is IDX at all. */
+static const char *idx_type_name(unsigned type)
+{
+    switch (type) {
+    case 0x08: return "unsigned bytes";
+    case 0x09: return "signed bytes";
+    case 0x0B: return "16-bit integers";
+    case 0x0C: return "32-bit integers";
+    case 0x0D: return "32-bit floats";
+    case 0x0E: return "64-bit floats";
+    default: return NULL;
+    }
+}
+
 static int check_magic(const idx_file *f, uint32_t magic, uint32_t expected, const char *what)
 {
     if (magic == expected) return MX_OK;
-    uint32_t other = expected == IDX_IMAGES_MAGIC ? IDX_LABELS_MAGIC : IDX_IMAGES_MAGIC;
-    const char *hint = magic == other ? "; this is the other kind of IDX file: are the image "
-                                        "and label paths swapped?"
-                                      : "";
+    const uint32_t other = expected == IDX_IMAGES_MAGIC ? IDX_LABELS_MAGIC : IDX_IMAGES_MAGIC;
+    const unsigned type = magic >> 8 & 0xff, dims = magic & 0xff, want_dims = expected & 0xff;
+    const char *type_name = magic >> 16 == 0 ? idx_type_name(type) : NULL;
+    char hint[160] = "; not an IDX file";
+    if (magic == other)
+        snprintf(hint, sizeof hint, "; this is the other kind of IDX file: are the image and "
+                                    "label paths swapped?");
+    else if (type_name && type != (expected >> 8 & 0xff))
+        snprintf(hint, sizeof hint, "; its elements are %s (type 0x%02x), only unsigned bytes "
+                 "(0x08) are read", type_name, type);
+    else if (type_name)
+        snprintf(hint, sizeof hint, "; it declares %u dimensions, IDX %s have %u", dims, what,
+                 want_dims);
     return mx_error(MX_EFORMAT,
                     "'%s': wrong magic 0x%08x, expected 0x%08x (IDX %s, unsigned bytes)%s",
                     f->path, (unsigned)magic, (unsigned)expected, what, hint);
@@ -263,6 +287,15 @@ static int read_payload(idx_file *f, size_t header, uint64_t total, const char *
                       "'%s': header says %s (%llu bytes) but the %s has more data after that",
                       f->path, claim, (unsigned long long)(header + total),
                       f->compressed ? "decompressed stream" : "file");
+    /* All the data arrived but the 8-byte gzip trailer (CRC and length) did not: zlib says
+     * so only as a short read, and without the CRC nothing vouches for the data. */
+    int errnum = Z_OK;
+    if (rc == MX_OK && f->compressed) gzerror(f->gz, &errnum);
+    if (errnum == Z_BUF_ERROR)
+        rc = mx_error(MX_EFORMAT,
+                      "'%s': truncated: %s (%llu bytes) all decompressed, but the gzip file is cut "
+                      "short before its trailer (CRC and length), so the data cannot be verified",
+                      f->path, claim, (unsigned long long)(header + total));
     if (rc < 0) {
         free(buf);
         return rc;
@@ -271,7 +304,57 @@ static int read_payload(idx_file *f, size_t header, uint64_t total, const char *
     return MX_OK;
 }
 
-static int load_images(idx_images *im, const char *path)
+/* The header's promise against the file, before any allocation. A raw file must be exactly
+ * header + data (shorter: truncated; longer: the header lies); a gzip file cannot expand
+ * beyond deflate's ratio. Files that are not regular (a pipe) have no size to compare:
+ * the buffer then grows as data arrives, up to the caps already checked. */
+static int check_declared(const idx_file *f, uint64_t header, uint64_t total, const char *claim)
+{
+    const unsigned long long want = header + total, size = f->size;
+    if (!f->sized) return MX_OK;
+    if (!f->compressed && size < want)
+        return mx_error(MX_EFORMAT, "'%s': truncated: header says %s (%llu bytes) but the file "
+                        "ends after %llu bytes", f->path, claim, want, size);
+    if (!f->compressed && size > want)
+        return mx_error(MX_EFORMAT, "'%s': header says %s (%llu bytes) but the file has %llu "
+                        "bytes: more data after that", f->path, claim, want, size);
+    if (f->compressed && want / MX_IDX_GZIP_MAX_RATIO > size)
+        return mx_error(MX_EFORMAT, "'%s': header says %s (%llu bytes), more than this %llu-byte "
+                        "gzip file can hold (deflate expands at most %ux): the header is wrong "
+                        "or the file is cut short", f->path, claim, want, size,
+                        MX_IDX_GZIP_MAX_RATIO);
+    return MX_OK;
+}
+
+/* Field by field, so that the message names the value that is out of bounds; products are
+ * formed only once each factor is bounded, so none can overflow. */
+static int check_image_dims(const idx_file *f, uint32_t n, uint32_t rows, uint32_t cols)
+{
+    if (n == 0 || n > MX_IDX_MAX_SAMPLES)
+        return mx_error(MX_EFORMAT, "'%s': header says %u images; accepted 1..%u", f->path,
+                        (unsigned)n, MX_IDX_MAX_SAMPLES);
+    if (rows == 0 || cols == 0 || rows > MX_IDX_MAX_SIDE || cols > MX_IDX_MAX_SIDE)
+        return mx_error(MX_EFORMAT, "'%s': header says images of %ux%u; each side must be 1..%u",
+                        f->path, (unsigned)rows, (unsigned)cols, MX_IDX_MAX_SIDE);
+    if ((uint64_t)rows * cols > MX_IDX_MAX_IMAGE_PIXELS)
+        return mx_error(MX_EFORMAT, "'%s': header says images of %ux%u (%llu pixels); accepted at "
+                        "most %u pixels per image", f->path, (unsigned)rows, (unsigned)cols,
+                        (unsigned long long)rows * cols, MX_IDX_MAX_IMAGE_PIXELS);
+    return MX_OK;
+}
+
+static int check_image_total(const idx_file *f, uint64_t total, const char *claim)
+{
+    if (total > MX_IDX_MAX_PIXEL_BYTES || total > SIZE_MAX / sizeof(float))
+        return mx_error(MX_EFORMAT, "'%s': header says %s (%llu pixel bytes); accepted at most "
+                        "%llu", f->path, claim, (unsigned long long)total,
+                        (unsigned long long)(MX_IDX_MAX_PIXEL_BYTES < SIZE_MAX / sizeof(float)
+                                                 ? MX_IDX_MAX_PIXEL_BYTES
+                                                 : SIZE_MAX / sizeof(float)));
+    return MX_OK;
+}
+
+int mx_idx_read_images(mx_idx_images *im, const char *path)
 {
     idx_file f;
     uint8_t hdr[IDX_IMAGES_HEADER];
@@ -279,33 +362,32 @@ static int load_images(idx_images *im, const char *path)
     memset(im, 0, sizeof *im);
     MX_TRY(idx_open(&f, path));
     int rc = read_header(&f, hdr, sizeof hdr, IDX_IMAGES_MAGIC, "images");
+    uint64_t total = 0;
     if (rc == MX_OK) {
         im->n = be32(hdr + 4);
         im->rows = be32(hdr + 8);
         im->cols = be32(hdr + 12);
         snprintf(claim, sizeof claim, "%u images of %ux%u", (unsigned)im->n,
                  (unsigned)im->rows, (unsigned)im->cols);
-        if (im->n == 0 || im->n > INT_MAX)
-            rc = mx_error(MX_EFORMAT, "'%s': header says %u images; accepted 1..%d", f.path,
-                          (unsigned)im->n, INT_MAX);
-        else if (im->rows == 0 || im->cols == 0 || im->rows > IDX_MAX_SIDE ||
-                 im->cols > IDX_MAX_SIDE)
-            rc = mx_error(MX_EFORMAT, "'%s': header says images of %ux%u; each side must be 1..%u",
-                          f.path, (unsigned)im->rows, (unsigned)im->cols, IDX_MAX_SIDE);
+        rc = check_image_dims(&f, im->n, im->rows, im->cols);
     }
     if (rc == MX_OK) {
-        uint64_t total = (uint64_t)im->n * im->rows * im->cols;
-        if (total > SIZE_MAX / sizeof(float))
-            rc = mx_error(MX_EFORMAT, "'%s': header says %s, too large for this machine", f.path,
-                          claim);
-        else
-            rc = read_payload(&f, sizeof hdr, total, claim, &im->pixels);
+        total = (uint64_t)im->n * im->rows * im->cols;
+        rc = check_declared(&f, sizeof hdr, total, claim);
+    }
+    if (rc == MX_OK) rc = check_image_total(&f, total, claim);
+    if (rc == MX_OK) rc = read_payload(&f, sizeof hdr, total, claim, &im->pixels);
+    if (rc == MX_OK) {
+        im->path = f.path; /* handed over: the messages of later checks name it */
+        f.path = NULL;
+    } else {
+        memset(im, 0, sizeof *im);
     }
     idx_close(&f);
     return rc;
 }
 
-static int load_labels(idx_labels *lb, const char *path)
+int mx_idx_read_labels(mx_idx_labels *lb, const char *path)
 {
     idx_file f;
     uint8_t hdr[IDX_LABELS_HEADER];
@@ -316,109 +398,37 @@ static int load_labels(idx_labels *lb, const char *path)
     if (rc == MX_OK) {
         lb->n = be32(hdr + 4);
         snprintf(claim, sizeof claim, "%u labels", (unsigned)lb->n);
-        rc = read_payload(&f, sizeof hdr, lb->n, claim, &lb->labels);
+        if (lb->n == 0 || lb->n > MX_IDX_MAX_SAMPLES)
+            rc = mx_error(MX_EFORMAT, "'%s': header says %u labels; accepted 1..%u", f.path,
+                          (unsigned)lb->n, MX_IDX_MAX_SAMPLES);
     }
+    if (rc == MX_OK) rc = check_declared(&f, sizeof hdr, lb->n, claim);
+    if (rc == MX_OK) rc = read_payload(&f, sizeof hdr, lb->n, claim, &lb->labels);
     for (uint32_t i = 0; rc == MX_OK && i < lb->n; i++)
-        if (lb->labels[i] > IDX_MAX_LABEL)
+        if (lb->labels[i] > MX_IDX_MAX_LABEL)
             rc = mx_error(MX_EFORMAT, "'%s': label %u at index %u is out of range; accepted 0..%d",
-                          f.path, (unsigned)lb->labels[i], (unsigned)i, IDX_MAX_LABEL);
-    if (rc < 0) {
+                          f.path, (unsigned)lb->labels[i], (unsigned)i, MX_IDX_MAX_LABEL);
+    if (rc == MX_OK) {
+        lb->path = f.path;
+        f.path = NULL;
+    } else {
         free(lb->labels);
-        lb->labels = NULL;
+        memset(lb, 0, sizeof *lb);
     }
     idx_close(&f);
     return rc;
 }
 
-/* Pixels become float in [0,1]; the u8 buffers are freed either way. */
-static int build_dataset(mx_dataset *ds, idx_images *im, idx_labels *lb)
+void mx_idx_images_free(mx_idx_images *im)
 {
-    size_t count = (size_t)im->n * im->rows * im->cols;
-    float *images = malloc(count * sizeof *images);
-    if (!images) {
-        free(im->pixels);
-        free(lb->labels);
-        return mx_error(MX_ENOMEM, "out of memory for %zu image values", count);
-    }
-    for (size_t i = 0; i < count; i++) images[i] = im->pixels[i] / 255.0f;
     free(im->pixels);
-
-    int maxlabel = 0;
-    for (uint32_t i = 0; i < lb->n; i++)
-        if (lb->labels[i] > maxlabel) maxlabel = lb->labels[i];
-    ds->n = (int)im->n;
-    ds->c = 1;
-    ds->h = (int)im->rows;
-    ds->w = (int)im->cols;
-    /* A split may lack the top classes (a small test file); the MNIST family has ten. */
-    ds->nclasses = maxlabel + 1 > 10 ? maxlabel + 1 : 10;
-    ds->images = images;
-    ds->labels = lb->labels;
-    return MX_OK;
+    free(im->path);
+    memset(im, 0, sizeof *im);
 }
 
-int mx_idx_load(mx_dataset *ds, const char *images_path, const char *labels_path)
+void mx_idx_labels_free(mx_idx_labels *lb)
 {
-    idx_images im;
-    idx_labels lb;
-    memset(ds, 0, sizeof *ds);
-    MX_TRY(load_images(&im, images_path));
-    int rc = load_labels(&lb, labels_path);
-    if (rc < 0) {
-        free(im.pixels);
-        return rc;
-    }
-    if (im.n != lb.n) {
-        free(im.pixels);
-        free(lb.labels);
-        return mx_error(MX_EFORMAT, "'%s' has %u images but '%s' has %u labels", images_path,
-                        (unsigned)im.n, labels_path, (unsigned)lb.n);
-    }
-    return build_dataset(ds, &im, &lb);
-}
-
-static int load_split(mx_dataset *ds, const char *dir, const char *split)
-{
-    char *prefix = malloc(strlen(dir) + strlen(split) + 2);
-    if (!prefix) return mx_error(MX_ENOMEM, "out of memory for a file name");
-    sprintf(prefix, "%s/%s", dir, split);
-    char *images = concat(prefix, "-images-idx3-ubyte");
-    char *labels = concat(prefix, "-labels-idx1-ubyte");
-    int rc = images && labels ? mx_idx_load(ds, images, labels)
-                              : mx_error(MX_ENOMEM, "out of memory for a file name");
-    free(prefix);
-    free(images);
-    free(labels);
-    return rc;
-}
-
-int mx_idx_load_dir(mx_dataset *train, mx_dataset *test, const char *dir)
-{
-    memset(test, 0, sizeof *test);
-    MX_TRY(load_split(train, dir, "train"));
-    int rc = load_split(test, dir, "t10k");
-    if (rc < 0) mx_dataset_free(train);
-    return rc;
-}
-
-int mx_idx_dir_check(const char *dir)
-{
-    static const char *const names[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
-    char path[4096];
-    for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (access(path, R_OK) == 0) continue;
-        snprintf(path, sizeof path, "%s/%s.gz", dir, names[i]);
-        if (access(path, R_OK) == 0) continue;
-        return mx_error(MX_EIO, "'%s/%s' not found (nor with .gz): an IDX dataset directory holds "
-                        "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]", dir, names[i]);
-    }
-    return MX_OK;
-}
-
-const char *mx_dataset_default_dir(void)
-{
-    const char *env = getenv("MXBENCH_DATA");
-    return env && *env ? env : MX_FASHION_MNIST_DIR;
+    free(lb->labels);
+    free(lb->path);
+    memset(lb, 0, sizeof *lb);
 }

@@ -1,0 +1,22 @@
+/* Upper bounds on every count mxbench accepts, stated once: the option tables, --help and the
+ * shared validation of `train` and `sweep` (trainer.c mx_train_config_check) use these.
+ * Each bound keeps the arithmetic built on it (steps x epochs x repeats, batch x sample
+ * size, threads) far from overflow and the memory it sizes finite. */
+#ifndef MX_LIMITS_H
+#define MX_LIMITS_H
+
+#define MX_MAX_BATCH 65536            /* samples per step */
+#define MX_MAX_EPOCHS 10000
+#define MX_MAX_STEPS 4000000          /* --steps */
+#define MX_MAX_REPEATS 1000
+#define MX_MAX_TOTAL_STEPS 4000000    /* steps of all epochs and repeats: the series' memory */
+#define MX_MAX_WARMUP_STEPS 4000000
+#define MX_MAX_THREADS_PER_DEVICE 256
+#define MX_MAX_THREADS_TOTAL 1024     /* devices x threads per device */
+#define MX_MAX_SEED 2147483647
+#define MX_MAX_LR 1e6
+#define MX_MAX_WORK_LOAD 1e6          /* one device's relative share of a batch */
+#define MX_MAX_TIMEOUT_S 1e7          /* sweep --timeout, seconds (about 115 days) */
+#define MX_MAX_LOG_INTERVAL 1000000   /* batches */
+
+#endif

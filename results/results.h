@@ -59,4 +59,10 @@ int mx_results_remove_leftovers(const char *path, const char *const *tags, int n
 int mx_results_load(const char *path, mx_results *out);
 void mx_results_free(mx_results *r);
 
+/* mx_results_load reads a file first in a child process, so that a file on which libhdf5
+ * itself crashes is refused instead of taking the command down (results.c). On (the default)
+ * or off; the structure-aware fuzzer turns it off: it builds every file through HDF5's own
+ * API, so it looks for faults in mxbench's reader, and a fork per input would slow it tenfold. */
+void mx_results_set_isolation(int on);
+
 #endif

@@ -112,5 +112,17 @@ else
     grep -q '"kvstore": "none"' "$T/rep.json" && pass "json: kvstore none (no python3 to check more)" || fail "json: no kvstore none"
 fi
 
+# A file on which libhdf5 1.10.8 itself crashes (found by fuzzing raw bytes of a results
+# file): read in a child process first, so every reader refuses it (exit 2) instead of dying.
+SRC=${2:?usage: test_results_cli.sh MXBENCH SOURCE_DIR BUILD_DIR}
+for cmd in "report" "compare $SRC/tests/data/hdf5_crash.h5" "plot"; do
+    # shellcheck disable=SC2086
+    "$MX" $cmd "$SRC/tests/data/hdf5_crash.h5" >"$T/o" 2>"$T/e"
+    rc=$?
+    [ $rc -eq 2 ] && grep -q "HDF5 library crashed on it" "$T/e" &&
+        pass "${cmd%% *} of a file that crashes libhdf5: exit 2, named" ||
+        fail "${cmd%% *} of a file that crashes libhdf5: expected exit 2 and a message, saw $rc: $(head -2 "$T/e")"
+done
+
 echo "test_results_cli: $npass passed, $nfail failed"
 [ $nfail -eq 0 ]

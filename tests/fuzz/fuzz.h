@@ -52,11 +52,13 @@ static inline const char *fz_str(fz_reader *r, char *buf, size_t max)
     return buf;
 }
 
-/* <dir>/mxfuzz-<pid>-<name>: per process, so parallel fuzzing jobs do not collide. /dev/shm
- * keeps the files in memory; /tmp where it is missing. */
+/* <dir>/mxfuzz-<pid>-<name>: per process, so parallel fuzzing jobs do not collide. dir is
+ * $MX_FUZZ_TMPDIR (scripts/fuzz.sh: a directory it removes, with what a crash left), else
+ * /dev/shm, which keeps the files in memory, else /tmp. */
 static inline const char *fz_path(char *buf, size_t n, const char *name)
 {
-    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    const char *dir = getenv("MX_FUZZ_TMPDIR");
+    if (!dir || !*dir) dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(buf, n, "%s/mxfuzz-%ld-%s", dir, (long)getpid(), name);
     return buf;
 }

@@ -1,13 +1,25 @@
 /* The compute backend: one table of functions per device kind (cpu, cuda). Layers,
  * strategies and kvstores call these and never test which backend they run on; pointers
- * passed in are device memory of that backend unless a name says host. */
+ * passed in are device memory of that backend unless a name says host.
+ *
+ * Sizes and offsets of tensors are counted in elements of the tensor's dtype (dtype.h);
+ * the ops without a dtype argument work on f32, and copies, zero and alloc take bytes.
+ *
+ * Ops return void so the hot paths stay plain calls. A backend whose op fails (a CUDA
+ * launch, an allocation inside an op, an unsupported type) records its first failure with
+ * mx_backend_fail; the error is sticky and surfaces as the return value of `sync`, so a
+ * caller checks once per phase, not per op. */
 #ifndef MX_BACKEND_H
 #define MX_BACKEND_H
+
+#include "dtype.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct mx_backend mx_backend;
+/* Opaque: each backend allocates its own event object and casts it (CPU: a host time). */
+typedef struct mx_event mx_event;
 
 typedef enum { MX_COPY_H2D, MX_COPY_D2H, MX_COPY_D2D } mx_copy_kind;
 
@@ -25,22 +37,77 @@ typedef struct {
     int oh, ow;
 } mx_pool_desc;
 
+/* A timeline hook (mx_backend_set_range_hook): called on range_push (push = 1, with the
+ * range's name) and range_pop (push = 0, name NULL) with the host time in seconds. */
+typedef void (*mx_range_hook)(void *user, mx_backend *be, const char *name, int push, double t);
+
+/* The table of a backend kind. Ops marked OPTIONAL may be left NULL: mx_backend_register
+ * fills them from the defaults in backend.c (named after each), so a new backend
+ * implements only what its device needs. Every other op is required. */
 typedef struct {
-    const char *name;
+    const char *name;         /* the kind, as --device and mx_backend_create name it */
+    const char *device_type;  /* what a result records as its device_type: "cpu" or "cuda" */
+    /* OPTIONAL: per-device setup and teardown of be->ctx (streams, library handles).
+     * open fails with an MX_E* code and mx_error's message; default: nothing to do. */
+    int (*open)(mx_backend *be);
+    void (*close)(mx_backend *be);
+
     /* ---- memory */
     void *(*alloc)(mx_backend *be, size_t bytes);   /* zero-filled; NULL on failure */
     void (*free)(mx_backend *be, void *p);
+    /* Synchronous: returns once the bytes are at dst (host memory is reusable at once). */
     void (*copy)(mx_backend *be, void *dst, const void *src, size_t bytes, mx_copy_kind kind);
     void (*zero)(mx_backend *be, void *p, size_t bytes);
-    void (*sync)(mx_backend *be);                   /* waits for queued work */
-    /* Prepares the calling thread to drive this device (CPU: OpenMP and BLAS thread counts
-     * are per thread, and the device's threads are pinned to its cores where the devices fit
-     * on the machine; CUDA: the current device). Every thread that computes on be calls it. */
+    /* OPTIONAL: waits for queued work, then returns MX_OK or the sticky error, re-raised
+     * through mx_error with its message (it stays set). Implementations end with
+     * `return mx_backend_error(be);`. Default: that alone (a synchronous backend). */
+    int (*sync)(mx_backend *be);
+    /* OPTIONAL: prepares the calling thread to drive this device (CPU: OpenMP and BLAS
+     * thread counts are per thread, and the device's threads are pinned to its cores where
+     * the devices fit on the machine; CUDA: the current device). Every thread that computes
+     * on be calls it. Default: nothing to do. */
     void (*bind_thread)(mx_backend *be);
+    /* OPTIONAL: queued behind earlier work on be; host memory must stay valid and unchanged
+     * until an event recorded after it has completed (or sync). Default: copy. */
+    void (*copy_async)(mx_backend *be, void *dst, const void *src, size_t bytes, mx_copy_kind kind);
+    /* OPTIONAL: bytes from src on src_be to dst on dst_be (called on dst_be's table; the
+     * kinds may differ). Synchronous as copy. Default: staged through host memory. */
+    void (*copy_peer)(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes);
 
-    /* ---- dense algebra; row-major C = alpha * op(A) op(B) + beta * C */
+    /* ---- events: points in a backend's queue of work. OPTIONAL, all five together;
+     * default: a host timestamp taken after sync (so on a synchronous backend, now). */
+    mx_event *(*event_create)(mx_backend *be);        /* NULL on failure, sticky error set */
+    void (*event_record)(mx_backend *be, mx_event *ev); /* marks the end of work queued so far */
+    void (*event_wait)(mx_backend *be, mx_event *ev);   /* later work on be waits for ev (any backend's) */
+    double (*event_elapsed)(mx_backend *be, mx_event *start, mx_event *end); /* seconds; waits for end */
+    void (*event_destroy)(mx_backend *be, mx_event *ev);
+    /* ---- OPTIONAL: named ranges for profilers (NVTX on CUDA). Default: the backend's
+     * range hook if one is set, else nothing. name is copied if kept. */
+    void (*range_push)(mx_backend *be, const char *name);
+    void (*range_pop)(mx_backend *be);
+
+    /* ---- typed ops (the element types of dtype.h) */
+    /* OPTIONAL: n elements of src_type at src to dst_type at dst, rounded as dtype.h
+     * (nearest even, overflow to inf, NaN kept). Same type: a copy. dst and src must not
+     * overlap unless they are the same buffer and type. Default: a scalar host loop. */
+    void (*cast)(mx_backend *be, size_t n, void *dst, mx_dtype dst_type, const void *src, mx_dtype src_type);
+    /* OPTIONAL: how many of the n elements are NaN or +-inf (host value; AMP skips a step
+     * on any). Default: a scalar host loop. */
+    size_t (*count_nonfinite)(mx_backend *be, size_t n, const void *x, mx_dtype type);
+
+    /* ---- dense algebra; row-major C = alpha * op(A) op(B) + beta * C.
+     * gemm_ex: A, B and C each of their own type, leading dimensions in elements; products
+     * accumulate in the compute type (f32 only: anything else fails with MX_EUNSUPPORTED;
+     * a backend may use TF32 for f32 when its user allows it). Half operands are widened
+     * to f32 exactly and C is rounded back to its type once, as tensor cores do; with
+     * beta = 0, C is not read. gemm is gemm_ex with every type f32. A table must give at
+     * least one of the two; the other (OPTIONAL) defaults to calling it, half operands
+     * through f32 device temporaries and cast. */
     void (*gemm)(mx_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc);
+    void (*gemm_ex)(mx_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const void *a,
+                    mx_dtype a_type, int lda, const void *b, mx_dtype b_type, int ldb, float beta, void *c,
+                    mx_dtype c_type, int ldc, mx_dtype compute_type);
     /* y viewed as [outer][c][inner]: y[o][j][i] += b[j]; backward db[j] += sum over o, i.
      * Dense layers use inner = 1, convolutions outer = batch, inner = h*w. */
     void (*bias_forward)(mx_backend *be, int outer, int c, int inner, float *y, const float *b);
@@ -93,13 +160,28 @@ typedef struct {
 } mx_backend_ops;
 
 struct mx_backend {
-    const mx_backend_ops *ops;
+    const mx_backend_ops *ops; /* the registered table, defaults filled */
     int device;      /* device index within its kind */
     int nthreads;    /* CPU: threads for BLAS and kernels on this device */
     void *scratch;   /* per-device workspace, see mx_backend_scratch */
     size_t scratch_bytes;
-    void *ctx;       /* backend-private state */
+    void *ctx;       /* backend-private state (open/close) */
+    /* The sticky error, behind a pointer so that a copy of this struct made for one
+     * thread (cpu_conv.c) still records into the device's state. */
+    struct mx_backend_status *status;
+    mx_range_hook range_hook; /* see mx_backend_set_range_hook */
+    void *range_user;
 };
+
+/* ---- registry: the only place that knows which backends this build has */
+
+/* Adds a backend kind (tests add failing or minimal ones). The table is copied and its
+ * NULL optional ops filled with the defaults; fails if the name is taken, a required op
+ * is NULL (named in the message) or the registry is full. */
+int mx_backend_register(const mx_backend_ops *ops);
+/* The registered table of a kind, defaults filled (device_type for records), or NULL. */
+const mx_backend_ops *mx_backend_find(const char *kind);
+const char *mx_backend_names(void); /* "cpu|..." for messages and --help */
 
 /* Creates a backend of the named kind ("cpu"; "cuda" where built) for one device. */
 int mx_backend_create(mx_backend **out, const char *kind, int device, int nthreads);
@@ -108,7 +190,26 @@ void mx_backend_destroy(mx_backend *be);
  * across devices: each device has its own backend). NULL on allocation failure. */
 void *mx_backend_scratch(mx_backend *be, size_t bytes);
 
-/* The CPU backend's table; used by mx_backend_create and by tests. */
+/* ---- the sticky error */
+
+/* For implementations: records the first failure of be (code: a negative MX_E*; the
+ * message names the call and what it said). Later failures are dropped: the first is the
+ * cause, the rest its consequences. Safe from any thread. */
+void mx_backend_fail(mx_backend *be, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* MX_OK, or the sticky error's code with its message re-raised through mx_error (naming
+ * the backend and device), without waiting for queued work. */
+int mx_backend_error(const mx_backend *be);
+
+/* For gemm_ex implementations: MX_OK if every dtype is known and the compute type is
+ * f32; otherwise records the sticky error (naming the bad type) and returns its code. */
+int mx_backend_check_gemm_types(mx_backend *be, mx_dtype a, mx_dtype b, mx_dtype c, mx_dtype compute);
+
+/* Sets the hook the default range ops call (NULL: ranges are no-ops). Not thread-safe
+ * against ranges in flight on be: set it before the run. */
+void mx_backend_set_range_hook(mx_backend *be, mx_range_hook hook, void *user);
+
+/* The CPU backend's table as written (optional ops NULL): register it or take it through
+ * mx_backend_create; tests copy it to build variants. */
 extern const mx_backend_ops mx_cpu_backend_ops;
 /* Sets the process-wide BLAS thread count (OpenBLAS keeps one global setting). */
 void mx_cpu_set_blas_threads(int n);

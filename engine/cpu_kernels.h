@@ -15,6 +15,17 @@ static inline int mx_cpu_team(const mx_backend *be, size_t work)
 void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                  const float *b, int ldb, float beta, float *c, int ldc);
 
+/* Typed ops (cpu_typed.c). The _host forms are plain loops over host memory with up to
+ * nthreads threads, shared with backend.c's defaults. */
+void mx_cpu_cast_host(int nthreads, size_t n, void *dst, mx_dtype dt, const void *src, mx_dtype st);
+size_t mx_cpu_count_nonfinite_host(int nthreads, size_t n, const void *x, mx_dtype t);
+void mx_cpu_cast(mx_backend *be, size_t n, void *dst, mx_dtype dst_type, const void *src, mx_dtype src_type);
+size_t mx_cpu_count_nonfinite(mx_backend *be, size_t n, const void *x, mx_dtype type);
+void mx_cpu_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes);
+void mx_cpu_gemm_ex(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const void *a, mx_dtype at,
+                    int lda, const void *b, mx_dtype bt, int ldb, float beta, void *c, mx_dtype ct, int ldc,
+                    mx_dtype compute);
+
 void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                            const float *w);
 void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,

@@ -1,6 +1,11 @@
 /* Layers: each family is one file holding a table of ops (setup, forward, backward, flops)
- * listed once in layers.def. Contract: parameter gradients accumulate (+=) so that
- * micro-batches can add up; activation gradients are written (=). */
+ * listed once in layers.def. A layer object holds what is constant for its parameters
+ * (descriptors, pointers into the parameter set, batch-norm running statistics); what one
+ * micro-batch's backward needs from its forward (argmax, batch statistics, inner
+ * activations) is saved state that the execution context owns and passes in, so several
+ * contexts can hold micro-batches in flight through the same layer. Contract: parameter
+ * gradients accumulate (+=) so that micro-batches can add up; activation gradients are
+ * written (=). */
 #ifndef MX_LAYER_H
 #define MX_LAYER_H
 
@@ -27,37 +32,56 @@ typedef struct {
 typedef struct mx_net_builder mx_net_builder;
 typedef struct mx_layer mx_layer;
 
+/* Saved state is one block of device memory per layer and context, state_bytes(l, max_batch)
+ * long (64-byte aligned). A layer lays it out from the n of the call: forward and the
+ * backward that reads it get the same n, and a layout for n <= max_batch must fit in
+ * state_bytes(l, max_batch). */
+#define MX_STATE_ALIGN 64
+static inline size_t mx_state_align(size_t bytes)
+{
+    return (bytes + MX_STATE_ALIGN - 1) / MX_STATE_ALIGN * MX_STATE_ALIGN;
+}
+
 typedef struct {
     const char *kind;
-    size_t priv_size; /* bytes of per-layer state, zeroed, freed with the net */
-    /* Checks spec against l->in, sets l->out, registers parameters and buffers. */
+    size_t priv_size; /* bytes of per-layer constant setup, zeroed, freed with the parameter set */
+    /* Checks spec against l->in, sets l->out, registers parameters and model-state buffers. */
     int (*setup)(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b);
-    void (*forward)(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training);
-    /* din may be NULL when nothing upstream needs it (the first layer). */
-    void (*backward)(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
-                     const float *out);
+    /* Device bytes of saved state for batches up to max_batch; NULL when the layer keeps none. */
+    size_t (*state_bytes)(const mx_layer *l, int max_batch);
+    void (*forward)(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training);
+    /* din may be NULL when nothing upstream needs it (the first layer). state is what the
+     * training forward of these n samples left. */
+    void (*backward)(mx_layer *l, mx_backend *be, void *state, int n, float *din, const float *dout,
+                     const float *in, const float *out);
     double (*flops)(const mx_layer *l); /* forward FLOPs per sample (2 per multiply-add) */
 } mx_layer_ops;
 
 struct mx_layer {
     const mx_layer_ops *ops;
     mx_shape in, out;
-    int param_first, param_count; /* this layer's slice of the net's parameter table */
+    int param_first, param_count; /* this layer's slice of the parameter table */
     void *priv;
 };
 
+static inline size_t mx_layer_state_bytes(const mx_layer *l, int max_batch)
+{
+    return l->ops->state_bytes ? mx_state_align(l->ops->state_bytes(l, max_batch)) : 0;
+}
+
 /* ---- used by layer setup functions */
 
-/* Registers a parameter tensor of count floats; *w and *g are pointed into the net's
- * contiguous parameter and gradient buffers once every layer is set up. decay: whether
- * weight decay applies (weights yes; biases and batch-norm parameters no). */
+/* Registers a parameter tensor of count floats; *w and *g are pointed into the parameter
+ * set's contiguous parameter and gradient buffers once every layer is set up (they stay
+ * NULL for layers whose tensors the set does not hold). decay: whether weight decay
+ * applies (weights yes; biases and batch-norm parameters no). */
 int mx_builder_param(mx_net_builder *b, const char *name, size_t count, mx_init_kind init, int fan_in,
                      int fan_out, int decay, float **w, float **g);
-/* A device buffer freed with the net (activations, saved statistics, indices). */
+/* A device buffer of model state (not trained, not per micro-batch: batch-norm running
+ * statistics), zero-filled, freed with the parameter set. */
 void *mx_builder_buffer(mx_net_builder *b, size_t bytes);
-int mx_builder_max_batch(const mx_net_builder *b);
 mx_backend *mx_builder_backend(const mx_net_builder *b);
-/* Sets up a layer nested inside another (residual blocks): same registry, same net. */
+/* Sets up a layer nested inside another (residual blocks): same registry, same set. */
 int mx_builder_child(mx_net_builder *b, mx_layer *child, const mx_layer_spec *spec, mx_shape in);
 
 /* Layer registry, generated from layers.def. */

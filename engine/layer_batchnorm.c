@@ -1,6 +1,7 @@
 /* Batch normalisation per channel: batch statistics in training (running averages updated
  * with momentum 0.9, as MXNet), running statistics in evaluation. On several devices each
- * replica normalises with its own slice's statistics. */
+ * replica normalises with its own slice's statistics. The running statistics are model
+ * state (kept with the layer); the batch's mean and invstd are the context's saved state. */
 #include "layer.h"
 #include "status.h"
 
@@ -12,8 +13,7 @@
 typedef struct {
     float *gamma, *dgamma, *beta, *dbeta; /* [c] */
     float *run_mean, *run_var;            /* [c], not trained: buffers, not parameters */
-    float *mean, *invstd;                 /* [c], saved by the last training forward */
-} batchnorm;
+} batchnorm; /* saved state: float mean[c], invstd[c] of the batch */
 
 static int bn_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b)
 {
@@ -22,12 +22,10 @@ static int bn_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b)
     l->out = l->in;
     MX_TRY(mx_builder_param(b, "bn.gamma", c, MX_INIT_ONE, 0, 0, 0, &bn->gamma, &bn->dgamma));
     MX_TRY(mx_builder_param(b, "bn.beta", c, MX_INIT_ZERO, 0, 0, 0, &bn->beta, &bn->dbeta));
-    float *buf = mx_builder_buffer(b, sizeof(float) * 4 * c);
+    float *buf = mx_builder_buffer(b, sizeof(float) * 2 * c);
     if (!buf) return MX_ENOMEM;
     bn->run_mean = buf;
     bn->run_var = buf + c;
-    bn->mean = buf + 2 * c;
-    bn->invstd = buf + 3 * c;
     /* Running variance starts at 1; the buffer came zero-filled, which suits the mean. */
     float *ones = malloc(sizeof(float) * c);
     if (!ones) return mx_error(MX_ENOMEM, "out of memory setting up batchnorm");
@@ -38,24 +36,28 @@ static int bn_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b)
     return MX_OK;
 }
 
-static void bn_forward(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training)
+static size_t bn_state_bytes(const mx_layer *l, int max_batch) { return sizeof(float) * 2 * l->in.c; }
+
+static void bn_forward(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training)
 {
     batchnorm *bn = l->priv;
     const int hw = l->in.h * l->in.w;
+    float *mean = state, *invstd = mean + l->in.c;
     if (training)
-        be->ops->batchnorm_forward_train(be, n, l->in.c, hw, out, bn->mean, bn->invstd, bn->run_mean, bn->run_var,
-                                         in, bn->gamma, bn->beta, BN_EPS, BN_MOMENTUM);
+        be->ops->batchnorm_forward_train(be, n, l->in.c, hw, out, mean, invstd, bn->run_mean, bn->run_var, in,
+                                         bn->gamma, bn->beta, BN_EPS, BN_MOMENTUM);
     else
         be->ops->batchnorm_forward_infer(be, n, l->in.c, hw, out, in, bn->gamma, bn->beta, bn->run_mean, bn->run_var,
                                          BN_EPS);
 }
 
-static void bn_backward(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
-                        const float *out)
+static void bn_backward(mx_layer *l, mx_backend *be, void *state, int n, float *din,
+                        const float *dout, const float *in, const float *out)
 {
     batchnorm *bn = l->priv;
-    be->ops->batchnorm_backward(be, n, l->in.c, l->in.h * l->in.w, din, bn->dgamma, bn->dbeta, dout, in, bn->mean,
-                                bn->invstd, bn->gamma);
+    const float *mean = state, *invstd = mean + l->in.c;
+    be->ops->batchnorm_backward(be, n, l->in.c, l->in.h * l->in.w, din, bn->dgamma, bn->dbeta, dout, in, mean,
+                                invstd, bn->gamma);
 }
 
 static double bn_flops(const mx_layer *l) { return 2.0 * mx_shape_size(l->in); }
@@ -64,6 +66,7 @@ const mx_layer_ops mx_layer_batchnorm = {
     .kind = "batchnorm",
     .priv_size = sizeof(batchnorm),
     .setup = bn_setup,
+    .state_bytes = bn_state_bytes,
     .forward = bn_forward,
     .backward = bn_backward,
     .flops = bn_flops,

@@ -32,15 +32,15 @@ static int conv2d_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *
     return MX_OK;
 }
 
-static void conv2d_forward(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training)
+static void conv2d_forward(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training)
 {
     conv2d *cv = l->priv;
     be->ops->conv2d_forward(be, &cv->d, n, out, in, cv->w);
     if (cv->bias) be->ops->bias_forward(be, n, cv->d.oc, cv->d.oh * cv->d.ow, out, cv->b);
 }
 
-static void conv2d_backward(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
-                            const float *out)
+static void conv2d_backward(mx_layer *l, mx_backend *be, void *state, int n, float *din,
+                            const float *dout, const float *in, const float *out)
 {
     conv2d *cv = l->priv;
     if (cv->bias) be->ops->bias_backward(be, n, cv->d.oc, cv->d.oh * cv->d.ow, cv->db, dout);

@@ -21,15 +21,15 @@ static int dense_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b
     return mx_builder_param(b, "dense.b", d->units, MX_INIT_ZERO, 0, 0, 0, &d->b, &d->db);
 }
 
-static void dense_forward(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training)
+static void dense_forward(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training)
 {
     dense *d = l->priv;
     be->ops->gemm(be, 0, 1, n, d->units, d->inputs, 1.0f, in, d->inputs, d->w, d->inputs, 0.0f, out, d->units);
     be->ops->bias_forward(be, n, d->units, 1, out, d->b);
 }
 
-static void dense_backward(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
-                           const float *out)
+static void dense_backward(mx_layer *l, mx_backend *be, void *state, int n, float *din,
+                           const float *dout, const float *in, const float *out)
 {
     dense *d = l->priv;
     be->ops->gemm(be, 1, 0, d->units, d->inputs, n, 1.0f, dout, d->units, in, d->inputs, 1.0f, d->dw, d->inputs);

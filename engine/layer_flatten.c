@@ -8,13 +8,13 @@ static int flatten_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder 
     return 0;
 }
 
-static void flatten_forward(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training)
+static void flatten_forward(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training)
 {
     be->ops->copy(be, out, in, sizeof(float) * n * mx_shape_size(l->in), MX_COPY_D2D);
 }
 
-static void flatten_backward(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
-                             const float *out)
+static void flatten_backward(mx_layer *l, mx_backend *be, void *state, int n, float *din,
+                             const float *dout, const float *in, const float *out)
 {
     if (din) be->ops->copy(be, din, dout, sizeof(float) * n * mx_shape_size(l->in), MX_COPY_D2D);
 }

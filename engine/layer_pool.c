@@ -1,12 +1,11 @@
-/* Pooling layers: max pooling (window k, stride s, no padding; argmax saved for backward)
- * and global average pooling ([c][h][w] -> [c][1][1]). */
+/* Pooling layers: max pooling (window k, stride s, no padding; the argmax, saved state of
+ * the context, routes the gradient back) and global average pooling ([c][h][w] -> [c][1][1]). */
 #include "layer.h"
 #include "status.h"
 
 typedef struct {
     mx_pool_desc d;
-    int32_t *argmax; /* [max_batch][c][oh][ow] */
-} maxpool;
+} maxpool; /* saved state: int32_t argmax[n][c][oh][ow] */
 
 static int maxpool_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b)
 {
@@ -19,27 +18,32 @@ static int maxpool_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder 
     p->d.oh = (p->d.h - p->d.k) / stride + 1;
     p->d.ow = (p->d.w - p->d.k) / stride + 1;
     l->out = (mx_shape){p->d.c, p->d.oh, p->d.ow};
-    p->argmax = mx_builder_buffer(b, sizeof(int32_t) * mx_builder_max_batch(b) * mx_shape_size(l->out));
     return MX_OK;
 }
 
-static void maxpool_forward(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training)
+static size_t maxpool_state_bytes(const mx_layer *l, int max_batch)
 {
-    maxpool *p = l->priv;
-    be->ops->maxpool_forward(be, &p->d, n, out, p->argmax, in);
+    return sizeof(int32_t) * max_batch * mx_shape_size(l->out);
 }
 
-static void maxpool_backward(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
-                             const float *out)
+static void maxpool_forward(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training)
 {
     maxpool *p = l->priv;
-    if (din) be->ops->maxpool_backward(be, &p->d, n, din, dout, p->argmax);
+    be->ops->maxpool_forward(be, &p->d, n, out, state, in);
+}
+
+static void maxpool_backward(mx_layer *l, mx_backend *be, void *state, int n, float *din,
+                             const float *dout, const float *in, const float *out)
+{
+    maxpool *p = l->priv;
+    if (din) be->ops->maxpool_backward(be, &p->d, n, din, dout, state);
 }
 
 const mx_layer_ops mx_layer_maxpool = {
     .kind = "maxpool",
     .priv_size = sizeof(maxpool),
     .setup = maxpool_setup,
+    .state_bytes = maxpool_state_bytes,
     .forward = maxpool_forward,
     .backward = maxpool_backward,
 };
@@ -50,13 +54,13 @@ static int gap_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b)
     return MX_OK;
 }
 
-static void gap_forward(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training)
+static void gap_forward(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training)
 {
     be->ops->avgpool_global_forward(be, n, l->in.c, l->in.h * l->in.w, out, in);
 }
 
-static void gap_backward(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
-                         const float *out)
+static void gap_backward(mx_layer *l, mx_backend *be, void *state, int n, float *din,
+                         const float *dout, const float *in, const float *out)
 {
     if (din) be->ops->avgpool_global_backward(be, n, l->in.c, l->in.h * l->in.w, din, dout);
 }

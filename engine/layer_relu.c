@@ -7,13 +7,13 @@ static int relu_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b)
     return 0;
 }
 
-static void relu_forward(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training)
+static void relu_forward(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training)
 {
     be->ops->relu_forward(be, n * mx_shape_size(l->in), out, in);
 }
 
-static void relu_backward(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
-                          const float *out)
+static void relu_backward(mx_layer *l, mx_backend *be, void *state, int n, float *din,
+                          const float *dout, const float *in, const float *out)
 {
     if (din) be->ops->relu_backward(be, n * mx_shape_size(l->in), din, dout, out);
 }

@@ -1,18 +1,52 @@
 /* Residual basic block (He et al. 2016): relu(bn(conv3x3(relu(bn(conv3x3 x)))) + shortcut),
  * where the shortcut is x itself or, when the stride or the channel count changes, a 1x1
- * convolution with that stride followed by batch norm. Built from the other layers. */
+ * convolution with that stride followed by batch norm. Built from the other layers; its
+ * saved state holds the sub-layers' states and outputs, so a context owns all of it. */
 #include "layer.h"
 #include "status.h"
+
+#include <stdint.h>
 
 enum { C1, B1, R1, C2, B2, PC, PB, NSUB };
 
 typedef struct {
     mx_layer sub[NSUB];
     int project;
+} residual;
+
+/* Where one call's saved state lies: laid out from n (see layer.h). */
+typedef struct {
+    void *sub[NSUB];  /* sub-layer states (NULL when a sub-layer keeps none) */
     float *act[NSUB]; /* outputs of each sub-layer (R1's feeds C2); PC/PB only if project */
     float *sum;       /* main branch + shortcut, before the final relu */
-    float *g[3];      /* activation-gradient workspaces */
-} residual;
+    float *g[3];      /* activation-gradient workspaces of backward */
+} res_state;
+
+static int nsub(const residual *r) { return r->project ? NSUB : PC; }
+
+/* Bytes of the state for n samples; with base non-NULL also fills st with the pointers. */
+static size_t res_layout(const mx_layer *l, int n, char *base, res_state *st)
+{
+    const residual *r = l->priv;
+    size_t off = 0, at;
+#define RES_TAKE(bytes) (at = off, off += mx_state_align(bytes), base ? (void *)(base + at) : NULL)
+    for (int i = 0; i < nsub(r); i++) {
+        const size_t sb = mx_layer_state_bytes(&r->sub[i], n);
+        st->sub[i] = sb ? RES_TAKE(sb) : NULL;
+        st->act[i] = RES_TAKE(sizeof(float) * n * mx_shape_size(r->sub[i].out));
+    }
+    const size_t in = mx_shape_size(l->in), out = mx_shape_size(l->out);
+    st->sum = RES_TAKE(sizeof(float) * n * out);
+    for (int k = 0; k < 3; k++) st->g[k] = RES_TAKE(sizeof(float) * n * (in > out ? in : out));
+#undef RES_TAKE
+    return off;
+}
+
+static size_t residual_state_bytes(const mx_layer *l, int max_batch)
+{
+    res_state st;
+    return res_layout(l, max_batch, NULL, &st);
+}
 
 static int residual_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b)
 {
@@ -29,66 +63,66 @@ static int residual_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder
         [PB] = {.kind = "batchnorm"},
     };
     r->project = stride != 1 || oc != l->in.c;
-    const int nsub = r->project ? NSUB : PC;
-    const int maxb = mx_builder_max_batch(b);
     mx_shape in = l->in;
-    for (int i = 0; i < nsub; i++) {
+    for (int i = 0; i < nsub(r); i++) {
         if (i == PC) in = l->in;
         MX_TRY(mx_builder_child(b, &r->sub[i], &specs[i], in));
         in = r->sub[i].out;
-        r->act[i] = mx_builder_buffer(b, sizeof(float) * maxb * mx_shape_size(in));
     }
     l->out = r->sub[B2].out;
-    const size_t widest = maxb * (mx_shape_size(l->in) > mx_shape_size(l->out) ? mx_shape_size(l->in)
-                                                                                : mx_shape_size(l->out));
-    r->sum = mx_builder_buffer(b, sizeof(float) * maxb * mx_shape_size(l->out));
-    for (int k = 0; k < 3; k++) r->g[k] = mx_builder_buffer(b, sizeof(float) * widest);
     return MX_OK;
 }
 
-static void sub_forward(residual *r, int i, mx_backend *be, int n, const float *in, int training)
+static void sub_forward(residual *r, const res_state *st, int i, mx_backend *be, int n, const float *in,
+                        int training)
 {
-    r->sub[i].ops->forward(&r->sub[i], be, n, r->act[i], in, training);
+    r->sub[i].ops->forward(&r->sub[i], be, st->sub[i], n, st->act[i], in, training);
 }
 
-static void residual_forward(mx_layer *l, mx_backend *be, int n, float *out, const float *in, int training)
+static void residual_forward(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in,
+                             int training)
 {
     residual *r = l->priv;
+    res_state st;
+    res_layout(l, n, state, &st);
     const size_t count = n * mx_shape_size(l->out);
-    sub_forward(r, C1, be, n, in, training);
-    for (int i = B1; i <= B2; i++) sub_forward(r, i, be, n, r->act[i - 1], training);
-    be->ops->copy(be, r->sum, r->act[B2], sizeof(float) * count, MX_COPY_D2D);
+    sub_forward(r, &st, C1, be, n, in, training);
+    for (int i = B1; i <= B2; i++) sub_forward(r, &st, i, be, n, st.act[i - 1], training);
+    be->ops->copy(be, st.sum, st.act[B2], sizeof(float) * count, MX_COPY_D2D);
     if (r->project) {
-        sub_forward(r, PC, be, n, in, training);
-        sub_forward(r, PB, be, n, r->act[PC], training);
-        be->ops->add(be, count, r->sum, r->act[PB]);
+        sub_forward(r, &st, PC, be, n, in, training);
+        sub_forward(r, &st, PB, be, n, st.act[PC], training);
+        be->ops->add(be, count, st.sum, st.act[PB]);
     } else {
-        be->ops->add(be, count, r->sum, in);
+        be->ops->add(be, count, st.sum, in);
     }
-    be->ops->relu_forward(be, count, out, r->sum);
+    be->ops->relu_forward(be, count, out, st.sum);
 }
 
-static void sub_backward(residual *r, int i, mx_backend *be, int n, float *din, const float *dout, const float *in)
+static void sub_backward(residual *r, const res_state *st, int i, mx_backend *be, int n, float *din,
+                         const float *dout, const float *in)
 {
-    r->sub[i].ops->backward(&r->sub[i], be, n, din, dout, in, r->act[i]);
+    r->sub[i].ops->backward(&r->sub[i], be, st->sub[i], n, din, dout, in, st->act[i]);
 }
 
-static void residual_backward(mx_layer *l, mx_backend *be, int n, float *din, const float *dout, const float *in,
-                              const float *out)
+static void residual_backward(mx_layer *l, mx_backend *be, void *state, int n, float *din, const float *dout,
+                              const float *in, const float *out)
 {
     residual *r = l->priv;
+    res_state st;
+    res_layout(l, n, state, &st);
     const size_t count = n * mx_shape_size(l->out);
-    float *dsum = r->g[0], *ga = r->g[1], *gb = r->g[2];
+    float *dsum = st.g[0], *ga = st.g[1], *gb = st.g[2];
     be->ops->relu_backward(be, count, dsum, dout, out);
     /* Main branch, last to first, alternating two workspaces. */
-    sub_backward(r, B2, be, n, ga, dsum, r->act[C2]);
-    sub_backward(r, C2, be, n, gb, ga, r->act[R1]);
-    sub_backward(r, R1, be, n, ga, gb, r->act[B1]);
-    sub_backward(r, B1, be, n, gb, ga, r->act[C1]);
-    sub_backward(r, C1, be, n, din, gb, in);
+    sub_backward(r, &st, B2, be, n, ga, dsum, st.act[C2]);
+    sub_backward(r, &st, C2, be, n, gb, ga, st.act[R1]);
+    sub_backward(r, &st, R1, be, n, ga, gb, st.act[B1]);
+    sub_backward(r, &st, B1, be, n, gb, ga, st.act[C1]);
+    sub_backward(r, &st, C1, be, n, din, gb, in);
     if (r->project) {
-        sub_backward(r, PB, be, n, ga, dsum, r->act[PC]);
-        sub_backward(r, PC, be, n, din ? gb : NULL, ga, in);
+        sub_backward(r, &st, PB, be, n, ga, dsum, st.act[PC]);
+        sub_backward(r, &st, PC, be, n, din ? gb : NULL, ga, in);
         if (din) be->ops->add(be, n * mx_shape_size(l->in), din, gb);
     } else if (din) {
         be->ops->add(be, count, din, dsum);
@@ -99,7 +133,7 @@ static double residual_flops(const mx_layer *l)
 {
     const residual *r = l->priv;
     double f = 2.0 * mx_shape_size(l->out); /* the add and the relu */
-    for (int i = 0; i < (r->project ? NSUB : PC); i++)
+    for (int i = 0; i < nsub(r); i++)
         if (r->sub[i].ops->flops) f += r->sub[i].ops->flops(&r->sub[i]);
     return f;
 }
@@ -108,6 +142,7 @@ const mx_layer_ops mx_layer_residual = {
     .kind = "residual",
     .priv_size = sizeof(residual),
     .setup = residual_setup,
+    .state_bytes = residual_state_bytes,
     .forward = residual_forward,
     .backward = residual_backward,
     .flops = residual_flops,

@@ -1,23 +1,16 @@
-/* A network: a sequence of layers whose parameters live in one contiguous buffer (and
- * gradients in a second with the same layout), so a kvstore can move them per tensor or
- * all at once and every device's replica has the same offsets. */
+/* A network: one parameter set over the whole model (params.h) and one execution context
+ * over all its layers with the loss (exec.h). The fields below alias theirs, so that code
+ * written for a single replica (the data strategy, tests, benchmarks) reads the same
+ * parameters, offsets and buffers as before; pipeline and tensor-parallel code uses the
+ * parts directly. */
 #ifndef MX_NET_H
 #define MX_NET_H
 
+#include "exec.h"
 #include "layer.h"
+#include "params.h"
 
 #include <stdint.h>
-
-typedef struct {
-    char name[48];
-    size_t offset, count; /* in floats, into net->w and net->g */
-    mx_init_kind init;
-    int fan_in, fan_out;
-    int decay;            /* weight decay applies */
-    int layer;            /* index of the top-level layer that owns it */
-} mx_param;
-
-typedef enum { MX_WEIGHT_INIT_XAVIER, MX_WEIGHT_INIT_NORMAL } mx_weight_init;
 
 typedef struct mx_net {
     mx_backend *be;
@@ -33,7 +26,8 @@ typedef struct mx_net {
     uint8_t *labels;  /* device: labels [max_batch] */
     float **act;      /* device: act[i] = output of layer i */
     float *dbuf[2];   /* device: activation gradients, alternating between layers */
-    struct mx_net_allocs *allocs;
+    mx_params *ps;    /* what the fields above alias */
+    mx_exec *exec;
 } mx_net;
 
 /* Builds the layers for inputs of shape in and batches up to max_batch on backend be. */
@@ -42,8 +36,9 @@ int mx_net_create(mx_net **out, mx_backend *be, const mx_layer_spec *specs, int 
 void mx_net_destroy(mx_net *net);
 
 /* Deterministic initialisation from seed: each tensor draws from its own stream, so the
- * values do not depend on the device or on other tensors. Xavier is uniform with bound
- * sqrt(6/(fan_in+fan_out)); normal has standard deviation sigma. */
+ * values do not depend on the device, on other tensors or on how a tensor is split (see
+ * mx_param_init_slice). Xavier is uniform with bound sqrt(6/(fan_in+fan_out)); normal has
+ * standard deviation sigma. */
 int mx_net_init_params(mx_net *net, uint64_t seed, mx_weight_init kind, float sigma);
 
 /* Copies a batch of n samples from host memory into the net's input buffers. */
@@ -54,8 +49,6 @@ const float *mx_net_forward(mx_net *net, int n, int training);
  * so that gradients summed across devices are the global mean). Returns the summed loss. */
 double mx_net_loss(mx_net *net, int n, float grad_scale, int *correct);
 
-/* Called once a top-level layer's backward is done: params [first, first+count) are final. */
-typedef void (*mx_grad_ready_fn)(void *user, int param_first, int param_count);
 /* Backward pass; accumulates into net->g (zero it first with mx_net_zero_grad). */
 void mx_net_backward(mx_net *net, int n, mx_grad_ready_fn ready, void *user);
 void mx_net_zero_grad(mx_net *net);

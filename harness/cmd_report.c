@@ -13,7 +13,7 @@
 
 /* ---- a small table of preformatted cells, printed aligned or as Markdown */
 
-enum { MAXCOLS = 20, CELL = 112 };
+enum { MAXCOLS = 40, CELL = 112 };
 
 typedef struct {
     int ncols, nrows;
@@ -133,9 +133,19 @@ static const struct {
     {"step ms", 1},     {"speedup", 1},   {"efficiency", 1}, {"test_acc", 1},  {"note", 0},
 };
 enum { TEXT_COLS = sizeof text_cols / sizeof text_cols[0] };
-_Static_assert((int)TEXT_COLS <= (int)MAXCOLS, "MAXCOLS too small for the text columns");
+/* the counters' figures (results/metrics.def) go before the note, each only when some run of
+ * the file has it: a study of one-device runs has no communication to show */
+_Static_assert((int)TEXT_COLS + MX_NCOUNTERS <= (int)MAXCOLS, "MAXCOLS too small for the text columns");
 
-static void fill_row(char (*row)[CELL], const mx_run_record *r)
+static void shown_counters(const mx_results *res, int shown[MX_NCOUNTERS])
+{
+    for (int k = 0; k < MX_NCOUNTERS; k++) {
+        shown[k] = 0;
+        for (int i = 0; i < res->nruns && !shown[k]; i++) shown[k] = isfinite(res->runs[i].metrics[k]);
+    }
+}
+
+static void fill_row(char (*row)[CELL], const mx_run_record *r, const int shown[MX_NCOUNTERS])
 {
     int c = 0;
     snprintf(row[c++], CELL, "%s", r->id);
@@ -154,6 +164,8 @@ static void fill_row(char (*row)[CELL], const mx_run_record *r)
     fmt_num(row[c++], r->speedup, "%.2f");
     fmt_num(row[c++], r->efficiency * 100, "%.0f%%");
     fmt_num(row[c++], r->final_test_acc, "%.4f");
+    for (int k = 0; k < MX_NCOUNTERS; k++)
+        if (shown[k]) fmt_num(row[c++], r->metrics[k] * mx_counters[k].scale, mx_counters[k].fmt);
     if (not_ok(r))
         fmt_reason(row[c++], r->reason, 60);
     else
@@ -173,14 +185,19 @@ static void describe_origin(const mx_results_meta *m, char *buf, size_t n)
 
 static int print_table(const char *path, const mx_results *res, int md)
 {
-    table t = {.ncols = TEXT_COLS, .nrows = res->nruns};
+    int shown[MX_NCOUNTERS];
+    shown_counters(res, shown);
+    table t = {.nrows = res->nruns};
     for (int c = 0; c < TEXT_COLS; c++) {
-        t.head[c] = text_cols[c].head;
-        t.right[c] = text_cols[c].right;
+        if (c == TEXT_COLS - 1) /* the note stays last */
+            for (int k = 0; k < MX_NCOUNTERS; k++)
+                if (shown[k]) t.head[t.ncols] = mx_counters[k].head, t.right[t.ncols++] = 1;
+        t.head[t.ncols] = text_cols[c].head;
+        t.right[t.ncols++] = text_cols[c].right;
     }
     t.cell = calloc((size_t)(res->nruns ? res->nruns : 1), sizeof *t.cell);
     if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d rows", res->nruns);
-    for (int i = 0; i < res->nruns; i++) fill_row(t.cell[i], &res->runs[i]);
+    for (int i = 0; i < res->nruns; i++) fill_row(t.cell[i], &res->runs[i], shown);
     char about[512];
     describe_origin(&res->meta, about, sizeof about);
     if (md)
@@ -195,6 +212,8 @@ static int print_table(const char *path, const mx_results *res, int md)
     printf("batch/dev and global: samples per device and per step; samples/s: median over timed steps and\n"
            "repeats, with its 95%% confidence interval; speedup and efficiency: against the smallest device\n"
            "count of the same configuration (results/SCHEMA.md); note: why a run is not ok.\n");
+    for (int k = 0; k < MX_NCOUNTERS; k++)
+        if (shown[k]) printf("%s: %s.\n", mx_counters[k].head, mx_counters[k].help);
     free(t.cell);
     return MX_OK;
 }
@@ -214,17 +233,36 @@ typedef struct {
 #define CI(m) {#m, C_INT, offsetof(mx_run_record, m)}
 #define CD(m) {#m, C_DBL, offsetof(mx_run_record, m)}
 
-static const column data_cols[] = {
+static const column head_cols[] = {
     CS(id),           CS(workload),           CS(dataset),            CS(strategy),       {"kvstore", C_KV, 0},
     CS(compression),  CS(amp),                CS(device_type),        CI(gpus),           CI(batch),
     CS(batch_mode),   CI(global_batch),       CD(base_lr),            CS(lr_scaling),     CD(lr),
     CI(repeats),      CS(status),             CI(exit_status),        CD(throughput),     CD(throughput_ci_low),
     CD(throughput_ci_high), CD(throughput_iqr), CD(step_time_median), CD(speedup),        CD(efficiency),
-    {"test_acc", C_DBL, offsetof(mx_run_record, final_test_acc)},     CD(time_to_acc),    CD(bytes_per_step),
-    CD(comm_overlap), CD(wall_time),          {"batch_per_device", C_PERDEV, 0}, CD(throughput_agg),
-    CS(reason), /* last: free text, the only column that may hold commas */
+    {"test_acc", C_DBL, offsetof(mx_run_record, final_test_acc)},     CD(time_to_acc),
 };
-enum { DATA_COLS = sizeof data_cols / sizeof data_cols[0] };
+static const column mid_cols[] = {CD(wall_time), {"batch_per_device", C_PERDEV, 0}, CD(throughput_agg)};
+static const column reason_col = CS(reason); /* last: free text, the only column that may hold commas */
+
+enum { MAX_DATA_COLS = sizeof head_cols / sizeof head_cols[0] + sizeof mid_cols / sizeof mid_cols[0] + MX_NCOUNTERS + 1 };
+
+/* Every summary column, the counters' figures from their table. Columns never move: scripts
+ * read the CSV by position (column 30 is wall_time), so the figures of schema 1 keep their
+ * place after time_to_acc, and those added since come after the others, before the reason. */
+static int data_columns(column *out)
+{
+    int n = 0;
+    for (size_t i = 0; i < sizeof head_cols / sizeof head_cols[0]; i++) out[n++] = head_cols[i];
+    for (int pass = 1; pass >= 0; pass--) {
+        for (int k = 0; k < MX_NCOUNTERS; k++)
+            if (mx_counters[k].in_v1 == pass)
+                out[n++] = (column){mx_counters[k].name, C_DBL, offsetof(mx_run_record, metrics) + (size_t)k * sizeof(double)};
+        if (pass)
+            for (size_t i = 0; i < sizeof mid_cols / sizeof mid_cols[0]; i++) out[n++] = mid_cols[i];
+    }
+    out[n++] = reason_col;
+    return n;
+}
 
 static const char *col_str(const mx_run_record *r, const column *c)
 {
@@ -249,6 +287,8 @@ static void csv_string(const char *s)
 
 static void print_csv(const mx_results *res)
 {
+    column data_cols[MAX_DATA_COLS];
+    const int DATA_COLS = data_columns(data_cols);
     for (int c = 0; c < DATA_COLS; c++) printf("%s%s", c ? "," : "", data_cols[c].name);
     putchar('\n');
     for (int i = 0; i < res->nruns; i++) {
@@ -308,6 +348,8 @@ static void print_json(const char *path, const mx_results *res)
         json_string(meta[i].value);
     }
     printf("\n  },\n  \"runs\": [");
+    column data_cols[MAX_DATA_COLS];
+    const int DATA_COLS = data_columns(data_cols);
     for (int i = 0; i < res->nruns; i++) {
         const mx_run_record *r = &res->runs[i];
         printf("%s\n    {", i ? "," : "");

@@ -23,12 +23,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The options of the axes table (results/axes.h), one slot per entry by its type, plus the
+ * options that are the sweep's own. */
 typedef struct {
-    const char *strategies, *gpus, *batch, *lr, *kvstore, *compression, *amp, *workload;
-    const char *batch_mode, *lr_scaling, *dataset, *data, *out;
-    double warmup_epochs, momentum, wd, target_acc, timeout;
-    int epochs, steps, warmup_steps, repeats, seed, threads_per_device, force, resume, retry_failed, dry_run;
-    char lists[6][512]; /* storage for the split string lists */
+    const char *text[MX_AXES_MAX]; /* list axes and string options */
+    int ival[MX_AXES_MAX];
+    double dval[MX_AXES_MAX];
+    const char *data, *out;
+    double timeout;
+    int force, resume, retry_failed, dry_run;
+    int threads_per_device;        /* resolved: cores / largest device count unless given */
 } sweep_args;
 
 static volatile sig_atomic_t interrupted;
@@ -47,109 +51,127 @@ static const char *help_text =
     "Combinations this build cannot run are recorded as skipped with the reason.\n"
     "Example: mxbench sweep --strategies data --gpus 1,2 --workload lenet --epochs 1";
 
+enum { MAX_OPTS = MX_AXES_MAX + 16 };
+
+/* The sweep's options: one per entry of the axes table that has one (in table order, with
+ * --data beside --dataset), then the sweep's own. Defaults come from the table. */
+static int build_opts(sweep_args *a, mx_opt *opts)
+{
+    int k = 0;
+    for (int i = 0; i < mx_naxes; i++) {
+        const mx_axis *ax = &mx_axes[i];
+        if (!ax->option) continue;
+        mx_opt o = {ax->option, MX_OPT_STRING, &a->text[i], ax->metavar, ax->help, NULL, 0, 0};
+        if (ax->loop > 0 || ax->type == MX_AXIS_STR) {
+            a->text[i] = ax->def;
+            if (ax->loop == 0) o.choices = ax->choices;
+        } else if (ax->type == MX_AXIS_INT) {
+            a->ival[i] = atoi(ax->def);
+            o = (mx_opt){ax->option, MX_OPT_INT, &a->ival[i], ax->metavar, ax->help, NULL, ax->lo, ax->hi};
+        } else {
+            a->dval[i] = strtod(ax->def, NULL);
+            o = (mx_opt){ax->option, MX_OPT_DOUBLE, &a->dval[i], ax->metavar, ax->help, NULL, ax->lo, ax->hi};
+        }
+        opts[k++] = o;
+        if (strcmp(ax->name, "dataset") == 0)
+            opts[k++] = (mx_opt){"data", MX_OPT_STRING, &a->data, "DIR", "an IDX (MNIST-format) dataset directory instead",
+                                 NULL, 0, 0};
+    }
+    const mx_opt own[] = {
+        {"timeout", MX_OPT_DOUBLE, &a->timeout, "SECONDS", "kill a run after this long and record it failed, > 0 (default 3600)", NULL, 0, MX_MAX_TIMEOUT_S},
+        {"out", MX_OPT_STRING, &a->out, "FILE", "results file (default out/sweep.h5)", NULL, 0, 0},
+        {"force", MX_OPT_FLAG, &a->force, NULL, "overwrite an existing results file", NULL, 0, 0},
+        {"resume", MX_OPT_FLAG, &a->resume, NULL, "keep an existing file and run only configurations it lacks", NULL, 0, 0},
+        {"retry-failed", MX_OPT_FLAG, &a->retry_failed, NULL, "with --resume: run failed configurations again, replacing their rows", NULL, 0, 0},
+        {"dry-run", MX_OPT_FLAG, &a->dry_run, NULL, "print the planned runs and exit", NULL, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) opts[k++] = own[i];
+    opts[k] = (mx_opt){0};
+    return k;
+}
+
+#define IVAL(a, name) ((a)->ival[mx_sweep_axis_index(name)])
+#define DVAL(a, name) ((a)->dval[mx_sweep_axis_index(name)])
+
+/* The rules between options (the table checks each one alone). */
 static int parse_args(sweep_args *a, int argc, char **argv)
 {
-    const mx_opt opts[] = {
-        {"strategies", MX_OPT_STRING, &a->strategies, "LIST", "parallel strategies: data, model, layer (default data)", NULL},
-        {"gpus", MX_OPT_STRING, &a->gpus, "LIST", "device counts (default 1,2)", NULL},
-        {"workload", MX_OPT_STRING, &a->workload, "LIST", "models: mlp, lenet, resnet18 (default lenet)", NULL},
-        {"batch", MX_OPT_STRING, &a->batch, "LIST", "batch sizes, read per --batch-mode (default 128)", NULL},
-        {"batch-mode", MX_OPT_STRING, &a->batch_mode, "MODE", "per-device (as MXNet) or global (default per-device)", "per-device|global"},
-        {"lr", MX_OPT_STRING, &a->lr, "LIST", "base learning rates (default 0.05)", NULL},
-        {"lr-scaling", MX_OPT_STRING, &a->lr_scaling, "RULE", "none, linear or sqrt in the global batch vs the first device count (default none)", "none|linear|sqrt"},
-        {"warmup-epochs", MX_OPT_DOUBLE, &a->warmup_epochs, "X", "gradual warmup from the base lr over X epochs (default 0)", NULL, 0, MX_MAX_EPOCHS},
-        {"kvstore", MX_OPT_STRING, &a->kvstore, "LIST", "local, device, dist_sync, dist_device_sync, dist_async (default device)", NULL},
-        {"compression", MX_OPT_STRING, &a->compression, "LIST", "none, 2bit, topk, fp16 (default none)", NULL},
-        {"amp", MX_OPT_STRING, &a->amp, "LIST", "off, fp16, bf16 (default off)", NULL},
-        {"dataset", MX_OPT_STRING, &a->dataset, "NAME", "fashion-mnist or synthetic (default fashion-mnist)", "fashion-mnist|synthetic"},
-        {"data", MX_OPT_STRING, &a->data, "DIR", "an IDX (MNIST-format) dataset directory instead", NULL},
-        {"epochs", MX_OPT_INT, &a->epochs, "N", "epochs per run (default 1)", NULL, 1, MX_MAX_EPOCHS},
-        {"steps", MX_OPT_INT, &a->steps, "N", "steps per run instead of epochs (throughput only)", NULL, 1, MX_MAX_STEPS},
-        {"warmup-steps", MX_OPT_INT, &a->warmup_steps, "N", "leading steps left out of the timings (default 0, 5 with --steps)", NULL, 0, MX_MAX_WARMUP_STEPS},
-        {"repeat", MX_OPT_INT, &a->repeats, "N", "repeats of each run for the timing statistics (default 1)", NULL, 1, MX_MAX_REPEATS},
-        {"target-acc", MX_OPT_DOUBLE, &a->target_acc, "X", "record time to reach this test accuracy, above 0", NULL, 0, 1},
-        {"seed", MX_OPT_INT, &a->seed, "N", "seed of every run (default 1)", NULL, 0, MX_MAX_SEED},
-        {"momentum", MX_OPT_DOUBLE, &a->momentum, "X", "SGD momentum, below 1 (default 0.9)", NULL, 0, 1},
-        {"wd", MX_OPT_DOUBLE, &a->wd, "X", "weight decay, below 1 (default 1e-4)", NULL, 0, 1},
-        {"threads-per-device", MX_OPT_INT, &a->threads_per_device, "N", "CPU threads per device (default cores / largest device count)", NULL, 1, MX_MAX_THREADS_PER_DEVICE},
-        {"timeout", MX_OPT_DOUBLE, &a->timeout, "SECONDS", "kill a run after this long and record it failed, > 0 (default 3600)", NULL, 0, MX_MAX_TIMEOUT_S},
-        {"out", MX_OPT_STRING, &a->out, "FILE", "results file (default out/sweep.h5)", NULL},
-        {"force", MX_OPT_FLAG, &a->force, NULL, "overwrite an existing results file", NULL},
-        {"resume", MX_OPT_FLAG, &a->resume, NULL, "keep an existing file and run only configurations it lacks", NULL},
-        {"retry-failed", MX_OPT_FLAG, &a->retry_failed, NULL, "with --resume: run failed configurations again, replacing their rows", NULL},
-        {"dry-run", MX_OPT_FLAG, &a->dry_run, NULL, "print the planned runs and exit", NULL},
-        {0},
-    };
-    unsigned char seen[sizeof opts / sizeof *opts];
+    mx_opt opts[MAX_OPTS];
+    build_opts(a, opts);
+    unsigned char seen[MAX_OPTS];
     const mx_cmd_spec spec = {"mxbench sweep", "[options]", help_text, opts, 0, 0, seen};
     const char *pos[1];
     int npos, rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
     if (rc != MX_OPTS_OK) return rc;
     if (mx_opts_seen(&spec, "steps")) {
         if (mx_opts_seen(&spec, "epochs"))
-            return mx_usage_error(spec.cmd, "--epochs %d and --steps %d: give one of them, not both", a->epochs,
-                                  a->steps);
-        a->epochs = 0;
+            return mx_usage_error(spec.cmd, "--epochs %d and --steps %d: give one of them, not both", IVAL(a, "epochs"),
+                                  IVAL(a, "steps"));
+        IVAL(a, "epochs") = 0;
     }
-    if (mx_opts_seen(&spec, "target-acc") && !(a->target_acc > 0))
-        return mx_usage_error(spec.cmd, "--target-acc %g: accepted above 0 and at most 1", a->target_acc);
+    const double target = DVAL(a, "target_acc");
+    if (mx_opts_seen(&spec, "target-acc") && !(target > 0))
+        return mx_usage_error(spec.cmd, "--target-acc %g: accepted above 0 and at most 1", target);
     if (!(a->timeout > 0)) return mx_usage_error(spec.cmd, "--timeout %g: accepted above 0 seconds", a->timeout);
     if (a->force && a->resume) return mx_usage_error(spec.cmd, "--force and --resume contradict each other; give one");
     if (a->retry_failed && !a->resume) return mx_usage_error(spec.cmd, "--retry-failed goes with --resume");
-    if (!mx_opts_seen(&spec, "warmup-steps")) a->warmup_steps = a->steps ? 5 : 0;
-    if (!mx_opts_seen(&spec, "threads-per-device")) a->threads_per_device = 0; /* auto */
+    if (!mx_opts_seen(&spec, "warmup-steps")) IVAL(a, "warmup_steps") = IVAL(a, "steps") ? 5 : 0;
+    if (!mx_opts_seen(&spec, "threads-per-device")) IVAL(a, "threads_per_device") = 0; /* auto, once gpus are known */
     return MX_OPTS_OK;
+}
+
+/* One list axis: its items checked and kept as text. */
+static int fill_list(const mx_axis *x, const char *value, mx_sweep_axes *ax, int i)
+{
+    const char *cmd = "mxbench sweep";
+    if (x->type == MX_AXIS_STR)
+        return ax->n[i] = mx_parse_choice_list(cmd, x->option, value, x->choices, ax->store[i], sizeof ax->store[i],
+                                               ax->text[i], MX_AXIS_MAX);
+    int iv[MX_AXIS_MAX];
+    double dv[MX_AXIS_MAX];
+    const int n = x->type == MX_AXIS_INT ? mx_parse_int_list(cmd, x->option, value, iv, MX_AXIS_MAX, (int)x->lo, (int)x->hi)
+                                         : mx_parse_double_list(cmd, x->option, value, dv, MX_AXIS_MAX, x->lo, x->hi);
+    if (n < 0) return -1;
+    size_t at = 0;
+    for (int k = 0; k < n; k++) {
+        if (x->type == MX_AXIS_DBL && x->above_lo && !(dv[k] > x->lo)) {
+            fprintf(stderr, "%s: --%s %g: accepted above %g\n", cmd, x->option, dv[k], x->lo);
+            return -1;
+        }
+        ax->text[i][k] = ax->store[i] + at;
+        const int w = x->type == MX_AXIS_INT ? snprintf(ax->store[i] + at, sizeof ax->store[i] - at, "%d", iv[k])
+                                             : snprintf(ax->store[i] + at, sizeof ax->store[i] - at, "%.17g", dv[k]);
+        at += (size_t)w + 1;
+    }
+    return ax->n[i] = n;
 }
 
 static int fill_axes(sweep_args *a, mx_sweep_axes *ax)
 {
     memset(ax, 0, sizeof *ax);
-    struct {
-        const char *opt, *value, *choices;
-        const char **out;
-        int *n;
-    } lists[] = {
-        {"strategies", a->strategies, "data|model|layer", ax->strategies, &ax->nstrategies},
-        {"kvstore", a->kvstore, "local|device|dist_sync|dist_device_sync|dist_async", ax->kvstores, &ax->nkvstores},
-        {"compression", a->compression, "none|2bit|topk|fp16", ax->compressions, &ax->ncompressions},
-        {"amp", a->amp, "off|fp16|bf16", ax->amps, &ax->namps},
-        {"workload", a->workload, "mlp|lenet|resnet18", ax->workloads, &ax->nworkloads},
-    };
-    for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
-        if ((*lists[i].n = mx_parse_choice_list("mxbench sweep", lists[i].opt, lists[i].value, lists[i].choices, a->lists[i],
-                                                sizeof a->lists[i], lists[i].out, MX_AXIS_MAX)) < 0)
-            return MX_OPTS_BAD;
-    if ((ax->ngpus = mx_parse_int_list("mxbench sweep", "gpus", a->gpus, ax->gpus, MX_AXIS_MAX, 1, MX_MAX_DEVICES)) < 0)
-        return MX_OPTS_BAD;
-    if ((ax->nbatch = mx_parse_int_list("mxbench sweep", "batch", a->batch, ax->batch, MX_AXIS_MAX, 1, MX_MAX_BATCH)) < 0)
-        return MX_OPTS_BAD;
-    if ((ax->nlr = mx_parse_double_list("mxbench sweep", "lr", a->lr, ax->lr, MX_AXIS_MAX, 0, MX_MAX_LR)) < 0)
-        return MX_OPTS_BAD;
-    for (int i = 0; i < ax->nlr; i++)
-        if (!(ax->lr[i] > 0)) {
-            fprintf(stderr, "mxbench sweep: --lr %g: learning rates must be > 0\n", ax->lr[i]);
-            return MX_OPTS_BAD;
+    for (int i = 0; i < mx_naxes; i++) {
+        const mx_axis *x = &mx_axes[i];
+        if (!x->option) continue;
+        if (x->loop > 0) {
+            if (fill_list(x, a->text[i], ax, i) < 0) return MX_OPTS_BAD;
+            continue;
         }
-    ax->batch_mode = a->batch_mode;
-    ax->lr_scaling = a->lr_scaling;
-    ax->dataset = a->data ? a->data : a->dataset;
-    ax->warmup_epochs = a->warmup_epochs;
-    ax->momentum = a->momentum;
-    ax->wd = a->wd;
-    ax->target_acc = a->target_acc;
-    ax->steps = a->steps;
-    ax->epochs = a->epochs;
-    ax->warmup_steps = a->warmup_steps;
-    ax->repeats = a->repeats;
-    ax->seed = a->seed;
+        ax->n[i] = 1;
+        ax->text[i][0] = ax->store[i];
+        if (x->type == MX_AXIS_STR) snprintf(ax->store[i], sizeof ax->store[i], "%s", a->text[i]);
+        else if (x->type == MX_AXIS_INT) snprintf(ax->store[i], sizeof ax->store[i], "%d", a->ival[i]);
+        else snprintf(ax->store[i], sizeof ax->store[i], "%.17g", a->dval[i]);
+    }
+    const int ds = mx_sweep_axis_index("dataset");
+    if (a->data) snprintf(ax->store[ds], sizeof ax->store[ds], "%s", a->data);
+    const int g = mx_sweep_axis_index("gpus"), t = mx_sweep_axis_index("threads_per_device");
     int widest = 1;
-    for (int i = 0; i < ax->ngpus; i++) widest = ax->gpus[i] > widest ? ax->gpus[i] : widest;
-    ax->threads_per_device = a->threads_per_device > 0 ? a->threads_per_device
-                                                       : (mx_cpu_cores() / widest > 1 ? mx_cpu_cores() / widest : 1);
+    for (int i = 0; i < ax->n[g]; i++) widest = atoi(ax->text[g][i]) > widest ? atoi(ax->text[g][i]) : widest;
+    a->threads_per_device = a->ival[t] > 0 ? a->ival[t] : (mx_cpu_cores() / widest > 1 ? mx_cpu_cores() / widest : 1);
+    snprintf(ax->store[t], sizeof ax->store[t], "%d", a->threads_per_device);
     /* the whole data set, read and checked once here, so that bad content is refused (exit 2)
      * before any run starts rather than failing every run (exit 1) */
-    if (strcmp(ax->dataset, "synthetic") != 0 &&
-        mx_idx_dir_validate(a->data ? a->data : mx_dataset_default_dir()) < 0) {
+    if (strcmp(ax->store[ds], "synthetic") != 0 && mx_idx_dir_validate(a->data ? a->data : mx_dataset_default_dir()) < 0) {
         fprintf(stderr, "mxbench sweep: %s%s\n", mx_last_error(),
                 a->data ? "" : "\n  Fashion-MNIST comes from the Debian package dataset-fashion-mnist");
         return MX_OPTS_BAD;
@@ -268,13 +290,13 @@ static int run_sweep(const sweep_args *a, mx_run_record *runs, int n, const mx_r
 
 int mx_cmd_sweep(int argc, char **argv)
 {
-    sweep_args a = {.strategies = "data", .gpus = "1,2", .batch = "128", .lr = "0.05", .kvstore = "device",
-                    .compression = "none", .amp = "off", .workload = "lenet", .batch_mode = "per-device",
-                    .lr_scaling = "none", .dataset = "fashion-mnist", .out = "out/sweep.h5", .momentum = 0.9,
-                    .wd = 0.0001, .timeout = 3600, .epochs = 1, .repeats = 1, .seed = 1};
+    static sweep_args a; /* defaults: the axes table's (build_opts) and these */
+    memset(&a, 0, sizeof a);
+    a.out = "out/sweep.h5";
+    a.timeout = 3600;
     int rc = parse_args(&a, argc, argv);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
-    mx_sweep_axes ax;
+    static mx_sweep_axes ax;
     if (fill_axes(&a, &ax) != MX_OPTS_OK) return 2;
     mx_run_record *runs;
     int n;
@@ -292,7 +314,7 @@ int mx_cmd_sweep(int argc, char **argv)
             mx_cuda_info cu;
             mx_cuda_probe(&cu);
             fprintf(stderr, "mxbench sweep: %d runs into %s; no CUDA device in use (%s): devices are CPU workers, "
-                    "%d thread(s) each\n", n, a.out, cu.driver, ax.threads_per_device);
+                    "%d thread(s) each\n", n, a.out, cu.driver, a.threads_per_device);
             signal(SIGINT, on_signal);
             signal(SIGTERM, on_signal);
             rc = run_sweep(&a, runs, n, &existing);

@@ -7,6 +7,7 @@
 #include "results/results.h"
 #include "limits.h"
 #include "trainer.h"
+#include "strategies/kvstore.h"
 #include "workloads/workloads.h"
 
 #include <math.h>
@@ -31,7 +32,7 @@ static int parse(train_args *a, int argc, char **argv)
 {
     mx_train_config *c = &a->c;
     const mx_opt opts[] = {
-        {"workload", MX_OPT_STRING, &c->workload, "NAME", "model: mlp, lenet, resnet18 (default lenet)", "mlp|lenet|resnet18"},
+        {"workload", MX_OPT_STRING, &c->workload, "NAME", "model: mlp, lenet, resnet18 (default lenet)", mx_workload_names()},
         {"dataset", MX_OPT_STRING, &c->dataset, "NAME", "fashion-mnist or synthetic (default fashion-mnist)", "fashion-mnist|synthetic"},
         {"data", MX_OPT_STRING, &a->data, "DIR", "read an IDX (MNIST-format) dataset from DIR instead", NULL},
         {"epochs", MX_OPT_INT, &c->epochs, "N", "epochs to train (default 1)", NULL, 1, MX_MAX_EPOCHS},
@@ -42,10 +43,10 @@ static int parse(train_args *a, int argc, char **argv)
         {"wd", MX_OPT_DOUBLE, &c->wd, "X", "weight decay on weights, not biases or norms, below 1 (default 1e-4)", NULL, 0, 1},
         {"seed", MX_OPT_INT, &c->seed, "N", "seed for initialisation and shuffling (default 1)", NULL, 0, MX_MAX_SEED},
         {"init", MX_OPT_STRING, &c->init, "NAME", "weight initialiser: xavier or normal (default xavier)", "xavier|normal"},
-        {"strategy", MX_OPT_STRING, &c->strategy, "NAME", "parallel strategy (default data)", "data|model|layer"},
+        {"strategy", MX_OPT_STRING, &c->strategy, "NAME", "parallel strategy (default data)", mx_strategy_planned()},
         {"gpus", MX_OPT_INT, &c->devices, "N", "device count (CPU workers without a GPU; default 1)", NULL, 1, MX_MAX_DEVICES},
         {"device", MX_OPT_STRING, &a->device, "KIND", "cpu, cuda or auto (default auto: cuda where present)", "cpu|cuda|auto"},
-        {"kvstore", MX_OPT_STRING, &c->kvstore, "MODE", "gradient aggregation: local or device (default device)", "local|device"},
+        {"kvstore", MX_OPT_STRING, &c->kvstore, "MODE", "gradient aggregation: local or device (default device)", mx_kv_modes()},
         {"work-load", MX_OPT_STRING, &a->work_load, "LIST", "relative batch share per device, e.g. 3,1 (default even)", NULL},
         {"threads-per-device", MX_OPT_INT, &c->threads_per_device, "N", "CPU threads per device (default cores/devices)", NULL, 1, MX_MAX_THREADS_PER_DEVICE},
         {"warmup-epochs", MX_OPT_DOUBLE, &c->warmup_epochs, "X", "ramp the lr linearly over X epochs (default 0)", NULL, 0, MX_MAX_EPOCHS},

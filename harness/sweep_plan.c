@@ -5,6 +5,7 @@
 #include "strategies/kvstore.h"
 #include "strategies/strategy.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,16 @@ double mx_sweep_scaled_lr(double base_lr, const char *rule, int global_batch, in
     return base_lr;
 }
 
-static int global_batch(const mx_sweep_axes *ax, int batch, int gpus)
+int mx_sweep_axis_index(const char *name)
 {
-    return strcmp(ax->batch_mode, "global") == 0 ? batch : batch * gpus;
+    const mx_axis *a = mx_axis_find(name);
+    assert(a && "mx_sweep_axis_index: no such entry in mx_axes");
+    return (int)(a - mx_axes);
+}
+
+static int global_batch(const char *batch_mode, int batch, int gpus)
+{
+    return strcmp(batch_mode, "global") == 0 ? batch : batch * gpus;
 }
 
 static int in_list(const char *list, const char *name)
@@ -31,24 +39,39 @@ static int in_list(const char *list, const char *name)
     return 0;
 }
 
+/* The values this build runs, for the axes whose every value the CLI knows but not every one
+ * is built yet; NULL: any value runs. An axis with values still to come gets a line here. */
+static const char *built_strategies(const mx_run_record *r) { (void)r; return mx_strategy_names(); }
+static const char *built_kvstores(const mx_run_record *r) { return r->gpus > 1 ? mx_kv_modes() : NULL; }
+static const char *built_compressions(const mx_run_record *r) { (void)r; return "none"; }
+static const char *built_amps(const mx_run_record *r) { (void)r; return "off"; }
+
+static const struct {
+    const char *field, *noun;
+    const char *(*built)(const mx_run_record *r);
+} builds[] = {
+    {"strategy", "strategy", built_strategies},
+    {"kvstore", "kvstore", built_kvstores},
+    {"compression", "gradient compression", built_compressions},
+    {"amp", "mixed precision", built_amps},
+};
+
 /* Why this combination cannot run in this build, or NULL. */
 static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
 {
-    if (!mx_strategy_find(r->strategy))
-        snprintf(buf, n, "strategy '%s' is not implemented in this build (available: %s)", r->strategy,
-                 mx_strategy_names());
-    else if (r->gpus > 1 && !in_list(mx_kv_modes(), r->kvstore))
-        snprintf(buf, n, "kvstore '%s' is not implemented in this build (available: %s)", r->kvstore, mx_kv_modes());
-    else if (strcmp(r->compression, "none") != 0)
-        snprintf(buf, n, "gradient compression '%s' is not implemented in this build (available: none)",
-                 r->compression);
-    else if (strcmp(r->amp, "off") != 0)
-        snprintf(buf, n, "mixed precision '%s' is not implemented in this build (available: off)", r->amp);
-    else if (r->global_batch < r->gpus)
+    for (size_t i = 0; i < sizeof builds / sizeof builds[0]; i++) {
+        const mx_axis *a = mx_axis_find(builds[i].field);
+        const char *v = (const char *)r + a->off, *ok = builds[i].built(r);
+        if (ok && !in_list(ok, v)) {
+            snprintf(buf, n, "%s '%s' is not implemented in this build (available: %s)", builds[i].noun, v, ok);
+            return buf;
+        }
+    }
+    if (r->global_batch < r->gpus) {
         snprintf(buf, n, "global batch %d is smaller than the device count %d", r->global_batch, r->gpus);
-    else
-        return NULL;
-    return buf;
+        return buf;
+    }
+    return NULL;
 }
 
 /* 1 when runs[0..n) already holds r's configuration (one-device rows of several kvstores). */
@@ -63,61 +86,52 @@ static int planned_before(const mx_run_record *runs, int n, const mx_run_record 
     return 0;
 }
 
-static void fill_common(const mx_sweep_axes *ax, mx_run_record *r)
+/* The fields that follow from others: the rules of a sweep, not of any one axis. */
+static void derive(const mx_sweep_axes *ax, mx_run_record *r)
 {
-    snprintf(r->dataset, sizeof r->dataset, "%s", ax->dataset);
-    snprintf(r->device_type, sizeof r->device_type, "cpu");
-    snprintf(r->lr_scaling, sizeof r->lr_scaling, "%s", ax->lr_scaling);
-    snprintf(r->batch_mode, sizeof r->batch_mode, "%s", ax->batch_mode);
-    r->momentum = ax->momentum;
-    r->wd = ax->wd;
-    r->warmup_epochs = ax->warmup_epochs;
-    r->epochs = ax->epochs;
-    r->steps = ax->steps;
-    r->warmup_steps = ax->warmup_steps;
-    r->repeats = ax->repeats;
-    r->seed = ax->seed;
-    r->threads_per_device = ax->threads_per_device;
-    r->target_acc = ax->target_acc;
+    /* one device uses no kvstore (as MXNet): the row is the first point of every kvstore's
+     * series, planned once */
+    if (r->gpus <= 1) snprintf(r->kvstore, sizeof r->kvstore, "none");
+    r->global_batch = global_batch(r->batch_mode, r->batch, r->gpus);
+    const int first_gpus = atoi(ax->text[mx_sweep_axis_index("gpus")][0]);
+    r->lr = mx_sweep_scaled_lr(r->base_lr, r->lr_scaling, r->global_batch,
+                               global_batch(r->batch_mode, r->batch, first_gpus));
 }
 
 int mx_sweep_plan(const mx_sweep_axes *ax, mx_run_record **runs, int *n)
 {
-    const int total = ax->nworkloads * ax->nstrategies * ax->nkvstores * ax->ncompressions * ax->namps * ax->nbatch *
-                      ax->nlr * ax->ngpus;
-    mx_run_record *out = calloc(total ? total : 1, sizeof *out);
-    if (!out) return mx_error(MX_ENOMEM, "out of memory planning %d runs", total);
-    int k = 0;
+    /* the list axes by rank: outer loops first, the last one varies fastest */
+    int order[MX_AXES_MAX], nloop = 0;
+    long total = 1;
+    for (int i = 0; i < mx_naxes; i++) {
+        if (mx_axes[i].loop <= 0 || ax->n[i] <= 0) continue;
+        int j = nloop++;
+        for (; j > 0 && mx_axes[order[j - 1]].loop > mx_axes[i].loop; j--) order[j] = order[j - 1];
+        order[j] = i;
+        total *= ax->n[i];
+    }
+    mx_run_record *out = calloc((size_t)(total ? total : 1), sizeof *out);
+    if (!out) return mx_error(MX_ENOMEM, "out of memory planning %ld runs", total);
+    int idx[MX_AXES_MAX] = {0}, k = 0;
     char why[256];
-    for (int w = 0; w < ax->nworkloads; w++)
-    for (int s = 0; s < ax->nstrategies; s++)
-    for (int kv = 0; kv < ax->nkvstores; kv++)
-    for (int c = 0; c < ax->ncompressions; c++)
-    for (int a = 0; a < ax->namps; a++)
-    for (int b = 0; b < ax->nbatch; b++)
-    for (int l = 0; l < ax->nlr; l++)
-    for (int g = 0; g < ax->ngpus; g++) {
+    for (long row = 0; row < total; row++) {
         mx_run_record *r = &out[k++];
         mx_record_init(r);
-        fill_common(ax, r);
-        snprintf(r->workload, sizeof r->workload, "%s", ax->workloads[w]);
-        snprintf(r->strategy, sizeof r->strategy, "%s", ax->strategies[s]);
-        /* one device uses no kvstore (as MXNet): the row is the first point of every
-         * kvstore's series, planned once */
-        snprintf(r->kvstore, sizeof r->kvstore, "%s", ax->gpus[g] > 1 ? ax->kvstores[kv] : "none");
-        snprintf(r->compression, sizeof r->compression, "%s", ax->compressions[c]);
-        snprintf(r->amp, sizeof r->amp, "%s", ax->amps[a]);
-        r->gpus = ax->gpus[g];
-        r->batch = ax->batch[b];
-        r->global_batch = global_batch(ax, ax->batch[b], ax->gpus[g]);
-        r->base_lr = ax->lr[l];
-        r->lr = mx_sweep_scaled_lr(ax->lr[l], ax->lr_scaling, r->global_batch,
-                                   global_batch(ax, ax->batch[b], ax->gpus[0]));
+        for (int i = 0; i < mx_naxes; i++) {
+            const mx_axis *a = &mx_axes[i];
+            if (ax->n[i] > 0) mx_axis_set(a, r, ax->text[i][a->loop > 0 ? idx[i] : 0]);
+            else if (!a->option) mx_axis_set(a, r, a->def); /* derived; set below */
+        }
+        derive(ax, r);
         if (skip_reason(r, why, sizeof why)) {
             snprintf(r->status, sizeof r->status, "skipped");
             snprintf(r->reason, sizeof r->reason, "%s", why);
         }
         if (planned_before(out, k - 1, r)) mx_record_free(r), k--;
+        for (int j = nloop - 1; j >= 0; j--) {
+            if (++idx[order[j]] < ax->n[order[j]]) break;
+            idx[order[j]] = 0;
+        }
     }
     *runs = out;
     *n = k;

@@ -1,29 +1,32 @@
-/* Planning a sweep: the product of the axes as a list of run records holding only their
- * configuration; combinations that cannot run carry status "skipped" and the reason. */
+/* Planning a sweep: the product of the axes (results/axes.h) as a list of run records holding
+ * only their configuration; combinations that cannot run carry status "skipped" and the
+ * reason. */
 #ifndef MX_SWEEP_PLAN_H
 #define MX_SWEEP_PLAN_H
 
+#include "results/axes.h"
 #include "results/record.h"
 
-#define MX_AXIS_MAX 32
+#define MX_AXIS_MAX 32  /* values of one axis */
+#define MX_AXES_MAX 64  /* entries of mx_axes */
 
+/* The values of every entry of mx_axes, as text (mx_axis_set reads them into a record):
+ * n[i] values for a list axis, 1 for a single value, 0 for a derived field (the planner sets
+ * it). */
 typedef struct {
-    const char *strategies[MX_AXIS_MAX]; int nstrategies;
-    int gpus[MX_AXIS_MAX]; int ngpus;
-    int batch[MX_AXIS_MAX]; int nbatch;
-    double lr[MX_AXIS_MAX]; int nlr;
-    const char *kvstores[MX_AXIS_MAX]; int nkvstores;
-    const char *compressions[MX_AXIS_MAX]; int ncompressions;
-    const char *amps[MX_AXIS_MAX]; int namps;
-    const char *workloads[MX_AXIS_MAX]; int nworkloads;
-    const char *batch_mode;   /* per-device | global */
-    const char *lr_scaling;   /* none | linear | sqrt */
-    const char *dataset;      /* fashion-mnist | synthetic | a directory (idx) */
-    double warmup_epochs, momentum, wd, target_acc;
-    int epochs, steps, warmup_steps, repeats, seed, threads_per_device;
+    int n[MX_AXES_MAX];
+    const char *text[MX_AXES_MAX][MX_AXIS_MAX];
+    char store[MX_AXES_MAX][512]; /* storage the texts point into */
 } mx_sweep_axes;
 
-/* Fills runs[0..*n) (allocated; free each with mx_record_free, then the array). */
+/* Index of the entry called name in mx_axes (it must exist). */
+int mx_sweep_axis_index(const char *name);
+
+/* Fills runs[0..*n) (allocated; free each with mx_record_free, then the array), in the order
+ * of the nested loops over the list axes by rank (mx_axis.loop, the largest varying fastest).
+ * Derived fields: the global batch (per --batch-mode), the scaled lr (relative to the first
+ * device count), kvstore "none" on one device (such a row is planned once, not once per
+ * kvstore). */
 int mx_sweep_plan(const mx_sweep_axes *ax, mx_run_record **runs, int *n);
 
 /* The learning rate of a run: base lr times the scaling rule's factor, where the factor is

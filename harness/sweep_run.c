@@ -2,6 +2,8 @@
 #include "sweep_run.h"
 #include "commands.h"
 #include "engine/status.h"
+#include "opts.h"
+#include "results/axes.h"
 #include "results/results.h"
 
 #include <math.h>
@@ -12,12 +14,26 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The parts of the axes table that have a label_rank, in rank order. */
 void mx_sweep_run_label(const mx_run_record *r, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s %s x%d kv=%s batch=%d lr=%.4g%s%s%s%s", r->workload, r->strategy, r->gpus, r->kvstore,
-             r->global_batch, r->lr, strcmp(r->compression, "none") ? " gc=" : "",
-             strcmp(r->compression, "none") ? r->compression : "", strcmp(r->amp, "off") ? " amp=" : "",
-             strcmp(r->amp, "off") ? r->amp : "");
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int rank = 1, found = 1; found && len < n; rank++) {
+        found = 0;
+        for (int i = 0; i < mx_naxes && len < n; i++) {
+            const mx_axis *a = &mx_axes[i];
+            if (a->label_rank != rank) continue;
+            found = 1;
+            if (a->label_if_set && !mx_axis_is_set(a, r)) continue;
+            const char *p = (const char *)r + a->off;
+            char part[160];
+            if (a->type == MX_AXIS_STR) snprintf(part, sizeof part, a->label_fmt, p);
+            else if (a->type == MX_AXIS_INT) snprintf(part, sizeof part, a->label_fmt, *(const int *)p);
+            else snprintf(part, sizeof part, a->label_fmt, *(const double *)p);
+            len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? " " : "", part);
+        }
+    }
 }
 
 /* The child's command line: `mxbench train` with this run's configuration. */
@@ -39,36 +55,24 @@ static void arg(arg_list *l, const char *fmt, ...)
     l->argv[l->argc] = NULL;
 }
 
-static void child_argv(const mx_run_record *r, const char *record_path, char *store, size_t storesize, char **argv)
+/* Every entry of the axes table with a train option, as its child rule says; a string outside
+ * the entry's choices goes to its other option (a --data directory instead of --dataset). */
+void mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *store, size_t storesize, char **argv)
 {
     arg_list l = {store, storesize, 0, argv, 0};
     arg(&l, "/proc/self/exe");
     arg(&l, "train");
-    arg(&l, "--workload"), arg(&l, "%s", r->workload);
-    arg(&l, "--strategy"), arg(&l, "%s", r->strategy);
-    arg(&l, "--gpus"), arg(&l, "%d", r->gpus);
-    arg(&l, "--kvstore"), arg(&l, "%s", r->gpus > 1 ? r->kvstore : "device");
-    arg(&l, "--batch"), arg(&l, "%d", r->global_batch);
-    arg(&l, "--lr"), arg(&l, "%.17g", r->lr);
-    arg(&l, "--momentum"), arg(&l, "%.17g", r->momentum);
-    arg(&l, "--wd"), arg(&l, "%.17g", r->wd);
-    arg(&l, "--seed"), arg(&l, "%d", r->seed);
-    arg(&l, "--threads-per-device"), arg(&l, "%d", r->threads_per_device);
-    arg(&l, "--repeat"), arg(&l, "%d", r->repeats);
-    arg(&l, "--warmup-steps"), arg(&l, "%d", r->warmup_steps);
-    if (r->steps)
-        arg(&l, "--steps"), arg(&l, "%d", r->steps);
-    else
-        arg(&l, "--epochs"), arg(&l, "%d", r->epochs);
-    if (r->warmup_epochs > 0) {
-        arg(&l, "--warmup-epochs"), arg(&l, "%.17g", r->warmup_epochs);
-        arg(&l, "--warmup-from"), arg(&l, "%.17g", r->base_lr);
+    for (int i = 0; i < mx_naxes; i++) {
+        const mx_axis *a = &mx_axes[i];
+        if (!a->train_opt || a->child == MX_CHILD_NO || (a->child == MX_CHILD_IF_SET && !mx_axis_is_set(a, r)))
+            continue;
+        char v[256];
+        mx_axis_text(a, r, v, sizeof v);
+        const int other = a->type == MX_AXIS_STR && a->train_opt_other && !mx_choice_ok(a->choices, v);
+        arg(&l, "--%s", other ? a->train_opt_other : a->train_opt), arg(&l, "%s", v);
     }
-    if (r->target_acc > 0) arg(&l, "--target-acc"), arg(&l, "%.17g", r->target_acc);
-    if (strcmp(r->dataset, "fashion-mnist") == 0 || strcmp(r->dataset, "synthetic") == 0)
-        arg(&l, "--dataset"), arg(&l, "%s", r->dataset);
-    else
-        arg(&l, "--data"), arg(&l, "%s", r->dataset);
+    /* the sweep's warmup ramps from the base lr to the scaled one: a rule between two fields */
+    if (r->warmup_epochs > 0) arg(&l, "--warmup-from"), arg(&l, "%.17g", r->base_lr);
     arg(&l, "--record"), arg(&l, "%s", record_path);
     arg(&l, "--quiet");
 }
@@ -83,8 +87,7 @@ static void adopt(mx_run_record *r, mx_run_record *got)
     got->step_time = got->phase_time = got->test_acc = got->epoch_time = NULL;
     got->loss = NULL;
     r->test_samples = got->test_samples;
-    r->bytes_per_step = got->bytes_per_step;
-    r->comm_overlap = got->comm_overlap;
+    memcpy(r->metrics, got->metrics, sizeof r->metrics); /* every counter's figure */
     r->wall_time = got->wall_time;
     r->throughput_agg = got->throughput_agg;
     r->exit_status = got->exit_status;
@@ -114,7 +117,7 @@ void mx_sweep_execute(mx_run_record *r, const char *tmp_path, double timeout, mx
                       const volatile sig_atomic_t *interrupted)
 {
     char store[4096], *argv[64];
-    child_argv(r, tmp_path, store, sizeof store, argv);
+    mx_sweep_child_argv(r, tmp_path, store, sizeof store, argv);
     unlink(tmp_path);
     mx_child_result cr;
     if (mx_child_run(argv, timeout, tick, user, &cr) < 0) {
@@ -149,7 +152,7 @@ int mx_sweep_check_runs(const mx_run_record *runs, int n)
     for (int i = 0; i < n; i++) {
         if (strcmp(runs[i].status, "skipped") == 0) continue;
         char store[4096], *argv[64], label[256];
-        child_argv(&runs[i], "unused.h5", store, sizeof store, argv);
+        mx_sweep_child_argv(&runs[i], "unused.h5", store, sizeof store, argv);
         int argc = 0;
         while (argv[argc]) argc++;
         if (mx_train_validate_argv(argc - 1, argv + 1) != 0) {

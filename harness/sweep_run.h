@@ -13,6 +13,11 @@
 /* "lenet data x2 kv=device batch=256 lr=0.05" */
 void mx_sweep_run_label(const mx_run_record *r, char *buf, size_t n);
 
+/* The child's command line, `/proc/self/exe train ... --record record_path --quiet`, from the
+ * axes table (results/axes.h): argv[] (NULL-terminated, at most 63 entries) points into
+ * store (4096 bytes suffice). */
+void mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *store, size_t storesize, char **argv);
+
 /* Checks the child command line of every run that is not skipped as `mxbench train` would
  * (mx_train_validate_argv), so that a sweep refuses bad input before its first child starts.
  * Returns 0, or 2 after printing which run and why. */

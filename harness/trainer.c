@@ -189,8 +189,7 @@ typedef struct {
     int32_t *order;
     mx_run_record *rec;
     int repeat;
-    double bytes_sum, work_sum, hidden_sum;
-    int comm_steps;
+    mx_counter_acc counters;           /* every counter of the timed steps (results/metrics.h) */
     double timed_samples, timed_time; /* for throughput_agg: real batch sizes, same times as step_time */
     loss_watch watch;
     int diverged;                      /* the growth rule or a non-finite loss fired (reason set) */
@@ -248,6 +247,7 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
     gather_batch(st, from, n);
     const double t_data = mx_now() - t0;
     const float lr = mx_lr_at((float)c->lr, (float)c->warmup_start_lr, epoch_pos, c->warmup_epochs);
+    mx_step_stats_clear(ss); /* what a strategy does not measure stays "not measured" */
     MX_TRY(st->ops->step(st->s, st->bx, st->by, n, lr, ss));
     const double dt = mx_now() - t0;
     *train_time += dt;
@@ -260,12 +260,7 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
         rec->nsteps++;
         st->timed_samples += n;
         st->timed_time += dt;
-        if (ss->comm_work > 0) {
-            st->bytes_sum += ss->bytes;
-            st->work_sum += ss->comm_work;
-            st->hidden_sum += ss->comm_hidden;
-            st->comm_steps++;
-        }
+        mx_counter_acc_add(&st->counters, ss->counter);
     }
     if (!isfinite(loss)) {
         mark_diverged(st, step, loss, "the loss is not finite (rule: a NaN or inf loss stops the run)");
@@ -510,6 +505,7 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         .opt = {(float)c->lr, (float)c->momentum, (float)c->wd}, .seed = (uint64_t)c->seed,
         .init = strcmp(c->init, "normal") == 0 ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER};
     run_state st = {.c = c, .ds = &ds, .ops = ops, .rec = rec, .progress_every = progress_every()};
+    mx_counter_acc_init(&st.counters);
     st.bx = malloc(sizeof(float) * c->batch * ds.train.c * ds.train.h * ds.train.w);
     st.by = malloc((size_t)c->batch);
     st.order = malloc(sizeof(int32_t) * ds.train.n);
@@ -517,10 +513,7 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
     const double t0 = mx_now();
     rc = st.bx && st.by && st.order ? run_all(&st, c, &sc) : mx_error(MX_ENOMEM, "out of memory for batches");
     rec->wall_time = mx_now() - t0;
-    if (st.comm_steps) {
-        rec->bytes_per_step = st.bytes_sum / st.comm_steps;
-        rec->comm_overlap = st.work_sum > 0 ? st.hidden_sum / st.work_sum : NAN;
-    }
+    mx_counter_acc_reduce(&st.counters, rec->metrics);
     free(st.bx);
     free(st.by);
     free(st.order);

@@ -4,7 +4,7 @@
 # Input datafile (plot.c writes data/accuracy.dat): one block per rule, blocks separated by
 # two blank lines, each opened by a line holding the rule's title in double quotes, then
 #   1 global batch (samples/step)   2 test accuracy (fraction, mean over runs)
-#   3 low   4 high (lowest/highest run, each widened by its 95% binomial error)   5 runs
+#   3 low   4 high (lowest/highest run, each widened by its 95% Wilson interval)   5 runs
 # Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='accuracy.dat'; outbase='out/accuracy';
 #        term='png'" [-e "title='...'; batches='64 128 256'"] accuracy.gp
 

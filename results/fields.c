@@ -3,6 +3,7 @@
  * and the values it refuses. SCHEMA.md lists the same names in the same order. */
 #include "store.h"
 
+#include "axes.h"
 #include "engine/status.h"
 
 #include <limits.h>
@@ -26,34 +27,72 @@
 #define MSTR(m) FIELD(mx_results_meta, m, F_STR, MEMBER_SIZE(mx_results_meta, m), 0)
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-const mx_field mx_run_fields[] = {
-    RSTR(workload),       RSTR(dataset),           RSTR(strategy),           RSTR(kvstore),
-    RSTR(compression),    RSTR(amp),               RSTR(device_type),        RSTR(lr_scaling),
-    RSTR(batch_mode),     RINT(gpus),              RINT(batch),              RINT(global_batch),
-    RDBL(base_lr),        RDBL(lr),                RDBL(momentum),           RDBL(wd),
-    RDBL(warmup_epochs),  RINT(epochs),            RINT(steps),              RINT(warmup_steps),
-    RINT(repeats),        RINT(seed),              RINT(threads_per_device), RDBL(target_acc),
+/* The run attributes and /summary columns come from three tables: the configuration
+ * (axes.c), the outcome and derived figures listed here, and the counters' figures
+ * (metrics.def). Built once, on first use, because C cannot initialise one array from
+ * another. Fields that every schema-1 file has are required of a run; the rest optional. */
+static const mx_field outcome_fields[] = {
     RINT(test_samples),   RSTR(status),            RSTR(reason),             RINT(exit_status),
     RDBL(throughput),     RDBL(throughput_ci_low), RDBL(throughput_ci_high), RDBL(throughput_iqr),
     ODBL(throughput_agg), RDBL(step_time_median),  RDBL(speedup),            RDBL(efficiency),
-    RDBL(final_test_acc), RDBL(time_to_acc),       RDBL(bytes_per_step),     RDBL(comm_overlap),
-    RDBL(wall_time),
+    RDBL(final_test_acc), RDBL(time_to_acc),
 };
-const int mx_nrun_fields = COUNT(mx_run_fields);
+/* after the counters' figures, as before the table (file readers go by name anyway) */
+static const mx_field tail_fields[] = {RDBL(wall_time)};
 
 /* A column's name differs from the record field only for test_acc, which holds the final
  * accuracy (the per-epoch series is the run group's test_acc dataset). */
-const mx_field mx_summary_fields[] = {
-    RSTR(id),          SSTR(workload),       SSTR(dataset),              SSTR(strategy),
-    SSTR(kvstore),     SSTR(compression),    SSTR(amp),                  SSTR(device_type),
-    SSTR(batch_mode),  SSTR(lr_scaling),     SSTR(status),               SINT(gpus),
-    SINT(batch),       SINT(global_batch),   SDBL(base_lr),              SDBL(lr),
-    SDBL(throughput),  SDBL(throughput_ci_low), SDBL(throughput_ci_high), SDBL(step_time_median),
-    SDBL(throughput_agg), SDBL(speedup),     SDBL(efficiency),
+static const mx_field summary_outcome[] = {
+    SSTR(status),      SDBL(throughput),     SDBL(throughput_ci_low), SDBL(throughput_ci_high),
+    SDBL(step_time_median), SDBL(throughput_agg), SDBL(speedup),  SDBL(efficiency),
     {"test_acc", F_DBL, offsetof(mx_run_record, final_test_acc), sizeof(double), 0},
-    SDBL(time_to_acc), SDBL(bytes_per_step), SDBL(comm_overlap),         SDBL(wall_time),
+    SDBL(time_to_acc),
 };
-const int mx_nsummary_fields = COUNT(mx_summary_fields);
+
+static void add(mx_field_table *t, mx_field f)
+{
+    /* MX_MAX_FIELDS bounds the tables; tests/test_tables.c walks them, so an overflow shows there */
+    if (t->n < MX_MAX_FIELDS) t->f[t->n++] = f;
+}
+
+static void add_axes(mx_field_table *t, int summary)
+{
+    for (int i = 0; i < mx_naxes; i++) {
+        const mx_axis *a = &mx_axes[i];
+        const mx_field_kind k = a->type == MX_AXIS_STR ? F_STR : a->type == MX_AXIS_INT ? F_INT : F_DBL;
+        add(t, (mx_field){a->name, k, a->off, a->size, !summary && a->in_v1});
+    }
+}
+
+static void add_counters(mx_field_table *t, int summary)
+{
+    for (int i = 0; i < MX_NCOUNTERS; i++)
+        add(t, (mx_field){mx_counters[i].name, F_DBL, offsetof(mx_run_record, metrics) + (size_t)i * sizeof(double),
+                          sizeof(double), !summary && mx_counters[i].in_v1});
+}
+
+const mx_field_table *mx_run_field_table(void)
+{
+    static mx_field_table t;
+    if (t.n) return &t;
+    add_axes(&t, 0);
+    for (int i = 0; i < COUNT(outcome_fields); i++) add(&t, outcome_fields[i]);
+    add_counters(&t, 0);
+    for (int i = 0; i < COUNT(tail_fields); i++) add(&t, tail_fields[i]);
+    return &t;
+}
+
+const mx_field_table *mx_summary_field_table(void)
+{
+    static mx_field_table t;
+    if (t.n) return &t;
+    add(&t, (mx_field)RSTR(id));
+    add_axes(&t, 1);
+    for (int i = 0; i < COUNT(summary_outcome); i++) add(&t, summary_outcome[i]);
+    add_counters(&t, 1);
+    add(&t, (mx_field)SDBL(wall_time));
+    return &t;
+}
 
 const mx_field mx_meta_fields[] = {
     MSTR(mxbench_version), MSTR(git_revision), MSTR(host),   MSTR(cpu_model),  MSTR(gpu_model),

@@ -2,6 +2,7 @@
  * across files, and the figures derived from a run's series (see record.h, SCHEMA.md). */
 #include "record.h"
 
+#include "axes.h"
 #include "engine/status.h"
 #include "stats.h"
 
@@ -10,7 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const mx_phase_names[MX_NPHASES] = {"data", "forward", "backward", "comm", "update"};
+/* the two figures that kept their names alias their table entries */
+_Static_assert(offsetof(mx_run_record, bytes_per_step) ==
+                   offsetof(mx_run_record, metrics) + MX_COUNTER_BYTES * sizeof(double),
+               "bytes_per_step must alias metrics[MX_COUNTER_BYTES]");
+_Static_assert(offsetof(mx_run_record, comm_overlap) ==
+                   offsetof(mx_run_record, metrics) + MX_COUNTER_COMM_HIDDEN * sizeof(double),
+               "comm_overlap must alias metrics[MX_COUNTER_COMM_HIDDEN]");
 
 #define COPY_STR(dst, s) snprintf((dst), sizeof(dst), "%s", (s))
 
@@ -31,7 +38,10 @@ void mx_record_init(mx_run_record *r)
     r->throughput_iqr = r->step_time_median = r->throughput_agg = NAN;
     r->speedup = r->efficiency = NAN;
     r->final_test_acc = r->time_to_acc = NAN;
-    r->bytes_per_step = r->comm_overlap = r->wall_time = NAN;
+    r->wall_time = NAN;
+    for (int i = 0; i < MX_NCOUNTERS; i++) r->metrics[i] = NAN;
+    for (int i = 0; i < mx_naxes; i++)
+        if (!mx_axes[i].in_v1) mx_axis_set(&mx_axes[i], r, mx_axes[i].def);
 }
 
 int mx_record_status_known(const char *s)
@@ -103,57 +113,43 @@ static void key_put(key_writer *w, const char *name, const char *val)
     if (k > 0) w->len += (size_t)k;
 }
 
-static void key_int(key_writer *w, const char *name, int v)
-{
-    char val[16];
-    snprintf(val, sizeof val, "%d", v);
-    key_put(w, name, val);
-}
-
-/* %.6g keeps the key stable against the last bits of a double's round trip through text */
-static void key_dbl(key_writer *w, const char *name, double v)
-{
-    char val[32];
-    snprintf(val, sizeof val, "%.6g", v);
-    key_put(w, name, val);
-}
-
-static void record_key(const mx_run_record *r, char *buf, size_t n, int with_gpus)
+/* The fields of the axes table marked for the key, in table order. Numbers as %d and %.6g
+ * (%.6g keeps the key stable against the last bits of a double's round trip through text).
+ * A field added after schema 1 enters only when it differs from its default, so that the
+ * key of every older run, which lacks it, stays what it was. */
+static void record_key(const mx_run_record *r, char *buf, size_t n, int series)
 {
     if (n == 0) return;
     buf[0] = '\0';
     key_writer w = {buf, n, 0};
-    key_put(&w, "workload", r->workload);
-    key_put(&w, "dataset", r->dataset);
-    key_put(&w, "strategy", r->strategy);
-    /* a series spans device counts, and its one-device member uses no kvstore ("none"): the
-     * kvstore is matched separately (mx_record_same_series) */
-    if (with_gpus) key_put(&w, "kvstore", r->kvstore);
-    key_put(&w, "compression", r->compression);
-    key_put(&w, "amp", r->amp);
-    key_put(&w, "device_type", r->device_type);
-    if (with_gpus) key_int(&w, "gpus", r->gpus);
-    key_int(&w, "batch", r->batch);
-    key_put(&w, "batch_mode", r->batch_mode);
-    /* global_batch follows from gpus and batch_mode, so it belongs to the config key only */
-    if (with_gpus) key_int(&w, "global_batch", r->global_batch);
-    key_dbl(&w, "base_lr", r->base_lr);
-    key_put(&w, "lr_scaling", r->lr_scaling);
-    key_dbl(&w, "momentum", r->momentum);
-    key_dbl(&w, "wd", r->wd);
-    key_dbl(&w, "warmup_epochs", r->warmup_epochs);
-    key_int(&w, "epochs", r->epochs);
-    key_int(&w, "steps", r->steps);
-    key_int(&w, "warmup_steps", r->warmup_steps);
-    key_int(&w, "repeats", r->repeats);
-    key_int(&w, "seed", r->seed);
-    key_int(&w, "threads_per_device", r->threads_per_device);
+    mx_run_record defaults;
+    for (int i = 0; i < mx_naxes; i++) {
+        const mx_axis *a = &mx_axes[i];
+        if (!a->in_key || (series && !a->in_series)) continue;
+        const char *p = (const char *)r + a->off;
+        char val[128];
+        if (a->type == MX_AXIS_STR) snprintf(val, sizeof val, "%.*s", (int)a->size, p);
+        else if (a->type == MX_AXIS_INT) snprintf(val, sizeof val, "%d", *(const int *)p);
+        else snprintf(val, sizeof val, "%.6g", *(const double *)p);
+        if (!a->in_v1) {
+            char def[128];
+            mx_axis_set(a, &defaults, a->def);
+            const char *q = (const char *)&defaults + a->off;
+            if (a->type == MX_AXIS_STR) snprintf(def, sizeof def, "%.*s", (int)a->size, q);
+            else if (a->type == MX_AXIS_INT) snprintf(def, sizeof def, "%d", *(const int *)q);
+            else snprintf(def, sizeof def, "%.6g", *(const double *)q);
+            if (strcmp(val, def) == 0) continue;
+        }
+        key_put(&w, a->name, val);
+    }
 }
 
-void mx_record_config_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 1); }
+/* the series key leaves out gpus and global_batch (they vary along a series) and the kvstore:
+ * a series' one-device member uses none, so the kvstore is matched apart
+ * (mx_record_kvstore_matches) */
+void mx_record_config_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 0); }
 
-void mx_record_series_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 0); }
-
+void mx_record_series_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 1); }
 int mx_record_kvstore_matches(const mx_run_record *a, const mx_run_record *b)
 {
     return strcmp(a->kvstore, b->kvstore) == 0 || strcmp(a->kvstore, "none") == 0 || strcmp(b->kvstore, "none") == 0;

@@ -5,14 +5,12 @@
 #ifndef MX_RECORD_H
 #define MX_RECORD_H
 
+#include "metrics.h"
+
 #include <stddef.h>
 
-/* Phases of a training step, in the order of the phase-breakdown columns. */
-enum { MX_PHASE_DATA, MX_PHASE_FORWARD, MX_PHASE_BACKWARD, MX_PHASE_COMM, MX_PHASE_UPDATE, MX_NPHASES };
-extern const char *const mx_phase_names[MX_NPHASES]; /* "data", "forward", ... */
-
 typedef struct {
-    /* ---- configuration: attributes of /runs/<id> */
+    /* ---- configuration: attributes of /runs/<id>; axes.c lists these fields as a table */
     char id[32];           /* group name under /runs, e.g. "r0007" */
     char workload[32];     /* mlp, lenet, resnet18 */
     char dataset[64];      /* "fashion-mnist", "synthetic", or the --data directory */
@@ -67,9 +65,16 @@ typedef struct {
     double efficiency;          /* speedup / (gpus / smallest gpus) */
     double final_test_acc;      /* last entry of test_acc */
     double time_to_acc;         /* seconds of training until test_acc >= target_acc */
-    double bytes_per_step;      /* bytes moved by the kvstore per step, all devices */
-    double comm_overlap;        /* fraction of communication hidden behind backward */
     double wall_time;           /* seconds for the whole run, all repeats */
+    /* the figures of the per-step counters (metrics.def), measured by the run itself. The
+     * first two keep their names, which code and files had before the table */
+    union {
+        double metrics[MX_NCOUNTERS];
+        struct {
+            double bytes_per_step;  /* metrics[MX_COUNTER_BYTES] */
+            double comm_overlap;    /* metrics[MX_COUNTER_COMM_HIDDEN] */
+        };
+    };
 } mx_run_record;
 
 /* The values a record's status may take, '|'-separated: "ok|failed|skipped|diverged".
@@ -80,7 +85,8 @@ typedef struct {
 /* 1 when s is one of MX_RECORD_STATUSES. */
 int mx_record_status_known(const char *s);
 
-/* Zeroes the record and sets the derived fields to NaN and the strings to defaults. */
+/* Zeroes the record and sets the derived fields to NaN and the strings to defaults; fields
+ * added to axes.c after schema 1 take their default (what a file without them meant). */
 void mx_record_init(mx_run_record *r);
 void mx_record_free(mx_run_record *r);
 /* Deep copy (series duplicated). */

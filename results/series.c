@@ -85,8 +85,8 @@ static int read_series(hid_t g, const series_desc *d, const char *where, void **
         rc = mx_error(MX_EFORMAT, "%s/%s: cannot be read (file corrupt?)", where, d->name);
     else if (rank != (d->cols ? 2 : 1) || H5Sget_simple_extent_dims(sp, dims, NULL) < 0 ||
              (d->cols && dims[1] != (hsize_t)d->cols) || dims[0] > INT32_MAX)
-        rc = mx_error(MX_EFORMAT, "%s/%s: has the wrong shape (expected [n]%s, n < 2^31)", where, d->name,
-                      d->cols ? "[5]" : "");
+        rc = mx_error(MX_EFORMAT, "%s/%s: has the wrong shape (expected [n]%s%.0d%s, n < 2^31)", where, d->name,
+                      d->cols ? "[" : "", d->cols, d->cols ? "]" : "");
     const size_t cols = d->cols ? (size_t)d->cols : 1;
     if (rc == MX_OK && dims[0] > 0) {
         /* the shape is only a claim: a file of a few bytes may declare 2^31 rows. Believe it

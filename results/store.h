@@ -22,10 +22,18 @@ typedef struct {
     int required;      /* a reader refuses a run without it (SCHEMA.md, "What a reader checks") */
 } mx_field;
 
-extern const mx_field mx_run_fields[];
-extern const int mx_nrun_fields;
-extern const mx_field mx_summary_fields[];
-extern const int mx_nsummary_fields;
+enum { MX_MAX_FIELDS = 96 };
+typedef struct {
+    mx_field f[MX_MAX_FIELDS];
+    int n;
+} mx_field_table;
+/* Run attributes and /summary columns, from the axes, the outcome and the counters (fields.c). */
+const mx_field_table *mx_run_field_table(void);
+const mx_field_table *mx_summary_field_table(void);
+#define mx_run_fields (mx_run_field_table()->f)
+#define mx_nrun_fields (mx_run_field_table()->n)
+#define mx_summary_fields (mx_summary_field_table()->f)
+#define mx_nsummary_fields (mx_summary_field_table()->n)
 extern const mx_field mx_meta_fields[];
 extern const int mx_nmeta_fields;
 
@@ -72,7 +80,7 @@ int mx_series_read(hid_t group, const char *where, mx_run_record *r);
 int mx_summary_create(hid_t fid);
 /* Rewrites every row from recs: 0 or -1. */
 int mx_summary_write(hid_t fid, const mx_run_record *recs, int n);
-enum { MX_SUMMARY_MAX_COLS = 64 };
+enum { MX_SUMMARY_MAX_COLS = MX_MAX_FIELDS };
 /* Reads the rows into *rows (n records with only the summary fields set; present[c] says
  * whether the file has column c of mx_summary_fields). The table must have one row per
  * entry of /runs (nruns), with valid, unique ids. */

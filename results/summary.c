@@ -13,7 +13,6 @@
 
 enum { SUMMARY_CHUNK_ROWS = 64 };
 
-_Static_assert(MX_SUMMARY_MAX_COLS >= 32, "MX_SUMMARY_MAX_COLS too small for mx_summary_fields");
 
 int mx_check_id(const char *id, const char *path, int code)
 {

@@ -32,6 +32,7 @@ struct mx_strategy {
     mx_net *net[MX_MAX_DEVICES];
     float *mom; /* one device: momentum next to the weights */
     mx_kvstore *kv;
+    mx_comm *comm; /* the devices' group, which the kvstore moves gradients through */
     sgd_ctx sgd;
 
     /* ---- the step in flight, handed to device threads */
@@ -71,9 +72,10 @@ static void push_ready(void *user, int first, int count)
 {
     push_ctx *c = user;
     mx_strategy *s = c->s;
-    /* Later tensors first: they finished first and the next forward needs them last. */
+    /* Later tensors first (backward order): every device pushes in this one order, which
+     * the kvstore's collectives follow on every member. */
     for (int p = first + count - 1; p >= first; p--)
-        if (mx_kv_push(s->kv, p, c->dev, s->net[c->dev]->params[p].count, -p) < 0) record_error(s);
+        if (mx_kv_push(s->kv, p, c->dev, s->net[c->dev]->params[p].count) < 0) record_error(s);
 }
 
 static void run_device(mx_strategy *s, int d)
@@ -88,7 +90,9 @@ static void run_device(mx_strategy *s, int d)
     r->t_fwd_end = mx_now();
     push_ctx ctx = {s, d};
     mx_net_backward(net, s->count[d], s->kv ? push_ready : NULL, &ctx);
-    net->be->ops->sync(net->be);
+    /* A failed op leaves the backend's sticky error; the step goes on (the kvstore waits for
+     * every device's pushes and pulls) and returns it. */
+    if (net->be->ops->sync(net->be) < 0) record_error(s);
     r->t_bwd_end = mx_now();
     if (s->kv) {
         for (int p = 0; p < net->nparams; p++)
@@ -96,7 +100,7 @@ static void run_device(mx_strategy *s, int d)
     } else {
         mx_sgd_update(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w, s->mom, net->g);
     }
-    net->be->ops->sync(net->be);
+    if (net->be->ops->sync(net->be) < 0) record_error(s);
     r->t_end = mx_now();
 }
 
@@ -145,7 +149,7 @@ static int create_replicas(mx_strategy *s)
     int counts[MX_MAX_DEVICES];
     MX_TRY(mx_split_batch(c->max_batch, s->k, c->work_load, counts));
     for (int d = 0; d < s->k; d++) {
-        MX_TRY(mx_backend_create(&s->be[d], "cpu", d, c->threads_per_device));
+        MX_TRY(mx_backend_create(&s->be[d], c->backend ? c->backend : "cpu", d, c->threads_per_device));
         /* Room for k more than the even share: a smaller last batch rounds differently. */
         MX_TRY(mx_net_create(&s->net[d], s->be[d], specs, nspecs, c->in, counts[d] + s->k));
         /* The same seed on every replica gives identical initial weights. */
@@ -163,15 +167,15 @@ static int create_store(mx_strategy *s)
         return s->mom ? MX_OK : mx_error(MX_ENOMEM, "out of memory for momentum (%zu floats)", n0->nweights);
     }
     mx_kv_key *keys = malloc(sizeof *keys * n0->nparams);
-    float *w[MX_MAX_DEVICES], *g[MX_MAX_DEVICES];
     if (!keys) return mx_error(MX_ENOMEM, "out of memory for kvstore keys");
-    for (int p = 0; p < n0->nparams; p++) keys[p] = (mx_kv_key){n0->params[p].offset, n0->params[p].count};
-    for (int d = 0; d < s->k; d++) w[d] = s->net[d]->w, g[d] = s->net[d]->g;
-    int rc = mx_kv_create(&s->kv, s->cfg.kvstore, s->k, s->be, w, g, keys, n0->nparams);
+    for (int p = 0; p < n0->nparams; p++) keys[p] = (mx_kv_key){n0->params[p].offset, n0->params[p].count, MX_F32};
+    int rc = mx_comm_create(&s->comm, "threads", s->k);
+    if (rc == MX_OK) rc = mx_kv_create(&s->kv, s->cfg.kvstore, s->comm, keys, n0->nparams, NULL);
     free(keys);
     MX_TRY(rc);
+    for (int d = 0; d < s->k; d++) MX_TRY(mx_kv_bind(s->kv, d, s->be[d], s->net[d]->w, s->net[d]->g));
     mx_kv_set_updater(s->kv, sgd_updater, &s->sgd);
-    return mx_kv_init(s->kv, n0->w);
+    return mx_kv_init(s->kv);
 }
 
 static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
@@ -233,7 +237,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
      * last device finished its forward (thread hand-off included), backward until the last
      * finished backward, then the exposed tail of communication (or the update with one
      * device, where there is no kvstore). */
-    memset(st, 0, sizeof *st);
+    mx_step_stats_clear(st);
     double fwd_end = 0, bwd_end = 0, end = 0;
     for (int d = 0; d < s->k; d++) {
         const device_result *r = &s->res[d];
@@ -248,8 +252,8 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     st->phase[MX_PHASE_BACKWARD] = bwd;
     st->phase[s->kv ? MX_PHASE_COMM : MX_PHASE_UPDATE] = end - bwd_end;
     if (s->kv) {
-        st->bytes = s->kv->stats.bytes;
-        mx_kv_work_before(s->kv, bwd_end, &st->comm_work, &st->comm_hidden);
+        st->counter[MX_COUNTER_BYTES] = mx_kv_stats_get(s->kv).bytes;
+        mx_kv_work_before(s->kv, bwd_end, &st->counter[MX_COUNTER_COMM_WORK], &st->counter[MX_COUNTER_COMM_HIDDEN]);
     }
     return MX_OK;
 }
@@ -280,6 +284,7 @@ static void data_destroy(mx_strategy *s)
     for (int d = 1; d < s->k; d++)
         if (s->threads[d]) pthread_join(s->threads[d], NULL);
     mx_kv_destroy(s->kv);
+    mx_comm_destroy(s->comm);
     if (s->mom) s->be[0]->ops->free(s->be[0], s->mom);
     for (int d = 0; d < s->k; d++) {
         mx_net_destroy(s->net[d]);

@@ -1,98 +1,108 @@
-/* kvstore `device`: reduce-scatter then all-gather among the devices, with no host round
- * trip. Each key is cut into one shard per device; device d's worker sums shard d of every
- * device's gradient into a merge buffer on d (pushed values are never modified, as MXNet's
- * push copies), updates shard d of its own weights (its momentum lives on it), and every
- * device pulls the shards it does not own from their owners. */
-#include "kvstore.h"
+/* kvstore `device`: reduce-scatter then all-gather among the devices over the comm, with no
+ * host round trip. Worker w is comm member w and works for device w only: it reduce-scatters
+ * its device's gradient into a merge buffer on that device (pushed values are never
+ * modified, as MXNet's push copies), updates its own shard of the device's weights (its
+ * momentum lives there), and all-gathers the weights, so that a pull has nothing left to
+ * copy. Without an updater it all-gathers the summed gradient instead, and pull copies it
+ * into the device's gradient buffer. */
+#include "kv_mode.h"
 #include "engine/status.h"
 
 #include <stdlib.h>
 
 typedef struct {
-    float **mom;     /* [ndev] momentum, used on each device's own shards */
-    float **merge;   /* [ndev] summed gradient, used on each device's own shards */
-    float **staging; /* [ndev] receive buffer for a remote shard */
+    float **mom;   /* [ndev] momentum, used on each device's own shards */
+    float **merge; /* [ndev] summed gradient: the own shard, or all of it without an updater */
 } kv_device;
-
-static int device_nworkers(int ndev) { return ndev; }
 
 static int device_create(mx_kvstore *kv)
 {
+    if (kv->comm->n != kv->ndev || kv->comm->nlocal != kv->ndev)
+        return mx_error(MX_EINVAL, "kvstore device: one comm member per device is needed (comm of %d members, %d here; %d devices)",
+                        kv->comm->n, kv->comm->nlocal, kv->ndev);
+    for (int k = 0; k < kv->nkeys; k++)
+        if (kv->keys[k].dtype != MX_F32)
+            return mx_error(MX_EINVAL, "kvstore device: key %d is %s; accepted: f32 (the updater runs on f32 master values)",
+                            k, mx_dtype_name(kv->keys[k].dtype));
     kv_device *m = calloc(1, sizeof *m);
     if (!m) return mx_error(MX_ENOMEM, "out of memory creating kvstore device");
     kv->mode = m;
     m->mom = calloc(kv->ndev, sizeof *m->mom);
     m->merge = calloc(kv->ndev, sizeof *m->merge);
-    m->staging = calloc(kv->ndev, sizeof *m->staging);
-    if (!m->mom || !m->merge || !m->staging) return mx_error(MX_ENOMEM, "out of memory creating kvstore device");
-    size_t largest = 0;
-    for (int k = 0; k < kv->nkeys; k++)
-        if (kv->keys[k].count > largest) largest = kv->keys[k].count;
-    for (int d = 0; d < kv->ndev; d++) {
-        mx_backend *be = kv->be[d];
-        m->mom[d] = be->ops->alloc(be, sizeof(float) * kv->total);
-        m->merge[d] = be->ops->alloc(be, sizeof(float) * kv->total);
-        m->staging[d] = be->ops->alloc(be, sizeof(float) * largest);
-        if (!m->mom[d] || !m->merge[d] || !m->staging[d]) return mx_error(MX_ENOMEM, "out of device memory for kvstore device");
-    }
+    if (!m->mom || !m->merge) return mx_error(MX_ENOMEM, "out of memory creating kvstore device");
     return MX_OK;
 }
 
-static int device_init(mx_kvstore *kv, const float *value_dev0) { return MX_OK; /* replicas start equal */ }
+static int device_nworkers(const mx_kvstore *kv) { return kv->ndev; }
+static int device_follows(const mx_kvstore *kv, int worker) { return worker; }
 
-static void device_process(mx_kvstore *kv, int worker, int key)
+/* Buffers live on each device, so they wait until the devices bound their backends. */
+static int device_init(mx_kvstore *kv)
+{
+    kv_device *m = kv->mode;
+    for (int d = 0; d < kv->ndev; d++) {
+        mx_backend *be = kv->dev[d].be;
+        if (!m->mom[d]) m->mom[d] = be->ops->alloc(be, sizeof(float) * kv->total);
+        if (!m->merge[d]) m->merge[d] = be->ops->alloc(be, sizeof(float) * kv->total);
+        if (!m->mom[d] || !m->merge[d])
+            return mx_error(MX_ENOMEM, "out of memory on device %d for kvstore device (2 x %zu floats)", d, kv->total);
+    }
+    return MX_OK; /* replicas start equal: nothing to store */
+}
+
+static int device_process(mx_kvstore *kv, int worker, int key)
 {
     kv_device *m = kv->mode;
     const mx_kv_key *k = &kv->keys[key];
-    mx_backend *be = kv->be[worker];
-    size_t lo, hi;
-    mx_kv_shard(k->count, worker, kv->ndev, &lo, &hi);
-    if (hi <= lo) return;
+    mx_comm *c = kv->comm;
+    const int member = c->local_first + worker;
+    const mx_kv_device *dv = &kv->dev[worker];
     float *merge = m->merge[worker] + k->offset;
-    be->ops->copy(be, merge + lo, kv->grad[worker] + k->offset + lo, sizeof(float) * (hi - lo), MX_COPY_D2D);
-    for (int d = 0; d < kv->ndev; d++) {
-        if (d == worker) continue;
-        be->ops->copy(be, m->staging[worker], kv->grad[d] + k->offset + lo, sizeof(float) * (hi - lo), MX_COPY_D2D);
-        be->ops->add(be, hi - lo, merge + lo, m->staging[worker]);
+    MX_TRY(mx_comm_reduce_scatter(c, member, (const float *)dv->g + k->offset, merge, k->count, MX_F32));
+    size_t lo, hi;
+    mx_comm_shard(k->count, member, c->n, &lo, &hi);
+    float *gathered = merge;
+    if (kv->updater) {
+        gathered = (float *)dv->w + k->offset;
+        if (hi > lo) kv->updater(kv->updater_user, dv->be, key, lo, hi, gathered, m->mom[worker] + k->offset, merge);
     }
-    kv->updater(kv->updater_user, be, key, lo, hi, kv->weight[worker] + k->offset, m->mom[worker] + k->offset, merge);
-    mx_kv_count_bytes(kv, sizeof(float) * (double)(hi - lo) * (kv->ndev - 1));
+    MX_TRY(mx_comm_allgather(c, member, gathered, k->count, MX_F32));
+    /* What crossed between devices: the other members' shards of ours, then theirs. */
+    const double own = (double)(hi - lo), sz = sizeof(float);
+    mx_kv_count_bytes(kv, sz * (own * (c->n - 1) + ((double)k->count - own)));
+    return MX_OK;
 }
 
-static void device_pull(mx_kvstore *kv, int key, int dev, float *out)
+static int device_pull(mx_kvstore *kv, int key, int dev)
 {
+    if (kv->updater) return MX_OK; /* the all-gather already wrote the weights */
+    kv_device *m = kv->mode;
     const mx_kv_key *k = &kv->keys[key];
-    mx_backend *be = kv->be[dev];
-    double bytes = 0;
-    for (int owner = 0; owner < kv->ndev; owner++) {
-        size_t lo, hi;
-        mx_kv_shard(k->count, owner, kv->ndev, &lo, &hi);
-        if (owner == dev || hi <= lo) continue;
-        be->ops->copy(be, out + lo, kv->weight[owner] + k->offset + lo, sizeof(float) * (hi - lo), MX_COPY_D2D);
-        bytes += sizeof(float) * (double)(hi - lo);
-    }
-    if (bytes) mx_kv_count_bytes(kv, bytes);
+    mx_backend *be = kv->dev[dev].be;
+    be->ops->copy(be, (float *)kv->dev[dev].g + k->offset, m->merge[dev] + k->offset, sizeof(float) * k->count,
+                  MX_COPY_D2D);
+    return MX_OK;
 }
 
 static void device_destroy(mx_kvstore *kv)
 {
     kv_device *m = kv->mode;
-    for (int d = 0; d < kv->ndev && m->mom; d++) {
-        mx_backend *be = kv->be[d];
+    for (int d = 0; d < kv->ndev && m->mom && m->merge; d++) {
+        mx_backend *be = kv->dev[d].be;
         if (m->mom[d]) be->ops->free(be, m->mom[d]);
-        if (m->merge && m->merge[d]) be->ops->free(be, m->merge[d]);
-        if (m->staging && m->staging[d]) be->ops->free(be, m->staging[d]);
+        if (m->merge[d]) be->ops->free(be, m->merge[d]);
     }
     free(m->mom);
     free(m->merge);
-    free(m->staging);
     free(m);
 }
 
 const mx_kvstore_ops mx_kv_device_ops = {
     .name = "device",
-    .nworkers = device_nworkers,
     .create = device_create,
+    .nworkers = device_nworkers,
+    .follows = device_follows,
+    .ready = mx_kv_all_pushed,
     .init = device_init,
     .process = device_process,
     .pull = device_pull,

@@ -1,7 +1,9 @@
 /* kvstore `local`: every device's gradient is copied to host memory and summed there, one
  * host thread runs the update on the host copy of the weights, and each device pulls the
- * new weights back (MXNet's CommCPU + update on the kvstore). */
-#include "kvstore.h"
+ * new weights back (MXNet's CommCPU + update on the kvstore). The host is not a comm
+ * member: each copy is made by the owning device's backend (its D2H or H2D), so no
+ * collective is involved and the comm only sizes the store. */
+#include "kv_mode.h"
 #include "engine/status.h"
 
 #include <stdlib.h>
@@ -11,10 +13,12 @@ typedef struct {
     float *w, *mom, *merge, *tmp;
 } kv_local;
 
-static int local_nworkers(int ndev) { return 1; }
-
 static int local_create(mx_kvstore *kv)
 {
+    for (int k = 0; k < kv->nkeys; k++)
+        if (kv->keys[k].dtype != MX_F32)
+            return mx_error(MX_EINVAL, "kvstore local: key %d is %s; accepted: f32 (host sums and updates f32 master values)",
+                            k, mx_dtype_name(kv->keys[k].dtype));
     kv_local *m = calloc(1, sizeof *m);
     if (!m) return mx_error(MX_ENOMEM, "out of memory creating kvstore local");
     kv->mode = m;
@@ -29,34 +33,48 @@ static int local_create(mx_kvstore *kv)
     return MX_OK;
 }
 
-static int local_init(mx_kvstore *kv, const float *value_dev0)
+static int local_nworkers(const mx_kvstore *kv) { return 1; }
+static int local_follows(const mx_kvstore *kv, int worker) { return 0; }
+
+static int local_init(mx_kvstore *kv)
 {
     kv_local *m = kv->mode;
-    kv->be[0]->ops->copy(kv->be[0], m->w, value_dev0, sizeof(float) * kv->total, MX_COPY_D2H);
+    mx_backend *be = kv->dev[0].be;
+    be->ops->copy(be, m->w, kv->dev[0].w, sizeof(float) * kv->total, MX_COPY_D2H);
     return MX_OK;
 }
 
-static void local_process(mx_kvstore *kv, int worker, int key)
+static int local_process(mx_kvstore *kv, int worker, int key)
 {
     kv_local *m = kv->mode;
     const mx_kv_key *k = &kv->keys[key];
     const size_t bytes = sizeof(float) * k->count;
     float *merge = m->merge + k->offset, *tmp = m->tmp + k->offset;
-    kv->be[0]->ops->copy(kv->be[0], merge, kv->grad[0] + k->offset, bytes, MX_COPY_D2H);
-    for (int d = 1; d < kv->ndev; d++) {
-        kv->be[d]->ops->copy(kv->be[d], tmp, kv->grad[d] + k->offset, bytes, MX_COPY_D2H);
-        m->host->ops->add(m->host, k->count, merge, tmp);
+    /* Summed in device order, so the result does not depend on who pushed first. */
+    for (int d = 0; d < kv->ndev; d++) {
+        mx_backend *be = kv->dev[d].be;
+        const float *g = (const float *)kv->dev[d].g + k->offset;
+        be->ops->copy(be, d ? tmp : merge, g, bytes, MX_COPY_D2H);
+        if (d) m->host->ops->add(m->host, k->count, merge, tmp);
     }
-    kv->updater(kv->updater_user, m->host, key, 0, k->count, m->w + k->offset, m->mom + k->offset, merge);
+    if (kv->updater)
+        kv->updater(kv->updater_user, m->host, key, 0, k->count, m->w + k->offset, m->mom + k->offset, merge);
     mx_kv_count_bytes(kv, (double)bytes * kv->ndev);
+    return MX_OK;
 }
 
-static void local_pull(mx_kvstore *kv, int key, int dev, float *out)
+static int local_pull(mx_kvstore *kv, int key, int dev)
 {
     kv_local *m = kv->mode;
     const mx_kv_key *k = &kv->keys[key];
-    kv->be[dev]->ops->copy(kv->be[dev], out, m->w + k->offset, sizeof(float) * k->count, MX_COPY_H2D);
+    mx_backend *be = kv->dev[dev].be;
+    /* Without an updater the store holds the summed gradient, and it lands where the
+     * device's gradient was. */
+    float *dst = (float *)(kv->updater ? kv->dev[dev].w : kv->dev[dev].g) + k->offset;
+    const float *src = (kv->updater ? m->w : m->merge) + k->offset;
+    be->ops->copy(be, dst, src, sizeof(float) * k->count, MX_COPY_H2D);
     mx_kv_count_bytes(kv, sizeof(float) * (double)k->count);
+    return MX_OK;
 }
 
 static void local_destroy(mx_kvstore *kv)
@@ -74,8 +92,10 @@ static void local_destroy(mx_kvstore *kv)
 
 const mx_kvstore_ops mx_kv_local_ops = {
     .name = "local",
-    .nworkers = local_nworkers,
     .create = local_create,
+    .nworkers = local_nworkers,
+    .follows = local_follows,
+    .ready = mx_kv_all_pushed,
     .init = local_init,
     .process = local_process,
     .pull = local_pull,

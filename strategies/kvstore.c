@@ -1,9 +1,12 @@
-/* kvstore scheduling shared by every mode: rounds of pushes per key, a ready queue served
- * by priority, comm worker threads, and pulls that wait for the rounds they depend on. */
-#include "kvstore.h"
+/* kvstore machinery shared by every mode: bound device buffers, the push hook, each
+ * device's push log, rounds per key, comm worker threads that follow one device's push
+ * order and ask the mode's policy when a round may run, and pulls that wait for the rounds
+ * they depend on. */
+#include "kv_mode.h"
 #include "engine/status.h"
 #include "engine/timer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,13 +15,11 @@ static const mx_kvstore_ops *const modes[] = {&mx_kv_local_ops, &mx_kv_device_op
 
 const char *mx_kv_modes(void) { return "local|device"; }
 
-void mx_kv_shard(size_t count, int w, int n, size_t *lo, size_t *hi)
+int mx_kv_all_pushed(const mx_kvstore *kv, int key, int round)
 {
-    /* Boundaries rounded to 16 floats so shards start on cache lines. */
-    size_t per = (count + n - 1) / n;
-    per = (per + 15) / 16 * 16;
-    *lo = per * w < count ? per * w : count;
-    *hi = per * (w + 1) < count ? per * (w + 1) : count;
+    for (int d = 0; d < kv->ndev; d++)
+        if (kv->pushed[d * kv->nkeys + key] < round) return 0;
+    return 1;
 }
 
 void mx_kv_count_bytes(mx_kvstore *kv, double bytes)
@@ -28,11 +29,19 @@ void mx_kv_count_bytes(mx_kvstore *kv, double bytes)
     pthread_mutex_unlock(&kv->lock);
 }
 
+mx_kv_stats mx_kv_stats_get(mx_kvstore *kv)
+{
+    pthread_mutex_lock(&kv->lock);
+    mx_kv_stats st = kv->stats;
+    pthread_mutex_unlock(&kv->lock);
+    return st;
+}
+
 void mx_kv_stats_reset(mx_kvstore *kv)
 {
     pthread_mutex_lock(&kv->lock);
-    kv->stats.bytes = 0;
-    kv->stats.nspans = 0;
+    memset(&kv->stats, 0, sizeof kv->stats);
+    kv->nspans = 0;
     pthread_mutex_unlock(&kv->lock);
 }
 
@@ -40,46 +49,37 @@ void mx_kv_stats_reset(mx_kvstore *kv)
  * makes) are dropped rather than allocated on the hot path. */
 static void note_span(mx_kvstore *kv, double start, double end)
 {
-    if (kv->stats.nspans < kv->stats.capspans) kv->stats.spans[kv->stats.nspans++] = (mx_kv_span){start, end};
+    if (kv->nspans < kv->capspans) kv->spans[kv->nspans++] = (mx_kv_span){start, end};
 }
 
 void mx_kv_work_before(mx_kvstore *kv, double cut, double *work, double *hidden)
 {
     pthread_mutex_lock(&kv->lock);
     *work = *hidden = 0;
-    for (int i = 0; i < kv->stats.nspans; i++) {
-        const mx_kv_span *sp = &kv->stats.spans[i];
+    for (int i = 0; i < kv->nspans; i++) {
+        const mx_kv_span *sp = &kv->spans[i];
         *work += sp->end - sp->start;
         *hidden += (sp->end < cut ? sp->end : cut) - (sp->start < cut ? sp->start : cut);
     }
     pthread_mutex_unlock(&kv->lock);
 }
 
-/* ---- scheduling (caller holds the lock) */
-
-static void queue_if_ready(mx_kvstore *kv, int key)
-{
-    if (kv->queued[key] != kv->completed[key]) return; /* a round is in flight */
-    for (int d = 0; d < kv->ndev; d++)
-        if (kv->pushed[d * kv->nkeys + key] <= kv->queued[key]) return;
-    kv->queued[key]++;
-    kv->shards_left[key] = kv->nworkers;
-    pthread_cond_broadcast(&kv->work);
-}
-
-static int pick_key(mx_kvstore *kv, int w)
-{
-    int best = -1;
-    for (int k = 0; k < kv->nkeys; k++)
-        if (kv->queued[k] > kv->taken[w * kv->nkeys + k] && (best < 0 || kv->priority[k] > kv->priority[best]))
-            best = k;
-    return best;
-}
+/* ---- comm workers */
 
 typedef struct {
     mx_kvstore *kv;
     int w;
 } worker_arg;
+
+/* Caller holds the lock. The next key worker w may process, or -1. A round a worker has
+ * taken is ready for every worker (readiness only grows), so a stopping store still lets
+ * each worker finish the collectives the others entered. */
+static int next_key(mx_kvstore *kv, int w, int src)
+{
+    if (kv->logged[src] <= kv->taken[w]) return -1;
+    const int key = kv->log[src * kv->nkeys + kv->taken[w] % kv->nkeys];
+    return kv->ops->ready(kv, key, kv->seen[w * kv->nkeys + key] + 1) ? key : -1;
+}
 
 static void *worker_main(void *p)
 {
@@ -87,81 +87,106 @@ static void *worker_main(void *p)
     mx_kvstore *kv = a->kv;
     const int w = a->w;
     free(a);
+    const int src = kv->ops->follows(kv, w);
     pthread_mutex_lock(&kv->lock);
     for (;;) {
-        int key;
-        while (!kv->stopping && (key = pick_key(kv, w)) < 0) pthread_cond_wait(&kv->work, &kv->lock);
-        if (kv->stopping) break;
-        kv->taken[w * kv->nkeys + key]++;
+        const int key = next_key(kv, w, src);
+        if (key < 0) {
+            if (kv->stopping) break;
+            pthread_cond_wait(&kv->work, &kv->lock);
+            continue;
+        }
+        kv->taken[w]++;
+        const int round = ++kv->seen[w * kv->nkeys + key];
         pthread_mutex_unlock(&kv->lock);
         const double t0 = mx_now();
-        kv->ops->process(kv, w, key);
+        const int rc = kv->ops->process(kv, w, key);
         const double t1 = mx_now();
         pthread_mutex_lock(&kv->lock);
         note_span(kv, t0, t1);
-        if (--kv->shards_left[key] == 0) {
-            kv->completed[key]++;
+        if (rc < 0 && !kv->first_error) {
+            kv->first_error = rc;
+            snprintf(kv->errmsg, sizeof kv->errmsg, "%s", mx_last_error());
+        }
+        /* A failed round still completes, so that no pull or push waits forever; the
+         * error reaches every later pull. */
+        kv->finished[w * kv->nkeys + key] = round;
+        int all = round;
+        for (int v = 0; v < kv->nworkers; v++)
+            if (kv->finished[v * kv->nkeys + key] < all) all = kv->finished[v * kv->nkeys + key];
+        if (all > kv->completed[key]) {
+            kv->completed[key] = all;
             pthread_cond_broadcast(&kv->done);
-            queue_if_ready(kv, key);
         }
     }
     pthread_mutex_unlock(&kv->lock);
     return NULL;
 }
 
-/* ---- public verbs */
+/* ---- life cycle */
 
-int mx_kv_create(mx_kvstore **out, const char *mode, int ndev, mx_backend **be, float **weight, float **grad,
-                 const mx_kv_key *keys, int nkeys)
+static int create_fail(mx_kvstore *kv, int rc)
+{
+    mx_kv_destroy(kv);
+    return rc;
+}
+
+int mx_kv_create(mx_kvstore **out, const char *mode, mx_comm *comm, const mx_kv_key *keys, int nkeys,
+                 const mx_kv_options *opt)
 {
     *out = NULL;
     const mx_kvstore_ops *ops = NULL;
     for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
-        if (strcmp(modes[i]->name, mode) == 0) ops = modes[i];
-    if (!ops) return mx_error(MX_EINVAL, "kvstore '%s' is not available (available: %s)", mode, mx_kv_modes());
-    if (ndev < 1 || nkeys < 1) return mx_error(MX_EINVAL, "kvstore needs devices and keys (got %d, %d)", ndev, nkeys);
+        if (mode && strcmp(modes[i]->name, mode) == 0) ops = modes[i];
+    if (!ops) return mx_error(MX_EINVAL, "kvstore '%s' is not available (available: %s)", mode ? mode : "(null)", mx_kv_modes());
+    if (!comm) return mx_error(MX_EINVAL, "kvstore %s needs a communicator (got none)", mode);
+    const int ndev = opt && opt->devices > 0 ? opt->devices : comm->nlocal;
+    if (ndev < 1 || ndev > MX_COMM_MAX || nkeys < 1)
+        return mx_error(MX_EINVAL, "kvstore needs 1..%d devices and keys (got %d devices, %d keys)", MX_COMM_MAX, ndev, nkeys);
+    for (int k = 0; k < nkeys; k++)
+        if ((unsigned)keys[k].dtype >= MX_NDTYPES)
+            return mx_error(MX_EINVAL, "kvstore key %d: dtype %d unknown (accepted: f32, f16, bf16)", k, (int)keys[k].dtype);
     mx_kvstore *kv = calloc(1, sizeof *kv);
     if (!kv) return mx_error(MX_ENOMEM, "out of memory creating kvstore");
-    kv->ops = ops;
-    kv->ndev = ndev;
-    kv->nkeys = nkeys;
-    kv->nworkers = ops->nworkers(ndev);
-    kv->keys = malloc(sizeof *keys * nkeys);
-    kv->be = malloc(sizeof *be * ndev);
-    kv->weight = malloc(sizeof *weight * ndev);
-    kv->grad = malloc(sizeof *grad * ndev);
-    kv->pushed = calloc((size_t)ndev * nkeys, sizeof(int));
-    kv->completed = calloc(nkeys, sizeof(int));
-    kv->queued = calloc(nkeys, sizeof(int));
-    kv->shards_left = calloc(nkeys, sizeof(int));
-    kv->taken = calloc((size_t)kv->nworkers * nkeys, sizeof(int));
-    kv->priority = calloc(nkeys, sizeof(int));
-    kv->threads = calloc(kv->nworkers, sizeof(pthread_t));
-    kv->stats.capspans = 2 * nkeys * (kv->nworkers + ndev);
-    kv->stats.spans = calloc(kv->stats.capspans, sizeof(mx_kv_span));
-    if (!kv->stats.spans || !kv->keys || !kv->be || !kv->weight || !kv->grad || !kv->pushed || !kv->completed || !kv->queued ||
-        !kv->shards_left || !kv->taken || !kv->priority || !kv->threads) {
-        mx_kv_destroy(kv);
-        return mx_error(MX_ENOMEM, "out of memory creating kvstore");
-    }
-    memcpy(kv->keys, keys, sizeof *keys * nkeys);
-    memcpy(kv->be, be, sizeof *be * ndev);
-    memcpy(kv->weight, weight, sizeof *weight * ndev);
-    memcpy(kv->grad, grad, sizeof *grad * ndev);
-    for (int k = 0; k < nkeys; k++)
-        if (keys[k].offset + keys[k].count > kv->total) kv->total = keys[k].offset + keys[k].count;
     pthread_mutex_init(&kv->lock, NULL);
     pthread_cond_init(&kv->work, NULL);
     pthread_cond_init(&kv->done, NULL);
+    kv->ops = ops;
+    kv->comm = comm;
+    kv->ndev = ndev;
+    kv->nkeys = nkeys;
+    kv->keys = malloc(sizeof *keys * nkeys);
+    kv->dev = calloc(ndev, sizeof *kv->dev);
+    if (!kv->keys || !kv->dev) return create_fail(kv, mx_error(MX_ENOMEM, "out of memory creating kvstore"));
+    memcpy(kv->keys, keys, sizeof *keys * nkeys);
+    for (int k = 0; k < nkeys; k++)
+        if (keys[k].offset + keys[k].count > kv->total) kv->total = keys[k].offset + keys[k].count;
     int rc = ops->create(kv);
-    if (rc < 0) {
-        mx_kv_destroy(kv);
-        return rc;
-    }
+    if (rc < 0) return create_fail(kv, rc);
+    kv->nworkers = ops->nworkers(kv);
+    const size_t dk = (size_t)ndev * nkeys, wk = (size_t)kv->nworkers * nkeys;
+    kv->pushed = calloc(dk, sizeof(int));
+    kv->log = calloc(dk, sizeof(int));
+    kv->logged = calloc(ndev, sizeof(long));
+    kv->taken = calloc(kv->nworkers, sizeof(long));
+    kv->seen = calloc(wk, sizeof(int));
+    kv->finished = calloc(wk, sizeof(int));
+    kv->completed = calloc(nkeys, sizeof(int));
+    kv->threads = calloc(kv->nworkers, sizeof(pthread_t));
+    kv->capspans = 2 * nkeys * (kv->nworkers + ndev);
+    kv->spans = calloc(kv->capspans, sizeof(mx_kv_span));
+    if (!kv->pushed || !kv->log || !kv->logged || !kv->taken || !kv->seen || !kv->finished || !kv->completed ||
+        !kv->threads || !kv->spans)
+        return create_fail(kv, mx_error(MX_ENOMEM, "out of memory creating kvstore"));
     for (int w = 0; w < kv->nworkers; w++) {
         worker_arg *a = malloc(sizeof *a);
+        if (!a) return create_fail(kv, mx_error(MX_ENOMEM, "out of memory starting kvstore worker %d", w));
         *a = (worker_arg){kv, w};
-        pthread_create(&kv->threads[w], NULL, worker_main, a);
+        if (pthread_create(&kv->threads[w], NULL, worker_main, a) != 0) {
+            free(a);
+            return create_fail(kv, mx_error(MX_ERUNTIME, "cannot start kvstore worker %d of %d", w, kv->nworkers));
+        }
+        kv->started = w + 1;
     }
     *out = kv;
     return MX_OK;
@@ -170,36 +195,63 @@ int mx_kv_create(mx_kvstore **out, const char *mode, int ndev, mx_backend **be, 
 void mx_kv_destroy(mx_kvstore *kv)
 {
     if (!kv) return;
-    if (kv->threads && kv->threads[0]) {
-        pthread_mutex_lock(&kv->lock);
-        kv->stopping = 1;
-        pthread_cond_broadcast(&kv->work);
-        pthread_mutex_unlock(&kv->lock);
-        for (int w = 0; w < kv->nworkers; w++) pthread_join(kv->threads[w], NULL);
-    }
+    pthread_mutex_lock(&kv->lock);
+    kv->stopping = 1;
+    pthread_cond_broadcast(&kv->work);
+    pthread_mutex_unlock(&kv->lock);
+    for (int w = 0; w < kv->started; w++) pthread_join(kv->threads[w], NULL);
     if (kv->mode) kv->ops->destroy(kv);
     free(kv->keys);
-    free(kv->be);
-    free(kv->weight);
-    free(kv->grad);
+    free(kv->dev);
     free(kv->pushed);
-    free(kv->completed);
-    free(kv->queued);
-    free(kv->shards_left);
+    free(kv->log);
+    free(kv->logged);
     free(kv->taken);
-    free(kv->priority);
+    free(kv->seen);
+    free(kv->finished);
+    free(kv->completed);
     free(kv->threads);
-    free(kv->stats.spans);
+    free(kv->spans);
+    pthread_mutex_destroy(&kv->lock);
+    pthread_cond_destroy(&kv->work);
+    pthread_cond_destroy(&kv->done);
     free(kv);
 }
 
-int mx_kv_init(mx_kvstore *kv, const float *value_dev0) { return kv->ops->init(kv, value_dev0); }
+int mx_kv_bind(mx_kvstore *kv, int dev, mx_backend *be, void *weight, void *grad)
+{
+    if (dev < 0 || dev >= kv->ndev) return mx_error(MX_EINVAL, "kvstore bind: device %d out of range 0..%d", dev, kv->ndev - 1);
+    if (!be || !weight || !grad)
+        return mx_error(MX_EINVAL, "kvstore bind: device %d needs a backend, a weight and a gradient buffer (got %s%s%s)",
+                        dev, be ? "" : "no backend ", weight ? "" : "no weights ", grad ? "" : "no gradients");
+    pthread_mutex_lock(&kv->lock);
+    kv->dev[dev] = (mx_kv_device){be, weight, grad};
+    pthread_mutex_unlock(&kv->lock);
+    return MX_OK;
+}
+
+int mx_kv_init(mx_kvstore *kv)
+{
+    for (int d = 0; d < kv->ndev; d++)
+        if (!kv->dev[d].be)
+            return mx_error(MX_EINVAL, "kvstore init: device %d has not bound its buffers (mx_kv_bind each of 0..%d)", d,
+                            kv->ndev - 1);
+    return kv->ops->init(kv);
+}
 
 void mx_kv_set_updater(mx_kvstore *kv, mx_kv_updater fn, void *user)
 {
     kv->updater = fn;
     kv->updater_user = user;
 }
+
+void mx_kv_set_push_hook(mx_kvstore *kv, mx_kv_push_hook fn, void *user)
+{
+    kv->hook = fn;
+    kv->hook_user = user;
+}
+
+/* ---- push and pull */
 
 static int check_key(const mx_kvstore *kv, const char *verb, int key, int dev, size_t count)
 {
@@ -208,21 +260,40 @@ static int check_key(const mx_kvstore *kv, const char *verb, int key, int dev, s
     if (count != kv->keys[key].count)
         return mx_error(MX_EINVAL, "kvstore %s: key %d holds %zu values, got %zu (shapes must match the init)", verb,
                         key, kv->keys[key].count, count);
+    if (!kv->dev[dev].be) return mx_error(MX_EINVAL, "kvstore %s: device %d has not bound its buffers (mx_kv_bind)", verb, dev);
     return MX_OK;
 }
 
-int mx_kv_push(mx_kvstore *kv, int key, int dev, size_t count, int priority)
+int mx_kv_push(mx_kvstore *kv, int key, int dev, size_t count)
 {
     MX_TRY(check_key(kv, "push", key, dev, count));
-    if (!kv->updater) return mx_error(MX_EINVAL, "kvstore push before set_updater");
-    pthread_mutex_lock(&kv->lock);
+    const mx_kv_key *k = &kv->keys[key];
+    double wire = (double)k->count * (double)mx_dtype_size(k->dtype);
     int *mine = &kv->pushed[dev * kv->nkeys + key];
+    int rc = MX_OK;
+    pthread_mutex_lock(&kv->lock);
     while (*mine > kv->completed[key]) pthread_cond_wait(&kv->done, &kv->lock);
+    if (kv->hook) {
+        /* After the wait: the previous round no longer reads the buffer the hook rewrites. */
+        pthread_mutex_unlock(&kv->lock);
+        void *data = (char *)kv->dev[dev].g + k->offset * mx_dtype_size(k->dtype);
+        rc = kv->hook(kv->hook_user, dev, key, data, k->count, k->dtype, &wire);
+        pthread_mutex_lock(&kv->lock);
+        /* A failed hook still enters the round, so that the other devices' pulls do not
+         * wait forever for this push; every later pull reports the failure. */
+        if (rc < 0 && !kv->first_error) {
+            kv->first_error = rc;
+            snprintf(kv->errmsg, sizeof kv->errmsg, "push hook of device %d, key %d: %s", dev, key, mx_last_error());
+        }
+    }
     (*mine)++;
-    kv->priority[key] = priority;
-    queue_if_ready(kv, key);
+    kv->log[dev * kv->nkeys + kv->logged[dev] % kv->nkeys] = key;
+    kv->logged[dev]++;
+    kv->stats.wire_bytes += wire;
+    kv->stats.pushes++;
+    pthread_cond_broadcast(&kv->work);
     pthread_mutex_unlock(&kv->lock);
-    return MX_OK;
+    return rc;
 }
 
 int mx_kv_pull(mx_kvstore *kv, int key, int dev, size_t count)
@@ -230,12 +301,14 @@ int mx_kv_pull(mx_kvstore *kv, int key, int dev, size_t count)
     MX_TRY(check_key(kv, "pull", key, dev, count));
     pthread_mutex_lock(&kv->lock);
     while (kv->completed[key] < kv->pushed[dev * kv->nkeys + key]) pthread_cond_wait(&kv->done, &kv->lock);
+    const int err = kv->first_error;
     pthread_mutex_unlock(&kv->lock);
+    if (err) return mx_error(err, "kvstore %s: %s", kv->ops->name, kv->errmsg);
     const double t0 = mx_now();
-    kv->ops->pull(kv, key, dev, kv->weight[dev] + kv->keys[key].offset);
+    const int rc = kv->ops->pull(kv, key, dev);
     const double t1 = mx_now();
     pthread_mutex_lock(&kv->lock);
     note_span(kv, t0, t1);
     pthread_mutex_unlock(&kv->lock);
-    return MX_OK;
+    return rc;
 }

@@ -1,105 +1,83 @@
-/* The kvstore: MXNet's verbs (init, push, pull, an updater run on the store) over the
- * parameter tensors of a replicated network. Keys are tensors; each device pushes its
- * gradient for a key as soon as backward produces it, and comm workers reduce and update
- * keys by priority while earlier layers still compute. Modes (local, device) are tables of
- * functions in kv_<mode>.c; all data movement goes through the backends' copy functions. */
+/* The kvstore: MXNet's verbs (init, push, pull, an optional updater run on the store) over
+ * the parameter tensors of a replicated network, built on a communicator. Keys are tensors;
+ * each device binds its own buffers, pushes a key's gradient as soon as backward produces
+ * it (through a per-device push hook), and comm workers reduce (and update) keys while
+ * earlier layers still compute. Modes are tables of functions in kv_<mode>.c (kv_mode.h). */
 #ifndef MX_KVSTORE_H
 #define MX_KVSTORE_H
 
+#include "comm.h"
 #include "engine/backend.h"
+#include "engine/dtype.h"
 
-#include <pthread.h>
 #include <stddef.h>
 
 typedef struct mx_kvstore mx_kvstore;
 
-/* Applies one update to elements [lo, hi) of key: w and mom are the store's buffers for
- * the key (host for local, the owning device's for device), g the summed gradient. */
-typedef void (*mx_kv_updater)(void *user, mx_backend *be, int key, size_t lo, size_t hi, float *w, float *mom,
-                              const float *g);
-
+/* A key: a tensor at offset within each device's contiguous weight and gradient buffers.
+ * offset and count are in elements of dtype. */
 typedef struct {
-    const char *name;
-    /* Comm worker threads the mode runs for ndev devices. */
-    int (*nworkers)(int ndev);
-    int (*create)(mx_kvstore *kv);
-    /* Stores the initial value of every key (the devices' weights are already equal). */
-    int (*init)(mx_kvstore *kv, const float *value_dev0);
-    /* Worker `worker` does its share of reducing and updating a key all devices pushed. */
-    void (*process)(mx_kvstore *kv, int worker, int key);
-    /* Brings the updated key into device dev's weight buffer. */
-    void (*pull)(mx_kvstore *kv, int key, int dev, float *out);
-    void (*destroy)(mx_kvstore *kv);
-} mx_kvstore_ops;
-
-typedef struct {
-    size_t offset, count; /* floats, within each device's contiguous buffers */
+    size_t offset, count;
+    mx_dtype dtype;
 } mx_kv_key;
 
 typedef struct {
-    double start, end;     /* wall clock of one piece of kvstore work (a reduce+update or a pull) */
-} mx_kv_span;
+    int devices; /* devices of this process that push (0: the comm's local member count) */
+} mx_kv_options;
+
+/* Applies one update to elements [lo, hi) of key: w and mom point at the key's start in the
+ * store's buffers (host for local, the owning device's for device), g at its summed
+ * gradient. Keys are f32 (master weights) wherever an updater runs. */
+typedef void (*mx_kv_updater)(void *user, mx_backend *be, int key, size_t lo, size_t hi, float *w, float *mom,
+                              const float *g);
+
+/* Called by push on the pushing device's thread before the gradient enters the reduction:
+ * where a compressor sits (it may rewrite data in place). *wire_bytes arrives as count x
+ * element size (the key sent as is) and the hook may lower it to what it puts on the wire.
+ * A negative return fails the push with the hook's message; the gradient still enters its
+ * round (no other device waits forever for it) and every later pull reports the failure. */
+typedef int (*mx_kv_push_hook)(void *user, int dev, int key, void *data, size_t count, mx_dtype dtype,
+                               double *wire_bytes);
 
 typedef struct {
-    double bytes;          /* bytes copied between devices and host since the last reset */
-    mx_kv_span *spans;     /* work done since the last reset, for the overlap figure */
-    int nspans, capspans;
+    double bytes;      /* copied between devices and host by reductions, gathers and pulls */
+    double wire_bytes; /* pushed, as the push hook left them (what compression reduces) */
+    long pushes;
 } mx_kv_stats;
 
-struct mx_kvstore {
-    const mx_kvstore_ops *ops;
-    int ndev, nkeys;
-    mx_kv_key *keys;
-    size_t total;            /* floats over all keys (buffer size) */
-    mx_backend **be;         /* [ndev] device backends */
-    float **grad;            /* [ndev] each device's gradient buffer, registered by push */
-    float **weight;          /* [ndev] each device's weight buffer */
-    mx_kv_updater updater;
-    void *updater_user;
-    void *mode;              /* mode-private state */
-    mx_kv_stats stats;
-
-    /* ---- scheduling, guarded by lock */
-    pthread_mutex_t lock;
-    pthread_cond_t work, done;
-    int *pushed;             /* [ndev][nkeys] rounds pushed by each device */
-    int *completed;          /* [nkeys] rounds fully reduced and updated */
-    int *queued;             /* [nkeys] rounds handed to workers */
-    int *shards_left;        /* [nkeys] workers still on the queued round */
-    int *taken;              /* [nworkers][nkeys] rounds each worker has processed */
-    int *priority;           /* [nkeys] of the latest push */
-    int nworkers, stopping;
-    pthread_t *threads;
-    int first_error;
-};
-
-/* Creates a store of the named mode ("local", "device") for ndev devices whose weight
- * and gradient buffers share the key layout. Starts its comm workers. */
-int mx_kv_create(mx_kvstore **out, const char *mode, int ndev, mx_backend **be, float **weight, float **grad,
-                 const mx_kv_key *keys, int nkeys);
+/* Creates a store of the named mode ("local", "device") over comm (borrowed: it must
+ * outlive the store) for the key table. Starts the mode's comm workers. Each device then
+ * binds its buffers, and mx_kv_init runs once all are bound. */
+int mx_kv_create(mx_kvstore **out, const char *mode, mx_comm *comm, const mx_kv_key *keys, int nkeys,
+                 const mx_kv_options *opt);
 void mx_kv_destroy(mx_kvstore *kv);
 const char *mx_kv_modes(void); /* "local|device" */
 
-/* init(key, value) for all keys at once: value is device 0's weight buffer. */
-int mx_kv_init(mx_kvstore *kv, const float *value_dev0);
+/* Device dev registers its own backend and weight and gradient buffers (device memory laid
+ * out by the key table). The store moves another device's data only through the comm. */
+int mx_kv_bind(mx_kvstore *kv, int dev, mx_backend *be, void *weight, void *grad);
+/* init(key, value) for all keys at once: the value is device 0's bound weights (the
+ * replicas start equal). */
+int mx_kv_init(mx_kvstore *kv);
+/* Set before the first push. Without an updater (the default, or fn NULL) pull writes the
+ * summed gradient into the device's gradient buffer, so that the caller can check it (AMP's
+ * inf/NaN skip) and update its weights itself. */
 void mx_kv_set_updater(mx_kvstore *kv, mx_kv_updater fn, void *user);
+void mx_kv_set_push_hook(mx_kvstore *kv, mx_kv_push_hook fn, void *user);
 
-/* push(key, value, priority) from one device: the gradient in that device's registered
- * buffer; count must equal the key's size. A device may have one round in flight per key:
- * a second push of the same key waits until the first is reduced. Higher priority keys
- * are processed first among those ready. */
-int mx_kv_push(mx_kvstore *kv, int key, int dev, size_t count, int priority);
-/* pull(key, out) into device dev's weight buffer; waits for every round dev pushed. */
+/* push(key) from one device: the gradient in its bound buffer; count must equal the key's.
+ * A device may have one round in flight per key: a second push of the same key waits until
+ * the first is reduced. Every device pushes its keys in the same order (backward order,
+ * last key first): collective modes process them in that order on every member. */
+int mx_kv_push(mx_kvstore *kv, int key, int dev, size_t count);
+/* pull(key) into device dev's weight buffer (gradient buffer without an updater); waits for
+ * every round dev pushed. */
 int mx_kv_pull(mx_kvstore *kv, int key, int dev, size_t count);
 
+mx_kv_stats mx_kv_stats_get(mx_kvstore *kv);
 void mx_kv_stats_reset(mx_kvstore *kv);
 /* Thread-seconds of kvstore work since the last reset, and how much of it ran before the
  * wall-clock time cut (the end of the last device's backward: what overlap hid). */
 void mx_kv_work_before(mx_kvstore *kv, double cut, double *work, double *hidden);
-
-/* ---- for modes */
-/* Elements [lo, hi) of a key that worker w of n handles (contiguous, 16-float aligned). */
-void mx_kv_shard(size_t count, int w, int n, size_t *lo, size_t *hi);
-void mx_kv_count_bytes(mx_kvstore *kv, double bytes);
 
 #endif

@@ -18,6 +18,7 @@ typedef struct {
     int devices;
     int threads_per_device;
     const char *kvstore;       /* local | device (ignored with one device: no store, as MXNet) */
+    const char *backend;       /* a kind from mx_backend_names(): cpu, cuda; NULL = cpu */
     int max_batch;             /* global batch */
     const double *work_load;   /* [devices] relative shares of each batch; NULL = even */
     mx_sgd opt;
@@ -28,11 +29,20 @@ typedef struct {
 typedef struct {
     double loss_sum;           /* summed over the batch */
     int correct;
-    double phase[MX_NPHASES];  /* seconds; data is the caller's */
-    double bytes;              /* moved by the kvstore during the step */
-    double comm_work;          /* thread-seconds of kvstore work (reduce, update, pull) */
-    double comm_hidden;        /* of which done before the last device finished backward */
+    double phase[MX_NPHASES];  /* seconds, indexed by MX_PHASE_* (results/metrics.def); data is the caller's */
+    /* indexed by MX_COUNTER_* (results/metrics.def): what the strategy measured this step;
+     * NaN for what it did not (mx_step_stats_clear), which the run's figure leaves out */
+    double counter[MX_NCOUNTERS];
 } mx_step_stats;
+
+/* Zero loss, count and phases; every counter NaN ("not measured"). */
+static inline void mx_step_stats_clear(mx_step_stats *st)
+{
+    st->loss_sum = 0;
+    st->correct = 0;
+    for (int i = 0; i < MX_NPHASES; i++) st->phase[i] = 0;
+    mx_counters_clear(st->counter);
+}
 
 typedef struct mx_strategy mx_strategy;
 

@@ -93,7 +93,7 @@ static void check_layer(const char *label, mx_layer_spec spec, mx_shape in, int 
 
     mx_net_zero_grad(net);
     objective(net, n, r);
-    l->ops->backward((mx_layer *)l, be, n, din, r, net->x, net->act[0]);
+    l->ops->backward((mx_layer *)l, be, net->exec->state[0], n, din, r, net->x, net->act[0]);
 
     int bad = probe("input", net, n, r, net->x, nin, din);
     for (int p = l->param_first; p < l->param_first + l->param_count; p++) {

@@ -1,0 +1,57 @@
+/* Execution contexts: one runs top-level layers [first, last) of a parameter set (a
+ * residual block is one unit) on one micro-batch at a time, from an external input or its
+ * own batch buffer, backward from an external output gradient or the loss, handing back
+ * the input gradient of layer first. Everything a backward needs from its forward
+ * (activations, layers' saved state) lives here, so several contexts over the same
+ * parameters hold several micro-batches in flight; parameter gradients accumulate into
+ * the set's g. A pipeline stage or a micro-batch is one context; mx_net is one over all. */
+#ifndef MX_EXEC_H
+#define MX_EXEC_H
+
+#include "params.h"
+
+/* Called once a top-level layer's backward is done: params [first, first+count) (indices
+ * in the whole model's table) are final for this micro-batch. */
+typedef void (*mx_grad_ready_fn)(void *user, int param_first, int param_count);
+
+typedef struct mx_exec {
+    mx_params *ps;
+    mx_backend *be;
+    int first, last;  /* top-level layers [first, last) */
+    int max_batch;
+    int loss;         /* last is the model's end and its output a vector of class scores */
+    int nclasses;     /* with loss: the output's length */
+    mx_shape in, out; /* per-sample input of layer first, output of layer last-1 */
+    float *x;         /* device: own input [max_batch][in] for mx_exec_set_batch (first == 0) */
+    uint8_t *labels;  /* device: own labels [max_batch] (with loss) */
+    float **act;      /* device: act[i - first] = output of layer i */
+    void **state;     /* device: state[i - first] = layer i's saved state, NULL when it keeps none */
+    float *dbuf[2];   /* device: activation gradients, alternating between layers; the loss's in dbuf[0] */
+    const float *in_ptr; /* the input of the forward in flight: backward reads it again */
+    size_t bytes;     /* device bytes this context holds (activations, state, gradients, batch) */
+    void *blocks[6];  /* its allocations */
+} mx_exec;
+
+/* A context for layers [first, last) of ps (whose tensors ps must hold) and batches of up to
+ * max_batch samples. with_loss: last must be the model's last layer, its output a vector. */
+int mx_exec_create(mx_exec **out, mx_params *ps, int first, int last, int max_batch, int with_loss);
+void mx_exec_destroy(mx_exec *e);
+
+/* Copies n samples from host memory into the context's own input (x_host, when first is
+ * 0) and labels (labels_host, with loss); either may be NULL. */
+void mx_exec_set_batch(mx_exec *e, const float *x_host, const uint8_t *labels_host, int n);
+/* Forward over n samples of in (device, [n][e->in]; NULL: the own input). in must stay
+ * unchanged until this micro-batch's backward, which reads it again. Returns the output of
+ * layer last-1 (device, owned by the context, valid until its next forward). */
+const float *mx_exec_forward(mx_exec *e, const float *in, int n, int training);
+/* Softmax cross-entropy of the output against labels (device; NULL: the own labels);
+ * gradients, scaled by grad_scale, go to dbuf[0] for a backward with dout NULL. Returns
+ * the summed loss. Needs a context created with_loss. */
+double mx_exec_loss(mx_exec *e, const uint8_t *labels, int n, float grad_scale, int *correct);
+/* Backward over the n samples of the last training forward: dout (device, [n][e->out]; NULL:
+ * the loss's gradient) in, the input gradient of layer first out to din (device, [n][e->in];
+ * NULL when nothing upstream needs it). Parameter gradients accumulate into ps->g; ready
+ * (may be NULL) is called as each layer's are final. din must not alias dout. */
+void mx_exec_backward(mx_exec *e, int n, const float *dout, float *din, mx_grad_ready_fn ready, void *user);
+
+#endif

@@ -1,0 +1,468 @@
+/* The plot driver's data files: one per figure in outdir/data/, each a commented,
+ * gnuplot-readable table (blocks per series or run), and the variables its script needs. */
+#include "plot_internal.h"
+
+#include "engine/status.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "results/stats.h"
+
+static void put_num(FILE *f, double x)
+{
+    if (isfinite(x))
+        fprintf(f, " %.9g", x);
+    else
+        fputs(" NaN", f);
+}
+
+static FILE *open_data(plot_ctx *c, const char *name, const char *what)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", c->datadir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        mx_error(MX_EIO, "cannot write '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    fprintf(f, "# mxbench plot data: %s\n# study: %s\n", what, c->title);
+    return f;
+}
+
+static int close_data(plot_ctx *c, FILE *f, const char *name)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return mx_error(MX_EIO, "error writing '%s/%s' (disk full?)", c->datadir, name);
+    return 0;
+}
+
+static const char block_doc[] =
+    "# one block per line of the plot, blocks separated by two blank lines (gnuplot 'index'),\n"
+    "# each opened by its title in double quotes (gnuplot 'columnheader(1)')\n";
+
+/* Space-separated ascending distinct values, for the x tics of integer axes. */
+static void distinct_ints(const int *x, int n, char *buf, size_t size)
+{
+    int *v = malloc(((size_t)n + 1) * sizeof *v);
+    size_t len = 0;
+    buf[0] = '\0';
+    if (!v) return;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < m; j++) seen |= v[j] == x[i];
+        if (!seen) v[m++] = x[i];
+    }
+    for (int i = 1; i < m; i++) /* insertion sort: a handful of values */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            int t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    for (int i = 0; i < m; i++) {
+        int w = snprintf(buf + len, size - len, "%s%d", i ? " " : "", v[i]);
+        if (w < 0 || (size_t)w >= size - len) break;
+        len += (size_t)w;
+    }
+    free(v);
+}
+
+
+/* Canvas size: wider with the key on the right, taller when it holds many lines. */
+static void canvas_vars(gp_vars *v, int nlines)
+{
+    int width = nlines > 6 ? 1150 : 900;
+    int height = nlines > 6 && 18 * nlines + 160 > 560 ? 18 * nlines + 160 : 560;
+    vars_int(v, "width", width);
+    vars_int(v, "height", height);
+}
+
+/* ---- one writer per data file: 1 = written, 0 = nothing to plot (why says so) ---- */
+
+typedef int (*data_writer)(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+
+/* Writes one series-blocked file of the ok runs that keep() accepts, row() formatting each;
+ * sets the x tics (gpus), the fewest devices (gbase) and the line count for the script. */
+static int write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
+                             int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *))
+{
+    const run_set *s = &c->set;
+    char(*labels)[LABEL_MAX] = plot_series_labels(s);
+    int *gpus = calloc((size_t)s->n + 1, sizeof *gpus);
+    if (!labels || !gpus) {
+        free(labels), free(gpus);
+        return mx_error(MX_ENOMEM, "out of memory while plotting");
+    }
+    FILE *f = open_data(c, name, what);
+    if (!f) {
+        free(labels), free(gpus);
+        return MX_EIO;
+    }
+    fputs(block_doc, f);
+    fprintf(f, "# columns: %s\n", columns);
+    int blocks = 0, ngpus = 0, gbase = INT_MAX;
+    for (int si = 0; si < s->nseries; si++) {
+        int rows = 0;
+        for (int i = s->start[si]; i < s->start[si + 1]; i++) {
+            const mx_run_record *r = s->runs[i];
+            if (!keep(r)) continue;
+            if (rows++ == 0) fprintf(f, "%s\"%s\"\n", blocks++ ? "\n\n" : "", labels[si]);
+            row(f, r);
+            gpus[ngpus++] = r->gpus;
+            if (r->gpus < gbase) gbase = r->gpus;
+        }
+    }
+    int rc = close_data(c, f, name);
+    char list[1024];
+    distinct_ints(gpus, ngpus, list, sizeof list);
+    vars_int(v, "nseries", blocks);
+    vars_str(v, "gpus", list);
+    if (blocks) vars_int(v, "gbase", gbase);
+    canvas_vars(v, blocks);
+    free(labels), free(gpus);
+    return rc < 0 ? rc : blocks > 0;
+}
+
+static int keep_throughput(const mx_run_record *r) { return isfinite(r->throughput) && r->gpus > 0; }
+
+static void row_throughput(FILE *f, const mx_run_record *r)
+{
+    /* A run without a confidence interval (too few steps) gets a zero-width bar. */
+    double lo = isfinite(r->throughput_ci_low) ? r->throughput_ci_low : r->throughput;
+    double hi = isfinite(r->throughput_ci_high) ? r->throughput_ci_high : r->throughput;
+    fprintf(f, "%d", r->gpus);
+    put_num(f, r->throughput), put_num(f, lo), put_num(f, hi);
+    fputc('\n', f);
+}
+
+static int write_throughput(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+{
+    int rc = write_series_file(c, v, "throughput.dat", "throughput against device count",
+                               "devices throughput_samples_per_s ci95_low ci95_high", keep_throughput,
+                               row_throughput);
+    if (rc == 0) snprintf(why, nwhy, "no ok run has a throughput");
+    return rc;
+}
+
+static int keep_scaling(const mx_run_record *r)
+{
+    return isfinite(r->speedup) && isfinite(r->efficiency) && r->gpus > 0 && r->speedup > 0;
+}
+
+static void row_scaling(FILE *f, const mx_run_record *r)
+{
+    fprintf(f, "%d", r->gpus);
+    put_num(f, r->speedup), put_num(f, r->efficiency);
+    fputc('\n', f);
+}
+
+static int write_scaling(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+{
+    int rc = write_series_file(c, v, "scaling.dat",
+                               "speedup and scaling efficiency against device count (relative to the "
+                               "fewest devices of each series)",
+                               "devices speedup efficiency", keep_scaling, row_scaling);
+    if (rc == 0) snprintf(why, nwhy, "no ok run has a speedup (derived against the fewest devices of its series)");
+    return rc;
+}
+
+/* Accuracy lines: one per lr-scaling rule, and per workload when the study has several. */
+static int keep_accuracy(const mx_run_record *r) { return isfinite(r->final_test_acc) && r->global_batch > 0; }
+
+static void accuracy_group(const mx_run_record *r, int by_workload, char *b, size_t n)
+{
+    if (by_workload)
+        snprintf(b, n, "%s, lr scaling %s", r->workload, r->lr_scaling);
+    else
+        snprintf(b, n, "lr scaling %s", r->lr_scaling);
+}
+
+/* The 95% interval of an accuracy measured on n test samples: Wilson's score interval, as
+ * compare uses (results/stats.h); unlike the normal approximation it stays inside [0, 1] and
+ * is not zero-width at 0 or 1. No samples: the point itself. */
+static void accuracy_interval(double p, int n, double *lo, double *hi)
+{
+    mx_stats_wilson_ci95(p, n, lo, hi);
+    if (!isfinite(*lo) || !isfinite(*hi)) *lo = *hi = p;
+}
+
+static void accuracy_row(FILE *f, const run_set *s, const char *group, int by_workload, int batch)
+{
+    double sum = 0, lo = INFINITY, hi = -INFINITY;
+    int m = 0;
+    char g[LABEL_MAX];
+    for (int i = 0; i < s->nuniq; i++) {
+        const mx_run_record *r = s->uniq[i];
+        if (!keep_accuracy(r) || r->global_batch != batch) continue;
+        accuracy_group(r, by_workload, g, sizeof g);
+        if (strcmp(g, group) != 0) continue;
+        double a, b;
+        accuracy_interval(r->final_test_acc, r->test_samples, &a, &b);
+        sum += r->final_test_acc, m++;
+        lo = fmin(lo, a), hi = fmax(hi, b);
+    }
+    if (!m) return;
+    fprintf(f, "%d", batch);
+    put_num(f, sum / m), put_num(f, fmax(lo, 0)), put_num(f, fmin(hi, 1));
+    fprintf(f, " %d\n", m);
+}
+
+static int write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+{
+    const run_set *s = &c->set;
+    const mx_run_record **acc = calloc((size_t)s->nuniq + 1, sizeof *acc);
+    int *batches = calloc((size_t)s->nuniq + 1, sizeof *batches);
+    char(*groups)[LABEL_MAX] = calloc((size_t)s->nuniq + 1, sizeof *groups);
+    if (!acc || !batches || !groups) {
+        free(acc), free(batches), free(groups);
+        return mx_error(MX_ENOMEM, "out of memory while plotting");
+    }
+    int n = 0;
+    for (int i = 0; i < s->nuniq; i++)
+        if (keep_accuracy(s->uniq[i])) batches[n] = s->uniq[i]->global_batch, acc[n++] = s->uniq[i];
+    int rc = 0;
+    if (n == 0) {
+        snprintf(why, nwhy, "no ok run has a test accuracy");
+        goto done;
+    }
+    int by_workload = (plot_varying_fields(acc, n, 0) >> F_WORKLOAD) & 1;
+    int ngroups = 0;
+    for (int i = 0; i < n; i++) {
+        char g[LABEL_MAX];
+        accuracy_group(acc[i], by_workload, g, sizeof g);
+        int seen = 0;
+        for (int j = 0; j < ngroups && !seen; j++) seen = strcmp(groups[j], g) == 0;
+        if (!seen) snprintf(groups[ngroups++], LABEL_MAX, "%s", g);
+    }
+    char list[2048];
+    distinct_ints(batches, n, list, sizeof list);
+    FILE *f = open_data(c, "accuracy.dat", "final test accuracy against global batch size");
+    if (!f) {
+        rc = MX_EIO;
+        goto done;
+    }
+    fputs(block_doc, f);
+    fputs("# columns: global_batch test_acc_mean low high runs\n"
+          "# (accuracy as a fraction; low/high: lowest/highest run at that batch, widened by its 95%\n"
+          "#  95% Wilson interval on test_samples)\n",
+          f);
+    for (int gi = 0; gi < ngroups; gi++) {
+        fprintf(f, "%s\"%s\"\n", gi ? "\n\n" : "", groups[gi]);
+        for (const char *p = list; *p;) {
+            char *end;
+            int b = (int)strtol(p, &end, 10);
+            accuracy_row(f, s, groups[gi], by_workload, b);
+            p = *end ? end + 1 : end;
+        }
+    }
+    rc = close_data(c, f, "accuracy.dat");
+    if (rc == 0) {
+        rc = 1;
+        vars_int(v, "nseries", ngroups);
+        vars_str(v, "batches", list);
+        canvas_vars(v, ngroups);
+    }
+done:
+    free(acc), free(batches), free(groups);
+    return rc;
+}
+
+/* Median of x[0], x[stride], ... (n values), leaving out non-finite ones; NaN when none.
+ * scratch holds n values. */
+static double median_strided(const double *x, int n, int stride, double *scratch)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(x[(size_t)i * (size_t)stride])) scratch[m++] = x[(size_t)i * (size_t)stride];
+    return m ? mx_stats_median(scratch, m) : NAN;
+}
+
+static int keep_breakdown(const mx_run_record *r) { return r->nsteps > 0 && r->phase_time != NULL; }
+
+static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+{
+    const run_set *s = &c->set;
+    const mx_run_record **runs = calloc((size_t)s->nuniq + 1, sizeof *runs);
+    char(*labels)[LABEL_MAX] = calloc((size_t)s->nuniq + 1, sizeof *labels);
+    int n = 0, maxsteps = 0, rc = 0;
+    for (int i = 0; runs && i < s->nuniq; i++)
+        if (keep_breakdown(s->uniq[i])) {
+            runs[n++] = s->uniq[i];
+            if (s->uniq[i]->nsteps > maxsteps) maxsteps = s->uniq[i]->nsteps;
+        }
+    double *scratch = malloc(((size_t)maxsteps + 1) * sizeof *scratch);
+    if (!runs || !labels || !scratch) {
+        rc = mx_error(MX_ENOMEM, "out of memory while plotting");
+        goto done;
+    }
+    if (n == 0) {
+        snprintf(why, nwhy, "no ok run has per-step phase times");
+        goto done;
+    }
+    plot_unique_labels(runs, n, 1, labels);
+    FILE *f = open_data(c, "breakdown.dat", "median time per step in each phase, one row per run");
+    if (!f) {
+        rc = MX_EIO;
+        goto done;
+    }
+    fputs("# columns: label", f);
+    for (int p = 0; p < MX_NPHASES; p++) fprintf(f, " %s_s", mx_phase_names[p]);
+    fputs(" step_s\n# (seconds, medians over the timed steps of all repeats; a phase never timed is 0;\n"
+          "#  step_s is the median of whole steps, or the sum of the phases where it is missing)\n",
+          f);
+    for (int i = 0; i < n; i++) {
+        const mx_run_record *r = runs[i];
+        fprintf(f, "\"%s\"", labels[i]);
+        double sum = 0;
+        for (int p = 0; p < MX_NPHASES; p++) {
+            double t = median_strided(r->phase_time + p, r->nsteps, MX_NPHASES, scratch);
+            t = isfinite(t) ? t : 0;
+            sum += t;
+            put_num(f, t);
+        }
+        double step = isfinite(r->step_time_median) || !r->step_time
+                          ? r->step_time_median
+                          : median_strided(r->step_time, r->nsteps, 1, scratch);
+        /* breakdown.gp scales its axis from this column, so it must be a number */
+        put_num(f, isfinite(step) ? step : sum);
+        fputc('\n', f);
+    }
+    rc = close_data(c, f, "breakdown.dat");
+    if (rc == 0) {
+        rc = 1;
+        size_t maxlabel = 0;
+        for (int i = 0; i < n; i++) maxlabel = strlen(labels[i]) > maxlabel ? strlen(labels[i]) : maxlabel;
+        vars_int(v, "nbars", n);
+        vars_int(v, "maxlabel", (long)maxlabel);
+        /* One bar needs about 80 px for its slanted label to stay readable. */
+        int width = 80 * n + 260;
+        vars_int(v, "width", width < 900 ? 900 : width > 8000 ? 8000 : width);
+        vars_int(v, "height", 620);
+    }
+done:
+    free(runs), free(labels), free(scratch);
+    return rc;
+}
+
+static int keep_loss(const mx_run_record *r) { return r->nloss > 0 && r->loss != NULL; }
+
+/* Centred moving average over w steps (shorter at the ends); non-finite losses ignored. */
+static double moving_average(const float *x, int n, int i, int w)
+{
+    int a = i - w / 2, b = i + w / 2;
+    double sum = 0;
+    int m = 0;
+    for (int j = a < 0 ? 0 : a; j <= b && j < n; j++)
+        if (isfinite(x[j])) sum += x[j], m++;
+    return m ? sum / m : NAN;
+}
+
+static int write_loss(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+{
+    const run_set *s = &c->set;
+    const mx_run_record **runs = calloc((size_t)s->nuniq + 1, sizeof *runs);
+    char(*labels)[LABEL_MAX] = calloc((size_t)s->nuniq + 1, sizeof *labels);
+    int n = 0, maxloss = 0, rc = 0;
+    if (!runs || !labels) {
+        rc = mx_error(MX_ENOMEM, "out of memory while plotting");
+        goto done;
+    }
+    for (int i = 0; i < s->nuniq; i++)
+        if (keep_loss(s->uniq[i])) {
+            runs[n++] = s->uniq[i];
+            if (s->uniq[i]->nloss > maxloss) maxloss = s->uniq[i]->nloss;
+        }
+    if (n == 0) {
+        snprintf(why, nwhy, "no ok run has a training loss series");
+        goto done;
+    }
+    plot_unique_labels(runs, n, 1, labels);
+    /* About 50 smoothed points per curve: enough for the trend, not the batch noise. */
+    int w = maxloss / 50;
+    w = w < 3 ? 1 : (w > 500 ? 501 : w | 1);
+    FILE *f = open_data(c, "loss.dat", "training loss per step, one block per run (first repeat)");
+    if (!f) {
+        rc = MX_EIO;
+        goto done;
+    }
+    fputs(block_doc, f);
+    fprintf(f, "# columns: step loss loss_moving_average (centred window of %d steps)\n", w);
+    for (int i = 0; i < n; i++) {
+        const mx_run_record *r = runs[i];
+        fprintf(f, "%s\"%s\"\n", i ? "\n\n" : "", labels[i]);
+        for (int k = 0; k < r->nloss; k++) {
+            fprintf(f, "%d", k + 1);
+            put_num(f, r->loss[k]), put_num(f, moving_average(r->loss, r->nloss, k, w));
+            fputc('\n', f);
+        }
+    }
+    rc = close_data(c, f, "loss.dat");
+    if (rc == 0) {
+        rc = 1;
+        vars_int(v, "nseries", n);
+        vars_int(v, "smooth", w);
+        canvas_vars(v, n);
+    }
+done:
+    free(runs), free(labels);
+    return rc;
+}
+
+static const struct {
+    const char *data;
+    data_writer write;
+} plot_table[MX_NPLOTS] = {
+    [MX_PLOT_THROUGHPUT] = {"throughput.dat", write_throughput},
+    [MX_PLOT_SPEEDUP] = {"scaling.dat", write_scaling},
+    [MX_PLOT_EFFICIENCY] = {"scaling.dat", write_scaling},
+    [MX_PLOT_ACCURACY] = {"accuracy.dat", write_accuracy},
+    [MX_PLOT_BREAKDOWN] = {"breakdown.dat", write_breakdown},
+    [MX_PLOT_LOSS] = {"loss.dat", write_loss},
+};
+
+
+const char *plot_data_file(int plot) { return plot_table[plot].data; }
+
+static int has_counters(const mx_run_record *r)
+{
+    for (int k = 0; k < MX_NCOUNTERS; k++)
+        if (isfinite(r->metrics[k])) return r->gpus > 0;
+    return 0;
+}
+
+static void row_counters(FILE *f, const mx_run_record *r)
+{
+    fprintf(f, "%d", r->gpus);
+    for (int k = 0; k < MX_NCOUNTERS; k++) put_num(f, r->metrics[k]);
+    fputc('\n', f);
+}
+
+int plot_write_counters(plot_ctx *c)
+{
+    int any = 0;
+    for (int i = 0; i < c->set.nuniq && !any; i++) any = has_counters(c->set.uniq[i]);
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/counters.dat", c->datadir);
+    unlink(path); /* never last study's */
+    if (!any) return 0;
+    char columns[1024] = "devices";
+    for (int k = 0; k < MX_NCOUNTERS; k++) {
+        size_t len = strlen(columns);
+        snprintf(columns + len, sizeof columns - len, " %s(%s)", mx_counters[k].name, mx_counters[k].unit);
+    }
+    gp_vars unused = {.len = 0};
+    const int rc = write_series_file(c, &unused, "counters.dat",
+                                     "the figures of the per-step counters (results/metrics.def) against device count",
+                                     columns, has_counters, row_counters);
+    return rc < 0 ? rc : 0;
+}
+
+int plot_write_data(plot_ctx *c, int plot, gp_vars *v, char *why, size_t nwhy)
+{
+    return plot_table[plot].write(c, v, why, nwhy);
+}

@@ -1,0 +1,93 @@
+/* Internal to the plot driver (plot.h): what its files share. plot_series.c groups the ok
+ * runs into scaling series and names them; plot_data.c writes one gnuplot data file per
+ * figure; plot_gnuplot.c runs the scripts; plot.c sets up and draws. */
+#ifndef MX_PLOT_INTERNAL_H
+#define MX_PLOT_INTERNAL_H
+
+#include "plot.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define LABEL_MAX 200
+#define KEY_MAX 2048
+#define VARS_MAX 16384
+
+/* ---- ok runs grouped into scaling series ---- */
+
+typedef struct {
+    int nuniq;                  /* ok runs, each once, in file order (per-run plots) */
+    const mx_run_record **uniq;
+    int n;                      /* series memberships: a one-device run belongs to several */
+    const mx_run_record **runs; /* grouped by series (first-seen order), each sorted by gpus */
+    int nseries;
+    int *start;                 /* series s is runs[start[s] .. start[s + 1]) */
+} run_set;
+
+/* Groups the ok runs of res into series: runs with one series key and matching kvstores
+ * (mx_record_kvstore_matches); a one-device run starts the series of every kvstore it shares
+ * a key with. */
+int plot_series_build(run_set *s, const mx_results *res);
+void plot_series_free(run_set *s);
+
+/* ---- labels: a run or series named by the configuration fields that vary in the plot */
+enum {
+    F_WORKLOAD, F_DATASET, F_DEVICE, F_STRATEGY, F_KVSTORE, F_COMPRESSION, F_AMP, F_BATCH, F_LR,
+    F_LRSCALING, F_LENGTH, F_THREADS, F_SEED, F_GPUS, F_NFIELDS
+};
+/* Bit f set when field f differs among runs[0..n) (the strategy always). */
+unsigned plot_varying_fields(const mx_run_record *const *runs, int n, int with_gpus);
+/* Labels for items whose representative runs are reps[0..n), made unique. */
+void plot_unique_labels(const mx_run_record *const *reps, int n, int with_gpus, char (*labels)[LABEL_MAX]);
+/* Unique labels of the series of s (malloc'd, nseries entries), or NULL (out of memory). */
+char (*plot_series_labels(const run_set *s))[LABEL_MAX];
+
+/* ---- the plotting context ---- */
+
+typedef struct {
+    const mx_results *res;
+    run_set set;
+    char outdir[PATH_MAX];
+    char datadir[PATH_MAX + 8];
+    char scripts[PATH_MAX];
+    char gnuplot[PATH_MAX];
+    char logpath[PATH_MAX + 32];
+    char title[512];
+    const char *devname;
+    int verbose;
+    FILE *replot; /* data/replot.sh: every gnuplot command, for redrawing by hand */
+} plot_ctx;
+
+/* gnuplot variable assignments passed with -e; values are quoted as gnuplot strings. */
+typedef struct {
+    char text[VARS_MAX];
+    size_t len;
+    int overflow;
+} gp_vars;
+
+/* ---- gnuplot variables and runs (plot_gnuplot.c) */
+void vars_add(gp_vars *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vars_quoted(gp_vars *v, const char *value);
+void vars_str(gp_vars *v, const char *name, const char *value);
+void vars_int(gp_vars *v, const char *name, long value);
+/* Where gnuplot is (PATH), or MX_EUNSUPPORTED naming the package to install. */
+int plot_find_gnuplot(char *out, size_t n);
+/* Opens data/replot.sh, the transcript of every gnuplot command. */
+int plot_open_replot(plot_ctx *c);
+/* Runs plots/<name>.gp for one terminal with the figure's variables; outfile receives the
+ * figure's path. */
+int plot_run_gnuplot(plot_ctx *c, int plot, const char *term, const char *vars, char *outfile, size_t noutfile);
+
+/* ---- data files (plot_data.c) */
+/* data/<file> of a figure */
+const char *plot_data_file(int plot);
+/* Writes the figure's data file and its variables: 1 written, 0 nothing to plot (why says
+ * so), or a negative MX_E*. */
+int plot_write_data(plot_ctx *c, int plot, gp_vars *v, char *why, size_t nwhy);
+/* data/counters.dat: every counter's figure (results/metrics.def) per series against the
+ * device count, for the figures of the coming strategies and by hand; written when some ok
+ * run has one, removed otherwise. 0 or a negative MX_E*. */
+int plot_write_counters(plot_ctx *c);
+
+#endif

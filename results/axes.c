@@ -1,0 +1,110 @@
+/* The configuration table (axes.h). The entries are in the order of the configuration key,
+ * which is what existing result files were matched by: keep that order, and append new
+ * fields at the end (with in_v1 = 0, so that a file without them still matches). */
+#include "axes.h"
+
+#include "harness/limits.h"
+#include "record.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEVICES 64 /* MX_MAX_DEVICES of strategies/strategy.h, which results/ does not include */
+
+#define AX(field, T) #field, MX_AXIS_##T, offsetof(mx_run_record, field), sizeof(((mx_run_record *)0)->field)
+
+const mx_axis mx_axes[] = {
+    {AX(workload, STR), "workload", 10, "mlp|lenet|resnet18", 0, 0, 0, "lenet", "LIST",
+     "models: mlp, lenet, resnet18 (default lenet)", "workload", NULL, MX_CHILD_ALWAYS, 1, 1, 1, 1, "%s", 0},
+    {AX(dataset, STR), "dataset", 0, "fashion-mnist|synthetic", 0, 0, 0, "fashion-mnist", "NAME",
+     "fashion-mnist or synthetic (default fashion-mnist)", "dataset", "data", MX_CHILD_ALWAYS, 1, 1, 1, 0, NULL, 0},
+    {AX(strategy, STR), "strategies", 20, "data|model|layer", 0, 0, 0, "data", "LIST",
+     "parallel strategies: data, model, layer (default data)", "strategy", NULL, MX_CHILD_ALWAYS, 1, 1, 1, 2, "%s",
+     0},
+    /* "none" on one device (no kvstore, as MXNet); matched apart from the series key */
+    {AX(kvstore, STR), "kvstore", 30, "local|device|dist_sync|dist_device_sync|dist_async", 0, 0, 0, "device",
+     "LIST", "local, device, dist_sync, dist_device_sync, dist_async (default device)", "kvstore", NULL,
+     MX_CHILD_IF_SET, 1, 0, 1, 4, "kv=%s", 0},
+    {AX(compression, STR), "compression", 40, "none|2bit|topk|fp16", 0, 0, 0, "none", "LIST",
+     "none, 2bit, topk, fp16 (default none)", "compression", NULL, MX_CHILD_IF_SET, 1, 1, 1, 7, "gc=%s", 1},
+    {AX(amp, STR), "amp", 50, "off|fp16|bf16", 0, 0, 0, "off", "LIST", "off, fp16, bf16 (default off)", "amp", NULL,
+     MX_CHILD_IF_SET, 1, 1, 1, 8, "amp=%s", 1},
+    {AX(device_type, STR), NULL, 0, NULL, 0, 0, 0, "cpu", NULL, NULL, NULL, NULL, MX_CHILD_NO, 1, 1, 1, 0, NULL, 0},
+    {AX(gpus, INT), "gpus", 90, NULL, 1, MAX_DEVICES, 0, "1,2", "LIST", "device counts (default 1,2)", "gpus", NULL,
+     MX_CHILD_ALWAYS, 1, 0, 1, 3, "x%d", 0},
+    /* the child trains the global batch (global_batch below) */
+    {AX(batch, INT), "batch", 60, NULL, 1, MX_MAX_BATCH, 0, "128", "LIST",
+     "batch sizes, read per --batch-mode (default 128)", NULL, NULL, MX_CHILD_NO, 1, 1, 1, 0, NULL, 0},
+    {AX(batch_mode, STR), "batch-mode", 0, "per-device|global", 0, 0, 0, "per-device", "MODE",
+     "per-device (as MXNet) or global (default per-device)", NULL, NULL, MX_CHILD_NO, 1, 1, 1, 0, NULL, 0},
+    /* follows from gpus and batch_mode, so it belongs to the configuration key only */
+    {AX(global_batch, INT), NULL, 0, NULL, 0, 0, 0, "0", NULL, NULL, "batch", NULL, MX_CHILD_ALWAYS, 1, 0, 1, 5,
+     "batch=%d", 0},
+    {AX(base_lr, DBL), "lr", 70, NULL, 0, MX_MAX_LR, 1, "0.05", "LIST", "base learning rates (default 0.05)", NULL,
+     NULL, MX_CHILD_NO, 1, 1, 1, 0, NULL, 0},
+    {AX(lr_scaling, STR), "lr-scaling", 0, "none|linear|sqrt", 0, 0, 0, "none", "RULE",
+     "none, linear or sqrt in the global batch vs the first device count (default none)", NULL, NULL, MX_CHILD_NO,
+     1, 1, 1, 0, NULL, 0},
+    {AX(momentum, DBL), "momentum", 0, NULL, 0, 1, 0, "0.9", "X", "SGD momentum, below 1 (default 0.9)", "momentum",
+     NULL, MX_CHILD_ALWAYS, 1, 1, 1, 0, NULL, 0},
+    {AX(wd, DBL), "wd", 0, NULL, 0, 1, 0, "0.0001", "X", "weight decay, below 1 (default 1e-4)", "wd", NULL,
+     MX_CHILD_ALWAYS, 1, 1, 1, 0, NULL, 0},
+    /* with --warmup-from the base lr (sweep_run.c): the ramp goes from it to the scaled lr */
+    {AX(warmup_epochs, DBL), "warmup-epochs", 0, NULL, 0, MX_MAX_EPOCHS, 0, "0", "X",
+     "gradual warmup from the base lr over X epochs (default 0)", "warmup-epochs", NULL, MX_CHILD_IF_SET, 1, 1, 1,
+     0, NULL, 0},
+    {AX(epochs, INT), "epochs", 0, NULL, 1, MX_MAX_EPOCHS, 0, "1", "N", "epochs per run (default 1)", "epochs", NULL,
+     MX_CHILD_IF_SET, 1, 1, 1, 0, NULL, 0},
+    {AX(steps, INT), "steps", 0, NULL, 1, MX_MAX_STEPS, 0, "0", "N", "steps per run instead of epochs (throughput only)",
+     "steps", NULL, MX_CHILD_IF_SET, 1, 1, 1, 0, NULL, 0},
+    {AX(warmup_steps, INT), "warmup-steps", 0, NULL, 0, MX_MAX_WARMUP_STEPS, 0, "0", "N",
+     "leading steps left out of the timings (default 0, 5 with --steps)", "warmup-steps", NULL, MX_CHILD_ALWAYS, 1,
+     1, 1, 0, NULL, 0},
+    {AX(repeats, INT), "repeat", 0, NULL, 1, MX_MAX_REPEATS, 0, "1", "N",
+     "repeats of each run for the timing statistics (default 1)", "repeat", NULL, MX_CHILD_ALWAYS, 1, 1, 1, 0, NULL,
+     0},
+    {AX(seed, INT), "seed", 0, NULL, 0, MX_MAX_SEED, 0, "1", "N", "seed of every run (default 1)", "seed", NULL,
+     MX_CHILD_ALWAYS, 1, 1, 1, 0, NULL, 0},
+    /* 0 = cores / largest device count, resolved by the sweep before planning */
+    {AX(threads_per_device, INT), "threads-per-device", 0, NULL, 1, MX_MAX_THREADS_PER_DEVICE, 0, "0", "N",
+     "CPU threads per device (default cores / largest device count)", "threads-per-device", NULL, MX_CHILD_ALWAYS, 1,
+     1, 1, 0, NULL, 0},
+    /* not in the keys: the scaled lr follows from base_lr and lr_scaling, the target only
+     * adds a figure */
+    {AX(lr, DBL), NULL, 0, NULL, 0, 0, 0, "0", NULL, NULL, "lr", NULL, MX_CHILD_ALWAYS, 0, 0, 1, 6, "lr=%.4g", 0},
+    {AX(target_acc, DBL), "target-acc", 0, NULL, 0, 1, 0, "0", "X", "record time to reach this test accuracy, above 0",
+     "target-acc", NULL, MX_CHILD_IF_SET, 0, 0, 1, 0, NULL, 0},
+};
+const int mx_naxes = (int)(sizeof mx_axes / sizeof mx_axes[0]);
+
+const mx_axis *mx_axis_find(const char *name)
+{
+    for (int i = 0; i < mx_naxes; i++)
+        if (strcmp(mx_axes[i].name, name) == 0) return &mx_axes[i];
+    return NULL;
+}
+
+void mx_axis_text(const mx_axis *a, const void *record, char *buf, size_t n)
+{
+    const char *p = (const char *)record + a->off;
+    if (a->type == MX_AXIS_STR) snprintf(buf, n, "%.*s", (int)a->size, p);
+    else if (a->type == MX_AXIS_INT) snprintf(buf, n, "%d", *(const int *)p);
+    else snprintf(buf, n, "%.17g", *(const double *)p);
+}
+
+int mx_axis_is_set(const mx_axis *a, const void *record)
+{
+    const char *p = (const char *)record + a->off;
+    if (a->type == MX_AXIS_INT) return *(const int *)p != 0;
+    if (a->type == MX_AXIS_DBL) return *(const double *)p != 0;
+    return p[0] && strcmp(p, "none") != 0 && strcmp(p, "off") != 0;
+}
+
+void mx_axis_set(const mx_axis *a, void *record, const char *text)
+{
+    char *p = (char *)record + a->off;
+    if (a->type == MX_AXIS_STR) snprintf(p, a->size, "%s", text);
+    else if (a->type == MX_AXIS_INT) *(int *)p = (int)strtol(text, NULL, 10);
+    else *(double *)p = strtod(text, NULL);
+}

@@ -1,0 +1,107 @@
+/* The communicator: a group of n members that every member calls in the same order, with
+ * the collectives of NCCL and MPI (all-reduce, reduce-scatter, all-gather, broadcast,
+ * send/recv, barrier), typed by mx_dtype and counted per member as nccl-tests counts them.
+ * Kvstores, pipeline stages and tensor-parallel layers move data only through it. */
+#ifndef MX_COMM_H
+#define MX_COMM_H
+
+#include "engine/dtype.h"
+
+#include <stddef.h>
+
+typedef struct mx_comm mx_comm;
+
+/* What one member of each kind is, and what its buffers are:
+ * - threads: a thread of this process (a CPU device's comm worker); buffers are host or CPU
+ *   device memory, read directly by the other members during the call.
+ * - mpi (issue 9): one rank per process (member == rank, local_count 1); buffers are host
+ *   memory; each verb maps to the MPI collective of the same name (reduce_scatter to
+ *   MPI_Reduce_scatter with the mx_comm_shard counts, allgather to MPI_Allgatherv in place),
+ *   with the sum done by an mx reduction op so that it stays f32 in member order.
+ * - nccl (issue 12): one member per GPU (several per process through ncclCommInitAll, or one
+ *   per rank bootstrapped over MPI); buffers are device memory; verbs are the nccl calls of
+ *   the same name enqueued on the member's stream, and "done" means done on that stream.
+ *   ncclReduceScatter and ncclAllGather want equal shards, so uneven mx_comm_shard splits
+ *   go through a buffer padded to n x shard (or grouped ncclReduce/ncclBroadcast calls);
+ *   send/recv are ncclSend/ncclRecv in a group. NCCL sums in its ring or tree order, not
+ *   member order: results stay equal across members and runs for a fixed NCCL_ALGO and
+ *   NCCL_PROTO, but may differ from `threads` in the last bit. */
+typedef enum {
+    MX_COMM_ALLREDUCE,
+    MX_COMM_REDUCE_SCATTER,
+    MX_COMM_ALLGATHER,
+    MX_COMM_BROADCAST,
+    MX_COMM_SEND,
+    MX_COMM_RECV,
+    MX_COMM_BARRIER,
+    MX_COMM_NVERBS
+} mx_comm_verb;
+
+/* One implementation. Arguments reach it checked (member, peer and root in range, dtype
+ * known); it returns 0 or a negative MX_E* status with a message, and when one member fails
+ * a collective every member of that call fails (none is left waiting). */
+typedef struct {
+    const char *name;
+    int (*create)(mx_comm *c);
+    void (*destroy)(mx_comm *c);
+    /* recv = sum over members of send (in place when send == recv). */
+    int (*allreduce)(mx_comm *c, int member, const void *send, void *recv, size_t count, mx_dtype t);
+    /* Full-length buffers; shard `member` of recv = sum over members of their shard of send. */
+    int (*reduce_scatter)(mx_comm *c, int member, const void *send, void *recv, size_t count, mx_dtype t);
+    /* Shard m of buf comes from member m; in place. */
+    int (*allgather)(mx_comm *c, int member, void *buf, size_t count, mx_dtype t);
+    int (*broadcast)(mx_comm *c, int member, void *buf, size_t count, mx_dtype t, int root);
+    int (*send)(mx_comm *c, int member, const void *buf, size_t count, mx_dtype t, int peer);
+    int (*recv)(mx_comm *c, int member, void *buf, size_t count, mx_dtype t, int peer);
+    int (*barrier)(mx_comm *c, int member);
+} mx_comm_ops;
+
+typedef struct {
+    long calls;
+    double bytes;   /* sum of S = count x element size over the calls */
+    double seconds; /* wall clock inside the calls, waiting for the others included */
+} mx_comm_count;
+
+struct mx_comm {
+    const mx_comm_ops *ops;
+    int n;                   /* members in the group */
+    int local_first, nlocal; /* members hosted by this process: threads all, mpi its rank */
+    mx_comm_count *counts;   /* a row per member, written only by it: read with mx_comm_counts */
+    void *impl;              /* implementation-private state */
+};
+
+/* Creates a communicator of the named kind ("threads") with n members (1..MX_COMM_MAX). */
+#define MX_COMM_MAX 64
+int mx_comm_create(mx_comm **out, const char *kind, int n);
+void mx_comm_destroy(mx_comm *c);
+const char *mx_comm_kinds(void); /* "threads" */
+
+/* The verbs. Every member calls them in the same order with the same count, dtype and root
+ * (a mismatch is an error on every member of the call, naming both values); counts are in
+ * elements; sums are accumulated in f32 over members 0..n-1 in that order, then rounded to t
+ * (round to nearest even), so every member gets the same bits on every run. */
+int mx_comm_allreduce(mx_comm *c, int member, const void *send, void *recv, size_t count, mx_dtype t);
+int mx_comm_reduce_scatter(mx_comm *c, int member, const void *send, void *recv, size_t count, mx_dtype t);
+int mx_comm_allgather(mx_comm *c, int member, void *buf, size_t count, mx_dtype t);
+int mx_comm_broadcast(mx_comm *c, int member, void *buf, size_t count, mx_dtype t, int root);
+/* Blocking and paired: send returns once peer has received the data. */
+int mx_comm_send(mx_comm *c, int member, const void *buf, size_t count, mx_dtype t, int peer);
+int mx_comm_recv(mx_comm *c, int member, void *buf, size_t count, mx_dtype t, int peer);
+int mx_comm_barrier(mx_comm *c, int member);
+
+/* Member m's shard [lo, hi) of count elements split over n: contiguous, boundaries on
+ * multiples of 16 elements (cache lines for f32), so late members may get empty shards. */
+void mx_comm_shard(size_t count, int m, int n, size_t *lo, size_t *hi);
+
+/* ---- statistics, per member and verb since creation or the last reset */
+const char *mx_comm_verb_name(mx_comm_verb v); /* "allreduce", "reduce_scatter", ... */
+mx_comm_count mx_comm_counts(const mx_comm *c, int member, mx_comm_verb v);
+void mx_comm_counts_reset(mx_comm *c, int member);
+/* nccl-tests' bus bandwidth factor for n members: allreduce 2(n-1)/n, reduce-scatter and
+ * all-gather (n-1)/n, broadcast, send and recv 1, barrier 0. */
+double mx_comm_busbw_factor(mx_comm_verb v, int n);
+/* algbw = S / t and busbw = algbw x factor, in bytes per second (0 when no time counted). */
+double mx_comm_algbw(const mx_comm_count *k);
+double mx_comm_busbw(const mx_comm_count *k, mx_comm_verb v, int n);
+
+#endif

@@ -1,0 +1,81 @@
+/* What a kvstore mode sees: the store's state and the table of functions a mode fills in.
+ * Shared code (kvstore.c) keeps the push log, rounds and comm workers; a mode says which
+ * rounds may run (its policy), what a worker does for a key and what a pull brings back.
+ * A new mode (dist_sync, dist_async, dist_allreduce) is one kv_<mode>.c plus a registry
+ * line in kvstore.c. */
+#ifndef MX_KV_MODE_H
+#define MX_KV_MODE_H
+
+#include "kvstore.h"
+
+#include <pthread.h>
+
+typedef struct {
+    const char *name;
+    /* Checks the store as created (keys, devices, comm) and allocates mode state. */
+    int (*create)(mx_kvstore *kv);
+    /* Comm worker threads the mode runs in this process. */
+    int (*nworkers)(const mx_kvstore *kv);
+    /* The device whose push order worker w follows: a collective mode's worker for member m
+     * follows m's own device, as an MPI rank or NCCL stream follows its own backward. */
+    int (*follows)(const mx_kvstore *kv, int worker);
+    /* Policy: may round `round` (1, 2, ...) of key be processed now? Called with the lock
+     * held. Synchronous modes wait for every device (mx_kv_all_pushed); dist_async will
+     * answer yes for each push as it arrives. */
+    int (*ready)(const mx_kvstore *kv, int key, int round);
+    /* After every device bound its buffers: stores the initial values. */
+    int (*init)(mx_kvstore *kv);
+    /* Worker w's share of reducing (and updating, with an updater) one round of key. */
+    int (*process)(mx_kvstore *kv, int worker, int key);
+    /* Brings the processed key into device dev's weights (gradients without an updater). */
+    int (*pull)(mx_kvstore *kv, int key, int dev);
+    void (*destroy)(mx_kvstore *kv);
+} mx_kvstore_ops;
+
+typedef struct {
+    mx_backend *be;
+    void *w, *g; /* the device's own buffers, laid out by the key table */
+} mx_kv_device;
+
+typedef struct {
+    double start, end; /* wall clock of one piece of kvstore work (a process or a pull) */
+} mx_kv_span;
+
+struct mx_kvstore {
+    const mx_kvstore_ops *ops;
+    mx_comm *comm;
+    int ndev, nkeys;
+    mx_kv_key *keys;
+    size_t total;          /* elements over all keys (buffer size) */
+    mx_kv_device *dev;     /* [ndev] what each device bound */
+    mx_kv_updater updater; /* NULL: pull returns the summed gradient */
+    void *updater_user;
+    mx_kv_push_hook hook;
+    void *hook_user;
+    void *mode;            /* mode-private state */
+
+    /* ---- guarded by lock */
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;
+    mx_kv_stats stats;
+    mx_kv_span *spans;     /* work since the last reset, for the overlap figure */
+    int nspans, capspans;
+    int *pushed;           /* [ndev][nkeys] rounds pushed by each device */
+    int *log;              /* [ndev][nkeys] ring of each device's pushes, in its order */
+    long *logged;          /* [ndev] pushes appended to the ring */
+    long *taken;           /* [nworkers] entries of its device's ring a worker consumed */
+    int *seen;             /* [nworkers][nkeys] rounds a worker took */
+    int *finished;         /* [nworkers][nkeys] rounds a worker processed */
+    int *completed;        /* [nkeys] rounds every worker processed */
+    int nworkers, stopping, started;
+    pthread_t *threads;
+    int first_error;
+    char errmsg[256];      /* the failing worker's message: mx_last_error is per thread */
+};
+
+/* The synchronous policy: every device pushed round `round` of key. */
+int mx_kv_all_pushed(const mx_kvstore *kv, int key, int round);
+/* Adds to the bytes statistic (takes the lock). */
+void mx_kv_count_bytes(mx_kvstore *kv, double bytes);
+
+#endif

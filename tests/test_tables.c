@@ -1,0 +1,309 @@
+/* Walks the tables of issue 8: every counter (results/metrics.def) reaches the trainer's
+ * reduction, the record, the HDF5 file (run attribute and /summary column), `mxbench report`
+ * in every format and SCHEMA.md; every axis (results/axes.c) reaches the planned record, the
+ * child's `train` command line, the configuration and series keys, the file and SCHEMA.md. A
+ * table entry missing its wiring fails here, naming the entry.
+ * Usage: test_tables SOURCE_DIR WORK_DIR */
+#include "check.h"
+#include "engine/status.h"
+#include "harness/commands.h"
+#include "harness/sweep_plan.h"
+#include "harness/sweep_run.h"
+#include "results/axes.h"
+#include "results/results.h"
+
+#include <fcntl.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *slurp_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) n = 0;
+    if (buf) buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* `mxbench report FILE --format fmt` into out; its return value. */
+static int report_to(const char *file, const char *fmt, const char *out)
+{
+    fflush(stdout);
+    int saved = dup(1), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    close(fd);
+    char *argv[] = {"report", (char *)file, "--format", (char *)fmt, NULL};
+    int rc = mx_cmd_report(4, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    return rc;
+}
+
+/* harness/main.c maps statuses to exit codes for the commands; the test has no main.c */
+int mx_exit_status(int rc) { return rc == MX_EINVAL || rc == MX_EFORMAT || rc == MX_EIO ? 2 : 1; }
+
+static double counter_value(int k) { return 1000.0 * (k + 1) + 0.25; } /* distinct, exact in %.6g */
+
+/* ---- the reduction of each kind, as the trainer applies it to every counter */
+static void test_reductions(void)
+{
+    mx_counter_acc acc;
+    mx_counter_acc_init(&acc);
+    const double steps[3] = {2, 4, NAN}; /* the third step did not measure */
+    for (int s = 0; s < 3; s++) {
+        double c[MX_NCOUNTERS];
+        for (int k = 0; k < MX_NCOUNTERS; k++) c[k] = steps[s] * (k + 1);
+        mx_counter_acc_add(&acc, c);
+    }
+    double fig[MX_NCOUNTERS];
+    mx_counter_acc_reduce(&acc, fig);
+    for (int k = 0; k < MX_NCOUNTERS; k++) {
+        const mx_counter_info *c = &mx_counters[k];
+        const double a = 2.0 * (k + 1), b = 4.0 * (k + 1), o = mx_counters[k].over;
+        const double want = c->reduce == MX_REDUCE_MEAN    ? (a + b) / 2
+                            : c->reduce == MX_REDUCE_RATIO ? (a + b) / (6.0 * (o + 1))
+                            : c->reduce == MX_REDUCE_MAX   ? b
+                            : c->reduce == MX_REDUCE_LAST  ? b
+                                                           : a + b;
+        CHECK(fabs(fig[k] - want) <= 1e-12 * fabs(want), "counter %s (%s): figure %g, expected %g", c->name,
+              mx_reduce_name(c->reduce), fig[k], want);
+    }
+    mx_counter_acc_init(&acc);
+    mx_counter_acc_reduce(&acc, fig);
+    for (int k = 0; k < MX_NCOUNTERS; k++)
+        CHECK(isnan(fig[k]), "counter %s: no step measured it, yet its figure is %g", mx_counters[k].name, fig[k]);
+}
+
+static void fill_run(mx_run_record *r, int i, int gpus)
+{
+    mx_record_init(r);
+    snprintf(r->id, sizeof r->id, "r%04d", i);
+    snprintf(r->workload, sizeof r->workload, "mlp");
+    snprintf(r->dataset, sizeof r->dataset, "synthetic");
+    snprintf(r->kvstore, sizeof r->kvstore, "%s", gpus > 1 ? "device" : "none");
+    r->gpus = gpus, r->batch = 32, r->global_batch = 32 * gpus, r->base_lr = r->lr = 0.05, r->steps = 4;
+    r->repeats = r->seed = r->threads_per_device = 1;
+    r->nsteps = 4;
+    r->step_time = malloc(4 * sizeof(double));
+    for (int s = 0; s < 4; s++) r->step_time[s] = 0.01;
+    mx_record_derive(r);
+    for (int k = 0; gpus > 1 && k < MX_NCOUNTERS; k++) r->metrics[k] = counter_value(k);
+}
+
+static int summary_has_column(const char *file, const char *name)
+{
+    hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT), d = f >= 0 ? H5Dopen2(f, "summary", H5P_DEFAULT) : -1;
+    hid_t t = d >= 0 ? H5Dget_type(d) : -1;
+    int has = t >= 0 && H5Tget_member_index(t, name) >= 0;
+    if (t >= 0) H5Tclose(t);
+    if (d >= 0) H5Dclose(d);
+    if (f >= 0) H5Fclose(f);
+    return has;
+}
+
+static int run_has_attribute(const char *file, const char *run, const char *name)
+{
+    hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT), g = f >= 0 ? H5Gopen2(f, run, H5P_DEFAULT) : -1;
+    int has = g >= 0 && H5Aexists(g, name) > 0;
+    if (g >= 0) H5Gclose(g);
+    if (f >= 0) H5Fclose(f);
+    return has;
+}
+
+static void test_counters(const char *schema, const char *work)
+{
+    char file[4096], out[4200];
+    snprintf(file, sizeof file, "%s/tables.h5", work);
+    mx_results_meta meta;
+    memset(&meta, 0, sizeof meta);
+    CHECK(mx_results_create(file, &meta, 1) == MX_OK, "create %s: %s", file, mx_last_error());
+    for (int i = 0; i < 2; i++) {
+        mx_run_record r;
+        fill_run(&r, i, i + 1);
+        CHECK(mx_results_append(file, &r) == MX_OK, "append: %s", mx_last_error());
+        mx_record_free(&r);
+    }
+    mx_results res;
+    CHECK(mx_results_load(file, &res) == MX_OK, "load: %s", mx_last_error());
+    const char *fmts[] = {"text", "md", "csv", "json"};
+    char *rep[4] = {NULL};
+    for (int f = 0; f < 4; f++) {
+        snprintf(out, sizeof out, "%s/tables.%s", work, fmts[f]);
+        CHECK(report_to(file, fmts[f], out) == 0, "report --format %s failed", fmts[f]);
+        rep[f] = slurp_text(out);
+    }
+    for (int k = 0; k < MX_NCOUNTERS; k++) {
+        const mx_counter_info *c = &mx_counters[k];
+        char want[128];
+        CHECK(res.nruns == 2 && res.runs[1].metrics[k] == counter_value(k) && isnan(res.runs[0].metrics[k]),
+              "counter %s: the record read back holds %g, expected %g", c->name, res.nruns == 2 ? res.runs[1].metrics[k] : NAN,
+              counter_value(k));
+        CHECK(run_has_attribute(file, "/runs/r0001", c->name), "counter %s: no attribute in /runs/r0001", c->name);
+        CHECK(summary_has_column(file, c->name), "counter %s: no /summary column", c->name);
+        snprintf(want, sizeof want, "%s", c->head);
+        CHECK(rep[0] && strstr(rep[0], want), "counter %s: report text has no column '%s'", c->name, want);
+        snprintf(want, sizeof want, "| %s |", c->head);
+        CHECK(rep[1] && strstr(rep[1], want), "counter %s: report md has no column '%s'", c->name, want);
+        snprintf(want, sizeof want, ",%s,", c->name);
+        CHECK(rep[2] && strstr(rep[2], want), "counter %s: report csv header has no column", c->name);
+        snprintf(want, sizeof want, ",%.6g,", counter_value(k));
+        CHECK(rep[2] && strstr(rep[2], want), "counter %s: report csv has no value %s", c->name, want);
+        snprintf(want, sizeof want, "\"%s\": %.15g", c->name, counter_value(k));
+        CHECK(rep[3] && strstr(rep[3], want), "counter %s: report json has no '%s'", c->name, want);
+        snprintf(want, sizeof want, "| `%s` |", c->name);
+        CHECK(schema && strstr(schema, want), "counter %s: results/SCHEMA.md does not document it ('%s')", c->name, want);
+        CHECK(c->help && c->help[0] && c->unit && c->head && c->fmt, "counter %s: entry incomplete", c->name);
+    }
+    for (int p = 0; p < MX_NPHASES; p++) {
+        char want[64];
+        snprintf(want, sizeof want, "`%s`", mx_phases[p].name);
+        CHECK(schema && strstr(schema, want), "phase %s: results/SCHEMA.md does not name it", mx_phases[p].name);
+    }
+    for (int f = 0; f < 4; f++) free(rep[f]);
+    mx_results_free(&res);
+}
+
+/* ---- axes: a value other than the default, through plan, child argv, keys */
+
+/* A value of axis a that differs from its default and is "set" (so IF_SET passes it on). */
+static void other_value(const mx_axis *a, char *buf, size_t n)
+{
+    char def[128];
+    snprintf(def, sizeof def, "%s", a->def);
+    def[strcspn(def, ",")] = '\0';
+    if (a->type == MX_AXIS_STR && a->choices) {
+        /* the last choice that is set and not the default */
+        char list[256];
+        snprintf(list, sizeof list, "%s", a->choices);
+        buf[0] = '\0';
+        for (char *t = strtok(list, "|"); t; t = strtok(NULL, "|"))
+            if (strcmp(t, def) != 0 && strcmp(t, "none") != 0 && strcmp(t, "off") != 0) snprintf(buf, n, "%s", t);
+    } else if (a->type == MX_AXIS_STR) {
+        snprintf(buf, n, "other");
+    } else if (a->type == MX_AXIS_INT) {
+        const int v = atoi(def) + 2 <= a->hi ? atoi(def) + 2 : (int)a->lo;
+        snprintf(buf, n, "%d", v > 0 ? v : 2);
+    } else {
+        snprintf(buf, n, "%.17g", a->hi > 0 ? a->lo + (a->hi - a->lo) * 0.375 : 0.375);
+    }
+}
+
+static void base_axes(mx_sweep_axes *ax)
+{
+    memset(ax, 0, sizeof *ax);
+    for (int i = 0; i < mx_naxes; i++) {
+        if (!mx_axes[i].option) continue;
+        snprintf(ax->store[i], sizeof ax->store[i], "%s", mx_axes[i].def);
+        ax->store[i][strcspn(ax->store[i], ",")] = '\0'; /* the first of a list */
+        ax->text[i][0] = ax->store[i];
+        ax->n[i] = 1;
+    }
+    /* two devices, so that the kvstore is used and every field is in play */
+    snprintf(ax->store[mx_sweep_axis_index("gpus")], 512, "2");
+}
+
+/* 1 when "k=v" is one of the ;-separated pairs of key (not a tail of another: lr in base_lr) */
+static int key_has(const char *key, const char *item)
+{
+    const size_t n = strlen(item);
+    for (const char *p = key; (p = strstr(p, item)); p += n)
+        if ((p == key || p[-1] == ';') && (p[n] == ';' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+static int argv_has(char **argv, const char *opt, const char *value)
+{
+    for (int i = 0; argv[i] && argv[i + 1]; i++)
+        if (strcmp(argv[i], opt) == 0 && strcmp(argv[i + 1], value) == 0) return 1;
+    return 0;
+}
+
+static void test_axes(const char *schema)
+{
+    for (int i = 0; i < mx_naxes; i++) {
+        const mx_axis *a = &mx_axes[i];
+        static mx_sweep_axes ax;
+        base_axes(&ax);
+        char v[256] = "";
+        if (a->option) {
+            other_value(a, v, sizeof v);
+            snprintf(ax.store[i], sizeof ax.store[i], "%s", v);
+        }
+        mx_run_record *runs = NULL;
+        int n = 0;
+        CHECK(mx_sweep_plan(&ax, &runs, &n) == MX_OK && n == 1, "axis %s: planning one run gave %d", a->name, n);
+        if (n != 1) continue;
+        const mx_run_record *r = &runs[0];
+        char have[256], key[2048], series[2048], item[320], store[4096], *argv[64], opt[64];
+        mx_axis_text(a, r, have, sizeof have);
+        if (a->option) {
+            char want[256];
+            mx_run_record tmp;
+            memset(&tmp, 0, sizeof tmp);
+            mx_axis_set(a, &tmp, v);
+            mx_axis_text(a, &tmp, want, sizeof want);
+            CHECK(strcmp(have, want) == 0, "axis %s: --%s %s planned as %s", a->name, a->option, v, have);
+        }
+        mx_record_config_key(r, key, sizeof key);
+        mx_record_series_key(r, series, sizeof series);
+        if (a->type == MX_AXIS_DBL) snprintf(item, sizeof item, "%s=%.6g", a->name, strtod(have, NULL));
+        else snprintf(item, sizeof item, "%s=%s", a->name, have);
+        const int in_key = key_has(key, item), in_series = key_has(series, item);
+        CHECK(in_key == a->in_key, "axis %s: '%s' %s the configuration key %s", a->name, item,
+              in_key ? "is in" : "is missing from", key);
+        CHECK(in_series == (a->in_key && a->in_series), "axis %s: '%s' %s the series key", a->name, item,
+              in_series ? "is in" : "is missing from");
+        mx_sweep_child_argv(r, "x.h5", store, sizeof store, argv);
+        if (a->train_opt && a->child != MX_CHILD_NO) {
+            snprintf(opt, sizeof opt, "--%s", a->train_opt);
+            CHECK(argv_has(argv, opt, have), "axis %s: the child's command line lacks %s %s", a->name, opt, have);
+        }
+        char want[128];
+        snprintf(want, sizeof want, "| `%s` |", a->name);
+        CHECK(schema && strstr(schema, want), "axis %s: results/SCHEMA.md does not document it", a->name);
+        CHECK(a->in_v1 || a->option, "axis %s: a derived field added later needs a default for older files", a->name);
+        for (int k = 0; k < n; k++) mx_record_free(&runs[k]);
+        free(runs);
+    }
+    /* a dataset outside its choices is a directory: --data, not --dataset */
+    static mx_sweep_axes ax;
+    base_axes(&ax);
+    snprintf(ax.store[mx_sweep_axis_index("dataset")], 512, "/some/idx");
+    mx_run_record *runs = NULL;
+    int n = 0;
+    char store[4096], *argv[64];
+    CHECK(mx_sweep_plan(&ax, &runs, &n) == MX_OK && n == 1, "--data planning");
+    if (n == 1) {
+        mx_sweep_child_argv(&runs[0], "x.h5", store, sizeof store, argv);
+        CHECK(argv_has(argv, "--data", "/some/idx"), "a dataset directory must reach the child as --data");
+        mx_record_free(&runs[0]);
+    }
+    free(runs);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_tables SOURCE_DIR WORK_DIR\n");
+        return 2;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/results/SCHEMA.md", argv[1]);
+    char *schema = slurp_text(path);
+    CHECK(schema != NULL, "cannot read %s", path);
+    test_reductions();
+    test_counters(schema, argv[2]);
+    test_axes(schema);
+    free(schema);
+    return check_summary("test_tables");
+}

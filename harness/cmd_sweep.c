@@ -4,6 +4,7 @@
 #include "buildinfo.h"
 #include "commands.h"
 #include "limits.h"
+#include "engine/paths.h"
 #include "engine/status.h"
 #include "opts.h"
 #include "progress.h"
@@ -200,14 +201,9 @@ static int prepare_file(const sweep_args *a, int argc, char **argv, mx_results *
         return 2;
     }
     mx_results_remove_leftovers(a->out, leftovers, 2, "mxbench sweep");
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s", a->out);
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-        *slash = 0;
-        for (char *p = dir + 1; *p; p++)
-            if (*p == '/') *p = 0, mkdir(dir, 0777), *p = '/';
-        mkdir(dir, 0777);
+    if (mx_mkdir_parent(a->out) < 0) {
+        fprintf(stderr, "mxbench sweep: --out %s: %s\n", a->out, mx_last_error());
+        return 2;
     }
     mx_results_meta meta;
     /* argv starts at the subcommand; main's argv[0] sits just before it. */

@@ -95,11 +95,19 @@ static int check_config(train_args *a)
     mx_train_config *c = &a->c;
     mx_cuda_info cu;
     mx_cuda_probe(&cu);
-    if (a->device && strcmp(a->device, "cuda") == 0) {
+    const int want_cuda = a->device && strcmp(a->device, "cuda") == 0;
+    const int have_cuda = mx_backend_find("cuda") != NULL;
+    if (want_cuda && !have_cuda) {
         fprintf(stderr, "mxbench train: --device cuda: the CUDA backend is not in this build yet (%s); use --device cpu\n",
                 cu.count ? "GPU present" : cu.driver);
         return 2;
     }
+    if (want_cuda && cu.count == 0) {
+        fprintf(stderr, "mxbench train: --device cuda: no CUDA device present (%s); use --device cpu\n", cu.driver);
+        return 2;
+    }
+    /* auto: CUDA where this build has it and a GPU is present, else the CPU */
+    c->backend = want_cuda || (!(a->device && strcmp(a->device, "cpu") == 0) && have_cuda && cu.count > 0) ? "cuda" : "cpu";
     const int cores = mx_cpu_cores();
     if (!a->threads_given) c->threads_per_device = cores / c->devices > 1 ? cores / c->devices : 1;
     if (mx_train_config_check(c) < 0) {

@@ -84,7 +84,9 @@ static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_
     /* one device uses no kvstore (as MXNet): recorded as such, so that `--kvstore local,device`
      * cannot make two different-looking one-device rows of one configuration */
     snprintf(rec->kvstore, sizeof rec->kvstore, "%s", c->devices > 1 ? c->kvstore : "none");
-    snprintf(rec->device_type, sizeof rec->device_type, "cpu");
+    /* what the backend says it is, not what was asked for (auto) */
+    const mx_backend_ops *be = mx_backend_find(c->backend ? c->backend : "cpu");
+    snprintf(rec->device_type, sizeof rec->device_type, "%s", be ? be->device_type : "?");
     rec->gpus = c->devices;
     rec->global_batch = c->batch;
     rec->batch = c->batch; /* train's --batch is the global batch */
@@ -396,6 +398,8 @@ int mx_train_config_check(const mx_train_config *c)
                         mx_choice_ok(mx_strategy_planned(), c->strategy) ? "planned but not in this build yet"
                                                                     : "unknown",
                         mx_strategy_names());
+    if (c->backend && !mx_backend_find(c->backend))
+        return mx_error(MX_EINVAL, "backend '%s' is not in this build (available: %s)", c->backend, mx_backend_names());
     if (c->devices < 1 || c->devices > MX_MAX_DEVICES)
         return mx_error(MX_EINVAL, "device count %d: accepted 1..%d", c->devices, MX_MAX_DEVICES);
     if (c->devices > 1 && !mx_choice_ok(mx_kv_modes(), c->kvstore))
@@ -498,8 +502,13 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         return rc;
     }
     standardise(&ds);
+    /* the model is built once, here, and handed to the strategy */
+    mx_layer_spec specs[MX_MAX_LAYERS];
+    const mx_shape in = {ds.train.c, ds.train.h, ds.train.w};
+    const int nspecs = mx_workload_find(c->workload)->build(specs, in, ds.train.nclasses);
     mx_strategy_config sc = {
-        .workload = c->workload, .in = {ds.train.c, ds.train.h, ds.train.w}, .nclasses = ds.train.nclasses,
+        .workload = c->workload, .specs = specs, .nspecs = nspecs, .backend = c->backend,
+        .in = in, .nclasses = ds.train.nclasses,
         .devices = c->devices, .threads_per_device = c->threads_per_device, .kvstore = c->kvstore,
         .max_batch = c->batch, .work_load = c->nwork_load ? c->work_load : NULL,
         .opt = {(float)c->lr, (float)c->momentum, (float)c->wd}, .seed = (uint64_t)c->seed,

@@ -14,6 +14,7 @@ typedef struct {
     const char *data_dir;
     const char *strategy;
     const char *kvstore;
+    const char *backend;    /* a backend kind (mx_backend_names()); NULL = cpu */
     int devices, threads_per_device;
     int batch;              /* global batch per step */
     int epochs, steps;      /* exactly one is > 0 */

@@ -3,6 +3,7 @@
  * plots/<name>.gp under gnuplot for each terminal, checking its exit status and its output. */
 #include "plot_internal.h"
 
+#include "engine/paths.h"
 #include "engine/status.h"
 
 #include <errno.h>
@@ -16,25 +17,6 @@
 const char *const mx_plot_names[MX_NPLOTS] = {"throughput", "speedup", "efficiency", "accuracy", "breakdown", "loss"};
 
 /* ---- setup: directories, title, the axis wording ---- */
-
-static int mkdir_p(const char *dir)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return mx_error(MX_EINVAL, "path too long: '%s'", dir);
-    for (char *p = buf + 1; ; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        char was = *p;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return mx_error(MX_EIO, "cannot create directory '%s': %s", buf, strerror(errno));
-        *p = was;
-        if (!was) break;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return mx_error(MX_EIO, "'%s' is not a directory", dir);
-    return 0;
-}
 
 /* Appends each distinct value of field(run) to buf as "a, b". */
 static void join_distinct(const run_set *s, const char *(*field)(const mx_run_record *), char *buf, size_t n)
@@ -85,7 +67,7 @@ static int setup(plot_ctx *c, const mx_results *res, const char *outdir, const c
     }
     char data[PATH_MAX + 8];
     snprintf(data, sizeof data, "%s/data", outdir);
-    MX_TRY(mkdir_p(data));
+    MX_TRY(mx_mkdir_p(data));
     if (!realpath(outdir, c->outdir)) return mx_error(MX_EIO, "cannot resolve '%s': %s", outdir, strerror(errno));
     snprintf(c->datadir, sizeof c->datadir, "%s/data", c->outdir);
     snprintf(c->logpath, sizeof c->logpath, "%s/gnuplot.log", c->datadir);

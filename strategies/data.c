@@ -142,10 +142,15 @@ static void data_destroy(mx_strategy *s);
 static int create_replicas(mx_strategy *s)
 {
     const mx_strategy_config *c = &s->cfg;
-    const mx_workload *wl = mx_workload_find(c->workload);
-    if (!wl) return mx_error(MX_EINVAL, "unknown workload '%s' (known: %s)", c->workload, mx_workload_names());
-    mx_layer_spec specs[MX_MAX_LAYERS];
-    const int nspecs = wl->build(specs, c->in, c->nclasses);
+    mx_layer_spec own[MX_MAX_LAYERS];
+    const mx_layer_spec *specs = c->specs;
+    int nspecs = c->nspecs;
+    if (!specs) {
+        const mx_workload *wl = mx_workload_find(c->workload);
+        if (!wl) return mx_error(MX_EINVAL, "unknown workload '%s' (known: %s)", c->workload, mx_workload_names());
+        nspecs = wl->build(own, c->in, c->nclasses);
+        specs = own;
+    }
     int counts[MX_MAX_DEVICES];
     MX_TRY(mx_split_batch(c->max_batch, s->k, c->work_load, counts));
     for (int d = 0; d < s->k; d++) {
@@ -196,8 +201,15 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
     if (rc == MX_OK) s->be[0]->ops->bind_thread(s->be[0]); /* device 0 runs on the caller's thread */
     for (int d = 1; rc == MX_OK && d < s->k; d++) {
         push_ctx *c = malloc(sizeof *c);
+        if (!c) {
+            rc = mx_error(MX_ENOMEM, "out of memory starting device thread %d", d);
+            break;
+        }
         *c = (push_ctx){s, d};
-        if (pthread_create(&s->threads[d], NULL, device_thread, c) != 0) rc = mx_error(MX_ERUNTIME, "cannot start device thread %d", d);
+        if (pthread_create(&s->threads[d], NULL, device_thread, c) != 0) {
+            free(c);
+            rc = mx_error(MX_ERUNTIME, "cannot start device thread %d of %d", d, s->k);
+        }
     }
     if (rc < 0) {
         data_destroy(s);
@@ -231,7 +243,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     pthread_mutex_lock(&s->lock);
     while (s->pending > 0) pthread_cond_wait(&s->finished, &s->lock);
     pthread_mutex_unlock(&s->lock);
-    if (s->error) return mx_error(MX_ERUNTIME, "kvstore failed during the step: %s", s->errmsg);
+    if (s->error) return mx_error(MX_ERUNTIME, "the step failed on a device: %s", s->errmsg);
 
     /* Phases on the wall clock of the step, so that they add up to it: forward until the
      * last device finished its forward (thread hand-off included), backward until the last

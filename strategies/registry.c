@@ -1,6 +1,7 @@
 /* The strategies this build has, and the batch split they share. */
 #include "strategy.h"
 #include "engine/status.h"
+#include "results/axes.h"
 
 #include <math.h>
 #include <string.h>
@@ -16,7 +17,8 @@ const mx_strategy_ops *mx_strategy_find(const char *name)
 }
 
 const char *mx_strategy_names(void) { return "data"; }
-const char *mx_strategy_planned(void) { return "data|model|layer"; }
+/* The strategies the mission plans are the sweep axis's choices (results/axes.c): one list. */
+const char *mx_strategy_planned(void) { return mx_axis_find("strategy")->choices; }
 
 int mx_split_batch(int n, int k, const double *weights, int *counts)
 {

@@ -5,14 +5,16 @@
 
 #include "engine/net.h"
 #include "engine/optim.h"
-#include "results/record.h"
+#include "results/metrics.h"
 
 #include <stdint.h>
 
 #define MX_MAX_DEVICES 64
 
 typedef struct {
-    const char *workload;      /* a name from workloads.h */
+    const char *workload;      /* a name from workloads.h: for messages, and the model when specs is NULL */
+    const mx_layer_spec *specs;/* the model the trainer built (NULL: build workload's) */
+    int nspecs;
     mx_shape in;
     int nclasses;
     int devices;

@@ -3,7 +3,7 @@
  * finishes, so an interrupted sweep keeps what it finished and --resume completes it. */
 #include "buildinfo.h"
 #include "commands.h"
-#include "limits.h"
+#include "engine/limits.h"
 #include "engine/paths.h"
 #include "engine/status.h"
 #include "opts.h"

@@ -5,7 +5,7 @@
 #include "engine/status.h"
 #include "opts.h"
 #include "results/results.h"
-#include "limits.h"
+#include "engine/limits.h"
 #include "trainer.h"
 #include "strategies/kvstore.h"
 #include "workloads/workloads.h"

@@ -1,7 +1,7 @@
 /* The training loop (see trainer.h). Timing: a step is timed from batch assembly to the
  * last device's pull; leading warmup steps of each repeat are left out of the series. */
 #include "trainer.h"
-#include "limits.h"
+#include "engine/limits.h"
 #include "opts.h"
 #include "strategies/kvstore.h"
 #include "engine/rng.h"

@@ -32,7 +32,7 @@ typedef struct {
 
 void mx_train_config_defaults(mx_train_config *c);
 
-/* Checks every field against what mxbench accepts (harness/limits.h): MX_EINVAL with a
+/* Checks every field against what mxbench accepts (engine/limits.h): MX_EINVAL with a
  * message naming the value and the accepted range. Shared by `train` and `sweep`, so both
  * accept the same things; what depends on the data set is checked once it is loaded. */
 int mx_train_config_check(const mx_train_config *c);

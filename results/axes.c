@@ -3,14 +3,12 @@
  * fields at the end (with in_v1 = 0, so that a file without them still matches). */
 #include "axes.h"
 
-#include "harness/limits.h"
+#include "engine/limits.h"
 #include "record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_DEVICES 64 /* MX_MAX_DEVICES of strategies/strategy.h, which results/ does not include */
 
 #define AX(field, T) #field, MX_AXIS_##T, offsetof(mx_run_record, field), sizeof(((mx_run_record *)0)->field)
 
@@ -31,7 +29,7 @@ const mx_axis mx_axes[] = {
     {AX(amp, STR), "amp", 50, "off|fp16|bf16", 0, 0, 0, "off", "LIST", "off, fp16, bf16 (default off)", "amp", NULL,
      MX_CHILD_IF_SET, 1, 1, 1, 8, "amp=%s", 1},
     {AX(device_type, STR), NULL, 0, NULL, 0, 0, 0, "cpu", NULL, NULL, NULL, NULL, MX_CHILD_NO, 1, 1, 1, 0, NULL, 0},
-    {AX(gpus, INT), "gpus", 90, NULL, 1, MAX_DEVICES, 0, "1,2", "LIST", "device counts (default 1,2)", "gpus", NULL,
+    {AX(gpus, INT), "gpus", 90, NULL, 1, MX_MAX_DEVICES, 0, "1,2", "LIST", "device counts (default 1,2)", "gpus", NULL,
      MX_CHILD_ALWAYS, 1, 0, 1, 3, "x%d", 0},
     /* the child trains the global batch (global_batch below) */
     {AX(batch, INT), "batch", 60, NULL, 1, MX_MAX_BATCH, 0, "128", "LIST",

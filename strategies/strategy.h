@@ -3,13 +3,13 @@
 #ifndef MX_STRATEGY_H
 #define MX_STRATEGY_H
 
+#include "engine/limits.h"
 #include "engine/net.h"
 #include "engine/optim.h"
 #include "results/metrics.h"
 
 #include <stdint.h>
 
-#define MX_MAX_DEVICES 64
 
 typedef struct {
     const char *workload;      /* a name from workloads.h: for messages, and the model when specs is NULL */

@@ -1,10 +1,12 @@
-/* Upper bounds on every count mxbench accepts, stated once: the option tables, --help and the
- * shared validation of `train` and `sweep` (trainer.c mx_train_config_check) use these.
+/* Upper bounds on every count mxbench accepts, stated once for every module: the option
+ * tables, --help, the sweep's axes and the shared validation of `train` and `sweep`
+ * (harness/trainer.c mx_train_config_check) use these.
  * Each bound keeps the arithmetic built on it (steps x epochs x repeats, batch x sample
  * size, threads) far from overflow and the memory it sizes finite. */
 #ifndef MX_LIMITS_H
 #define MX_LIMITS_H
 
+#define MX_MAX_DEVICES 64             /* devices of one run (threads of one process, or ranks) */
 #define MX_MAX_BATCH 65536            /* samples per step */
 #define MX_MAX_EPOCHS 10000
 #define MX_MAX_STEPS 4000000          /* --steps */

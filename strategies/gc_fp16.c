@@ -1,0 +1,28 @@
+/* Compression `fp16`: each gradient value is rounded to IEEE half precision for the wire
+ * (nearest, ties to even; beyond 65504 it becomes inf, which is what a loss scaler must
+ * then catch) and summed in f32 by the receiver. Half the bytes, no error feedback. */
+#include "compressor.h"
+
+#include <stdint.h>
+
+static size_t fp16_bytes(const mx_compressor *c, size_t count) { return count * sizeof(uint16_t); }
+
+static void fp16_compress(const mx_compressor *c, const float *g, float *residual, size_t count, void *packed)
+{
+    uint16_t *h = packed;
+    for (size_t i = 0; i < count; i++) h[i] = mx_f32_to_f16(g[i]);
+}
+
+static void fp16_decompress(const mx_compressor *c, const void *packed, size_t count, float *out)
+{
+    const uint16_t *h = packed;
+    for (size_t i = 0; i < count; i++) out[i] = mx_f16_to_f32(h[i]);
+}
+
+const mx_compressor_ops mx_gc_fp16 = {
+    .name = "fp16",
+    .summary = "each value rounded to half precision for the wire, summed in f32",
+    .packed_bytes = fp16_bytes,
+    .compress = fp16_compress,
+    .decompress = fp16_decompress,
+};

@@ -8,14 +8,23 @@
 #include <string.h>
 
 extern const mx_comm_ops mx_comm_threads_ops;
+#ifdef MXBENCH_HAVE_MPI
+extern const mx_comm_ops mx_comm_mpi_ops;
+static const mx_comm_ops *const kinds[] = {&mx_comm_threads_ops, &mx_comm_mpi_ops};
+#else
 static const mx_comm_ops *const kinds[] = {&mx_comm_threads_ops};
+#endif
 
 /* Each member's row of counts padded to 192 bytes (3 cache lines, 64-byte aligned), so
  * members counting their calls at once do not share a line. */
 #define ROW 8
 _Static_assert(MX_COMM_NVERBS <= ROW, "a member's counts must fit its padded row");
 
+#ifdef MXBENCH_HAVE_MPI
+const char *mx_comm_kinds(void) { return "threads|mpi"; }
+#else
 const char *mx_comm_kinds(void) { return "threads"; }
+#endif
 
 int mx_comm_create(mx_comm **out, const char *kind, int n)
 {

@@ -14,10 +14,12 @@ typedef struct mx_comm mx_comm;
 /* What one member of each kind is, and what its buffers are:
  * - threads: a thread of this process (a CPU device's comm worker); buffers are host or CPU
  *   device memory, read directly by the other members during the call.
- * - mpi (issue 9): one rank per process (member == rank, local_count 1); buffers are host
- *   memory; each verb maps to the MPI collective of the same name (reduce_scatter to
- *   MPI_Reduce_scatter with the mx_comm_shard counts, allgather to MPI_Allgatherv in place),
- *   with the sum done by an mx reduction op so that it stays f32 in member order.
+ * - mpi (comm_mpi.c, where the build has MPI): one rank per process (member == rank,
+ *   nlocal 1); buffers are host memory. A reduce-scatter is an all-to-all that brings
+ *   member m every member's shard m, summed by m in f32 in member order, so the bits are
+ *   those of `threads`; all-reduce is that plus an all-gather (MPI_Allgatherv in place);
+ *   broadcast, send (synchronous) and recv, barrier map to MPI's. Each collective first
+ *   agrees on (verb, count, dtype, root) with one small all-reduce.
  * - nccl (issue 12): one member per GPU (several per process through ncclCommInitAll, or one
  *   per rank bootstrapped over MPI); buffers are device memory; verbs are the nccl calls of
  *   the same name enqueued on the member's stream, and "done" means done on that stream.
@@ -70,11 +72,13 @@ struct mx_comm {
     void *impl;              /* implementation-private state */
 };
 
-/* Creates a communicator of the named kind ("threads") with n members (1..MX_COMM_MAX). */
+/* Creates a communicator of the named kind ("threads", "mpi") with n members (1..MX_COMM_MAX);
+ * for mpi, n must be the number of processes mpirun started (MPI is initialised here when
+ * the caller has not done it, and finalised with the communicator then). */
 #define MX_COMM_MAX 64
 int mx_comm_create(mx_comm **out, const char *kind, int n);
 void mx_comm_destroy(mx_comm *c);
-const char *mx_comm_kinds(void); /* "threads" */
+const char *mx_comm_kinds(void); /* "threads", or "threads|mpi" where built with MPI */
 
 /* The verbs. Every member calls them in the same order with the same count, dtype and root
  * (a mismatch is an error on every member of the call, naming both values); counts are in

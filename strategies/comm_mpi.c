@@ -156,6 +156,14 @@ static int reduce_scatter_into(mx_comm *c, int me, const void *send, void *recv,
     int e = MPI_Alltoallv(send, M->scounts, M->sdispls, MPI_BYTE, M->stage, M->rcounts, M->rdispls, MPI_BYTE, M->world);
     if (e != MPI_SUCCESS) return mpi_fail("reduce_scatter", e);
     const size_t lo = (size_t)M->displs[me];
+    if (t == MX_F32) { /* the common case, vectorised: member 0's shard, then each other added in order */
+        float *dst = (float *)recv + lo;
+        const float *src = (const float *)M->stage;
+        memcpy(dst, src, mine * sizeof(float));
+        for (int m = 1; m < c->n; m++)
+            for (size_t i = 0; i < mine; i++) dst[i] += src[(size_t)m * mine + i];
+        return MX_OK;
+    }
     for (size_t i = 0; i < mine; i++) {
         float acc = mx_dtype_load(t, M->stage, i);
         for (int m = 1; m < c->n; m++) acc += mx_dtype_load(t, M->stage + (size_t)m * mine * (size_t)sz, i);

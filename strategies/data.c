@@ -7,7 +7,6 @@
 #include "kvstore.h"
 #include "engine/status.h"
 #include "engine/timer.h"
-#include "workloads/workloads.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -142,15 +141,11 @@ static void data_destroy(mx_strategy *s);
 static int create_replicas(mx_strategy *s)
 {
     const mx_strategy_config *c = &s->cfg;
-    mx_layer_spec own[MX_MAX_LAYERS];
     const mx_layer_spec *specs = c->specs;
-    int nspecs = c->nspecs;
-    if (!specs) {
-        const mx_workload *wl = mx_workload_find(c->workload);
-        if (!wl) return mx_error(MX_EINVAL, "unknown workload '%s' (known: %s)", c->workload, mx_workload_names());
-        nspecs = wl->build(own, c->in, c->nclasses);
-        specs = own;
-    }
+    const int nspecs = c->nspecs;
+    if (!specs || nspecs < 1)
+        return mx_error(MX_EINVAL, "data strategy: no model given (%d layer specs for workload '%s')", nspecs,
+                        c->workload ? c->workload : "?");
     int counts[MX_MAX_DEVICES];
     MX_TRY(mx_split_batch(c->max_batch, s->k, c->work_load, counts));
     for (int d = 0; d < s->k; d++) {

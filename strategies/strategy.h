@@ -12,8 +12,8 @@
 
 
 typedef struct {
-    const char *workload;      /* a name from workloads.h: for messages, and the model when specs is NULL */
-    const mx_layer_spec *specs;/* the model the trainer built (NULL: build workload's) */
+    const char *workload;      /* a name from workloads.h, for messages */
+    const mx_layer_spec *specs;/* the model, built once by the caller (the trainer) */
     int nspecs;
     mx_shape in;
     int nclasses;

@@ -4,6 +4,7 @@
 #ifndef MX_CHECK_H
 #define MX_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #define CHECK_SKIP 77
@@ -26,6 +27,15 @@ static inline int check_summary(const char *name)
 {
     printf("%s: %d passed, %d failed\n", name, check_passed_, check_failed_);
     return check_failed_ ? 1 : 0;
+}
+
+/* Uniform in [0,1) from *state (xorshift64*): deterministic test data, no library RNG. */
+static inline double check_uniform(uint64_t *state)
+{
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return (double)((*state * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
 }
 
 #endif

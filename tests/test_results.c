@@ -35,13 +35,7 @@ static const char *in_dir(const char *name)
 
 static uint64_t rng_state;
 
-static double uniform(void) /* [0,1), xorshift64* */
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (double)((rng_state * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
-}
+static double uniform(void) { return check_uniform(&rng_state); }
 
 /* Step times around `mean` with +-noise uniform jitter and a linear drift of `drift`
  * (fraction) from first to last step: a shared machine that slowly warms up or gets busier. */

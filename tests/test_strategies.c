@@ -42,9 +42,14 @@ typedef struct {
     const double *work_load;
 } setup;
 
+/* The model, built as the trainer builds it (one strategy exists at a time here). */
+static mx_layer_spec model_specs[MX_MAX_LAYERS];
+
 static mx_strategy_config config_of(const setup *s)
 {
-    return (mx_strategy_config){.workload = s->workload, .in = {1, 28, 28}, .nclasses = 10, .devices = s->devices,
+    const int nspecs = mx_workload_find(s->workload)->build(model_specs, (mx_shape){1, 28, 28}, 10);
+    return (mx_strategy_config){.workload = s->workload, .specs = model_specs, .nspecs = nspecs, .in = {1, 28, 28},
+                                .nclasses = 10, .devices = s->devices,
                                 .threads_per_device = 1, .kvstore = s->kvstore, .max_batch = s->batch,
                                 .work_load = s->work_load, .opt = {TEST_LR, 0.9f, 1e-4f}, .seed = 3,
                                 .init = MX_WEIGHT_INIT_XAVIER};

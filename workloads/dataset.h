@@ -65,11 +65,6 @@ int mx_idx_load_dir(mx_dataset *train, mx_dataset *test, const char *dir);
  * so it costs about a second for Fashion-MNIST. */
 int mx_idx_dir_validate(const char *dir);
 
-/* Checks, without reading them, that dir holds the four files mx_idx_load_dir needs (raw or
- * .gz); MX_EIO naming the first one missing. Cheap, but says nothing about the content:
- * mx_idx_dir_validate does. */
-int mx_idx_dir_check(const char *dir);
-
 /* Uniform [0,1) images and uniform labels from seed, for throughput-only runs. */
 int mx_dataset_synthetic(mx_dataset *ds, int n, int c, int h, int w, int nclasses, uint64_t seed);
 

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* The MNIST family has ten classes; a small split may lack the top ones, and the model's
  * output layer should not shrink because of it. */
@@ -156,22 +155,6 @@ int mx_idx_load_dir(mx_dataset *train, mx_dataset *test, const char *dir)
 }
 
 int mx_idx_dir_validate(const char *dir) { return load_dir(NULL, NULL, dir); }
-
-int mx_idx_dir_check(const char *dir)
-{
-    static const char *const names[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
-    char path[4096];
-    for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (access(path, R_OK) == 0) continue;
-        snprintf(path, sizeof path, "%s/%s.gz", dir, names[i]);
-        if (access(path, R_OK) == 0) continue;
-        return mx_error(MX_EIO, "'%s/%s' not found (nor with .gz): an IDX dataset directory holds "
-                        "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]", dir, names[i]);
-    }
-    return MX_OK;
-}
 
 const char *mx_dataset_default_dir(void)
 {

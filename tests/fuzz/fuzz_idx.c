@@ -17,6 +17,7 @@
 #include "workloads/dataset.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -141,14 +142,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cut_short |= write_part(base, i % 2 ? flags >> 2 & 3 : flags & 3, cut, part[i], len[i], args[i],
                                 sizeof args[i]);
     }
-    int check = mx_idx_dir_check(dir);
+    const int check = mx_idx_dir_validate(dir);
+    char check_msg[512];
+    snprintf(check_msg, sizeof check_msg, "%s", check < 0 ? mx_last_error() : "");
     mx_dataset train, test;
     int rc = mx_idx_load_dir(&train, &test, dir);
+    /* the sweep's up-front check gives exactly what loading gives */
+    FZ_CHECK(check == rc && (rc == MX_OK || strcmp(check_msg, mx_last_error()) == 0));
     fz_outcome("mx_idx_load_dir", rc, mx_last_error());
     FZ_CHECK(rc == MX_OK || rc < 0);
     if (rc == MX_OK) {
         FZ_CHECK(!cut_short);
-        FZ_CHECK(check == MX_OK); /* what loads must pass the up-front check */
         check_dataset(&train);
         check_dataset(&test);
     } else {

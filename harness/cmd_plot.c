@@ -1,5 +1,6 @@
 /* `mxbench plot FILE`: draws the figures of a results file (throughput, speedup, efficiency,
- * accuracy, phase breakdown, loss) as PNG and SVG through gnuplot; see plots/plot.h. */
+ * accuracy, phase breakdown, loss, dist_async staleness) as PNG and SVG through gnuplot; see
+ * plots/plot.h. */
 #include "engine/status.h"
 #include "harness/commands.h"
 #include "harness/opts.h"
@@ -12,7 +13,8 @@
 static int report(const char *file, const mx_results *res, const mx_plot_report *rep, const char *out)
 {
     for (int p = 0; p < MX_NPLOTS; p++)
-        if (!rep->drawn[p]) fprintf(stderr, "mxbench plot: skipped %s: %s\n", mx_plot_names[p], rep->skipped[p]);
+        if (!rep->drawn[p] && rep->skipped[p][0]) /* empty: the figure does not apply */
+            fprintf(stderr, "mxbench plot: skipped %s: %s\n", mx_plot_names[p], rep->skipped[p]);
     if (rep->ndrawn == 0) {
         fprintf(stderr, "mxbench plot: nothing to plot: %s has no ok run with data (%d runs in all)\n", file,
                 res->nruns);
@@ -41,8 +43,9 @@ int mx_cmd_plot(int argc, char **argv)
         .usage = "FILE [options]",
         .summary = "Draws the figures of a results file as PNG and SVG with gnuplot: throughput, speedup and\n"
                    "scaling efficiency against device count, test accuracy against global batch, the phase\n"
-                   "breakdown of a step, and loss curves. Only ok runs are plotted; a figure without data is\n"
-                   "skipped with a message. Exit status: 0 ok, 1 plotting failed, 2 bad usage or input.",
+                   "breakdown of a step, loss curves, and the staleness of dist_async runs. Only ok runs are\n"
+                   "plotted; a figure without data is skipped with a message. Exit status: 0 ok, 1 plotting\n"
+                   "failed, 2 bad usage or input.",
         .opts = opts,
         .min_positional = 1,
         .max_positional = 1,

@@ -1,9 +1,11 @@
 /* `mxbench report FILE`: the summary of a results file, one row per run, as an aligned text
- * table, a Markdown table, CSV or JSON. */
+ * table, a Markdown table, CSV or JSON; and the rank table of each dist_* run (one row per
+ * rank of its MPI job), where a straggler shows. */
 #include "engine/status.h"
 #include "harness/commands.h"
 #include "harness/opts.h"
 #include "results/results.h"
+#include "results/stats.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -111,8 +113,12 @@ static void fmt_reason(char *buf, const char *reason, size_t max)
 /* ---- what a row shows, the same in every format */
 
 /* One device uses no kvstore; files written before one-device runs recorded "none" hold the
- * kvstore named on the command line, which was never used. */
-static const char *shown_kvstore(const mx_run_record *r) { return r->gpus == 1 ? "none" : r->kvstore; }
+ * kvstore named on the command line, which was never used. A dist_* kvstore links processes,
+ * so it is used on one device per worker too. */
+static const char *shown_kvstore(const mx_run_record *r)
+{
+    return r->gpus == 1 && strncmp(r->kvstore, "dist_", 5) != 0 ? "none" : r->kvstore;
+}
 
 /* Samples per device per step: the --batch value in per-device mode, the global batch split
  * evenly otherwise (an uneven --work-load split has the same mean). */
@@ -134,18 +140,26 @@ static const struct {
 };
 enum { TEXT_COLS = sizeof text_cols / sizeof text_cols[0] };
 /* the counters' figures (results/metrics.def) go before the note, each only when some run of
- * the file has it: a study of one-device runs has no communication to show */
-_Static_assert((int)TEXT_COLS + MX_NCOUNTERS <= (int)MAXCOLS, "MAXCOLS too small for the text columns");
+ * the file has it: a study of one-device runs has no communication to show; the worker and
+ * server counts follow the kvstore when some run has processes other than one worker */
+_Static_assert((int)TEXT_COLS + MX_NCOUNTERS + 2 <= (int)MAXCOLS, "MAXCOLS too small for the text columns");
 
-static void shown_counters(const mx_results *res, int shown[MX_NCOUNTERS])
+typedef struct {
+    int counter[MX_NCOUNTERS];
+    int procs;
+} shown_cols;
+
+static void shown_columns(const mx_results *res, shown_cols *shown)
 {
     for (int k = 0; k < MX_NCOUNTERS; k++) {
-        shown[k] = 0;
-        for (int i = 0; i < res->nruns && !shown[k]; i++) shown[k] = isfinite(res->runs[i].metrics[k]);
+        shown->counter[k] = 0;
+        for (int i = 0; i < res->nruns && !shown->counter[k]; i++) shown->counter[k] = isfinite(res->runs[i].metrics[k]);
     }
+    shown->procs = 0;
+    for (int i = 0; i < res->nruns; i++) shown->procs |= res->runs[i].workers != 1 || res->runs[i].servers != 0;
 }
 
-static void fill_row(char (*row)[CELL], const mx_run_record *r, const int shown[MX_NCOUNTERS])
+static void fill_row(char (*row)[CELL], const mx_run_record *r, const shown_cols *shown)
 {
     int c = 0;
     snprintf(row[c++], CELL, "%s", r->id);
@@ -155,6 +169,10 @@ static void fill_row(char (*row)[CELL], const mx_run_record *r, const int shown[
     fmt_num(row[c++], batch_per_device(r), "%.4g");
     snprintf(row[c++], CELL, "%d", r->global_batch);
     snprintf(row[c++], CELL, "%s", shown_kvstore(r));
+    if (shown->procs) {
+        snprintf(row[c++], CELL, "%d", r->workers);
+        snprintf(row[c++], CELL, "%d", r->servers);
+    }
     snprintf(row[c++], CELL, "%s", r->compression);
     snprintf(row[c++], CELL, "%s", r->amp);
     snprintf(row[c++], CELL, "%s", r->status);
@@ -165,11 +183,11 @@ static void fill_row(char (*row)[CELL], const mx_run_record *r, const int shown[
     fmt_num(row[c++], r->efficiency * 100, "%.0f%%");
     fmt_num(row[c++], r->final_test_acc, "%.4f");
     for (int k = 0; k < MX_NCOUNTERS; k++)
-        if (shown[k]) fmt_num(row[c++], r->metrics[k] * mx_counters[k].scale, mx_counters[k].fmt);
+        if (shown->counter[k]) fmt_num(row[c++], r->metrics[k] * mx_counters[k].scale, mx_counters[k].fmt);
     if (not_ok(r))
         fmt_reason(row[c++], r->reason, 60);
     else
-        row[c++][0] = '\0';
+        snprintf(row[c++], CELL, "%s", r->oversubscribed ? "oversubscribed: timings not meaningful" : "");
 }
 
 /* "; mxbench 0.1.0 (abc1234) on host, started T", leaving out what the file does not say. */
@@ -183,21 +201,84 @@ static void describe_origin(const mx_results_meta *m, char *buf, size_t n)
     if (m->start_time[0] && len < n) snprintf(buf + len, n - len, ", started %s", m->start_time);
 }
 
+/* ---- the rank table of a dist_* run: one row per rank of its MPI job, so that a straggler
+ * shows (its median step time against the median of all workers') */
+
+static const char *const rank_heads[] = {"rank",    "host",    "role",    "steps",   "step ms", "p90 ms",
+                                         "max ms",  "vs median", "MB/step", "push ms", "pull ms", "busy ms"};
+enum { RANK_COLS = sizeof rank_heads / sizeof rank_heads[0] };
+
+/* The median over the workers of their median step times (NaN when none has one). */
+static double workers_median(const mx_run_record *r)
+{
+    double *x = malloc((size_t)r->nranks * sizeof *x);
+    int n = 0;
+    for (int i = 0; x && i < r->nranks; i++)
+        if (strcmp(r->ranks[i].role, "worker") == 0 && isfinite(r->ranks[i].step_median))
+            x[n++] = r->ranks[i].step_median;
+    const double m = n > 0 ? mx_stats_median(x, n) : NAN;
+    free(x);
+    return m;
+}
+
+static int print_ranks(const mx_run_record *r, int md)
+{
+    table t = {.ncols = RANK_COLS, .nrows = r->nranks};
+    for (int c = 0; c < RANK_COLS; c++) t.head[c] = rank_heads[c], t.right[c] = c != 1 && c != 2;
+    t.cell = calloc((size_t)r->nranks, sizeof *t.cell);
+    if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d ranks", r->nranks);
+    const double med = workers_median(r);
+    for (int i = 0; i < r->nranks; i++) {
+        const mx_rank_row *x = &r->ranks[i];
+        char(*row)[CELL] = t.cell[i];
+        int c = 0;
+        snprintf(row[c++], CELL, "%d", x->rank);
+        snprintf(row[c++], CELL, "%.*s", (int)sizeof x->host, x->host);
+        snprintf(row[c++], CELL, "%.*s", (int)sizeof x->role, x->role);
+        snprintf(row[c++], CELL, "%d", x->steps);
+        fmt_num(row[c++], x->step_median * 1e3, "%.2f");
+        fmt_num(row[c++], x->step_p90 * 1e3, "%.2f");
+        fmt_num(row[c++], x->step_max * 1e3, "%.2f");
+        fmt_num(row[c++], med > 0 ? x->step_median / med : NAN, "%.2fx");
+        fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
+        fmt_num(row[c++], x->push_time * 1e3, "%.2f");
+        fmt_num(row[c++], x->pull_time * 1e3, "%.2f");
+        fmt_num(row[c++], x->busy_time * 1e3, "%.2f");
+    }
+    char about[160];
+    snprintf(about, sizeof about, "kvstore %s, %d worker%s, %d server%s%s", r->kvstore, r->workers,
+             r->workers == 1 ? "" : "s", r->servers, r->servers == 1 ? "" : "s",
+             r->oversubscribed ? "; oversubscribed: timings not meaningful" : "");
+    if (md) {
+        printf("\n#### Ranks of `%s` (%s)\n\n", r->id, about);
+        table_print_md(&t, stdout);
+    } else {
+        printf("\nranks of %s (%s):\n", r->id, about);
+        table_print_text(&t, stdout);
+    }
+    free(t.cell);
+    return MX_OK;
+}
+
 static int print_table(const char *path, const mx_results *res, int md)
 {
-    int shown[MX_NCOUNTERS];
-    shown_counters(res, shown);
+    shown_cols shown;
+    shown_columns(res, &shown);
     table t = {.nrows = res->nruns};
     for (int c = 0; c < TEXT_COLS; c++) {
         if (c == TEXT_COLS - 1) /* the note stays last */
             for (int k = 0; k < MX_NCOUNTERS; k++)
-                if (shown[k]) t.head[t.ncols] = mx_counters[k].head, t.right[t.ncols++] = 1;
+                if (shown.counter[k]) t.head[t.ncols] = mx_counters[k].head, t.right[t.ncols++] = 1;
         t.head[t.ncols] = text_cols[c].head;
         t.right[t.ncols++] = text_cols[c].right;
+        if (shown.procs && strcmp(text_cols[c].head, "kvstore") == 0) {
+            t.head[t.ncols] = "workers", t.right[t.ncols++] = 1;
+            t.head[t.ncols] = "servers", t.right[t.ncols++] = 1;
+        }
     }
     t.cell = calloc((size_t)(res->nruns ? res->nruns : 1), sizeof *t.cell);
     if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d rows", res->nruns);
-    for (int i = 0; i < res->nruns; i++) fill_row(t.cell[i], &res->runs[i], shown);
+    for (int i = 0; i < res->nruns; i++) fill_row(t.cell[i], &res->runs[i], &shown);
     char about[512];
     describe_origin(&res->meta, about, sizeof about);
     if (md)
@@ -212,10 +293,19 @@ static int print_table(const char *path, const mx_results *res, int md)
     printf("batch/dev and global: samples per device and per step; samples/s: median over timed steps and\n"
            "repeats, with its 95%% confidence interval; speedup and efficiency: against the smallest device\n"
            "count of the same configuration (results/SCHEMA.md); note: why a run is not ok.\n");
+    if (shown.procs) printf("workers, servers: the processes of a dist_* run's MPI job.\n");
     for (int k = 0; k < MX_NCOUNTERS; k++)
-        if (shown[k]) printf("%s: %s.\n", mx_counters[k].head, mx_counters[k].help);
+        if (shown.counter[k]) printf("%s: %s.\n", mx_counters[k].head, mx_counters[k].help);
     free(t.cell);
-    return MX_OK;
+    int nranked = 0, rc = MX_OK;
+    for (int i = 0; i < res->nruns && rc == MX_OK; i++)
+        if (res->runs[i].nranks > 0) rc = print_ranks(&res->runs[i], md), nranked++;
+    if (nranked && rc == MX_OK)
+        printf("\nstep ms, p90 ms, max ms: the rank's median, 90th percentile and largest step time; vs median: its\n"
+               "median step time over the median of every worker's (a straggler shows above 1); MB/step: bytes it\n"
+               "sent and received per step; push, pull ms: per step sending pushes and waiting for pulls\n"
+               "(workers); busy ms: per step summing and updating (servers).\n");
+    return rc;
 }
 
 /* ---- machine-readable output: every summary column, full precision */
@@ -242,13 +332,17 @@ static const column head_cols[] = {
     {"test_acc", C_DBL, offsetof(mx_run_record, final_test_acc)},     CD(time_to_acc),
 };
 static const column mid_cols[] = {CD(wall_time), {"batch_per_device", C_PERDEV, 0}, CD(throughput_agg)};
+/* dist_* runs: the processes of the MPI job, and how many rows its rank table has */
+static const column proc_cols[] = {CI(workers), CI(servers), CI(oversubscribed), CI(nranks)};
 static const column reason_col = CS(reason); /* last: free text, the only column that may hold commas */
 
-enum { MAX_DATA_COLS = sizeof head_cols / sizeof head_cols[0] + sizeof mid_cols / sizeof mid_cols[0] + MX_NCOUNTERS + 1 };
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+enum { MAX_DATA_COLS = COUNT(head_cols) + COUNT(mid_cols) + MX_NCOUNTERS + COUNT(proc_cols) + 1 };
 
 /* Every summary column, the counters' figures from their table. Columns never move: scripts
  * read the CSV by position (column 30 is wall_time), so the figures of schema 1 keep their
- * place after time_to_acc, and those added since come after the others, before the reason. */
+ * place after time_to_acc, and those added since come after the others, then the processes
+ * of dist_* runs, before the reason. */
 static int data_columns(column *out)
 {
     int n = 0;
@@ -260,6 +354,7 @@ static int data_columns(column *out)
         if (pass)
             for (size_t i = 0; i < sizeof mid_cols / sizeof mid_cols[0]; i++) out[n++] = mid_cols[i];
     }
+    for (size_t i = 0; i < COUNT(proc_cols); i++) out[n++] = proc_cols[i];
     out[n++] = reason_col;
     return n;
 }
@@ -302,6 +397,42 @@ static void print_csv(const mx_results *res)
         }
         putchar('\n');
     }
+}
+
+/* The rank table's columns in csv and json, as the file names them (SCHEMA.md) */
+static const char *const rank_names[] = {"rank",     "host",           "role",      "steps",     "step_min",
+                                         "step_median", "step_p90",    "step_max",  "bytes_per_step",
+                                         "push_time", "pull_time",     "busy_time"};
+enum { RANK_NAMES = COUNT(rank_names) };
+
+static double rank_figure(const mx_rank_row *x, int c)
+{
+    const double v[RANK_NAMES] = {0, 0, 0, 0, x->step_min, x->step_median, x->step_p90, x->step_max,
+                                  x->bytes_per_step, x->push_time, x->pull_time, x->busy_time};
+    return v[c];
+}
+
+/* csv --ranks: one row per rank of every dist_* run, led by the run's id */
+static void print_csv_ranks(const mx_results *res)
+{
+    printf("id");
+    for (int c = 0; c < RANK_NAMES; c++) printf(",%s", rank_names[c]);
+    putchar('\n');
+    for (int i = 0; i < res->nruns; i++)
+        for (int k = 0; k < res->runs[i].nranks; k++) {
+            const mx_rank_row *x = &res->runs[i].ranks[k];
+            csv_string(res->runs[i].id);
+            printf(",%d,", x->rank);
+            csv_string(x->host);
+            putchar(',');
+            csv_string(x->role);
+            printf(",%d", x->steps);
+            for (int c = 4; c < RANK_NAMES; c++) {
+                putchar(',');
+                if (!isnan(rank_figure(x, c))) printf("%.6g", rank_figure(x, c)); /* NaN: empty */
+            }
+            putchar('\n');
+        }
 }
 
 static void json_string(const char *s)
@@ -360,7 +491,21 @@ static void print_json(const char *path, const mx_results *res)
             else if (k->kind == C_INT) printf("%d", col_int(r, k));
             else json_number(col_dbl(r, k));
         }
-        printf("}");
+        printf(", \"ranks\": [");
+        for (int k = 0; k < r->nranks; k++) {
+            const mx_rank_row *x = &r->ranks[k];
+            printf("%s{\"rank\": %d, \"host\": ", k ? ", " : "", x->rank);
+            json_string(x->host);
+            printf(", \"role\": ");
+            json_string(x->role);
+            printf(", \"steps\": %d", x->steps);
+            for (int c = 4; c < RANK_NAMES; c++) {
+                printf(", \"%s\": ", rank_names[c]);
+                json_number(rank_figure(x, c));
+            }
+            printf("}");
+        }
+        printf("]}");
     }
     printf("%s]\n}\n", res->nruns ? "\n  " : "");
 }
@@ -370,9 +515,13 @@ static void print_json(const char *path, const mx_results *res)
 int mx_cmd_report(int argc, char **argv)
 {
     const char *format = "text";
+    int ranks = 0;
     const mx_opt opts[] = {
         {"format", MX_OPT_STRING, &format, "FMT", "output format: text (default), md, csv or json",
          "text|md|csv|json"},
+        {"ranks", MX_OPT_FLAG, &ranks, NULL,
+         "csv: one row per rank of every dist_* run instead of one per run (text, md and json always show them)",
+         NULL},
         {0},
     };
     const mx_cmd_spec spec = {
@@ -380,7 +529,8 @@ int mx_cmd_report(int argc, char **argv)
         "Prints the summary of a results file written by 'mxbench sweep': one row per run with its\n"
         "batch per device and global batch, throughput (median samples/s and 95% confidence\n"
         "interval), step time, speedup, efficiency and test accuracy; failed, skipped and diverged\n"
-        "runs show why.",
+        "runs show why. A dist_* run also shows its rank table: each rank's step times, traffic and\n"
+        "time in pushes and pulls, so that a straggler shows.",
         opts, 1, 1,
     };
     const char *pos[1];
@@ -394,7 +544,8 @@ int mx_cmd_report(int argc, char **argv)
         return MX_OPTS_BAD;
     }
     rc = MX_OK;
-    if (strcmp(format, "csv") == 0) print_csv(&res);
+    if (strcmp(format, "csv") == 0 && ranks) print_csv_ranks(&res);
+    else if (strcmp(format, "csv") == 0) print_csv(&res);
     else if (strcmp(format, "json") == 0) print_json(pos[0], &res);
     else rc = print_table(pos[0], &res, strcmp(format, "md") == 0);
     mx_results_free(&res);

@@ -10,8 +10,10 @@
 #include "progress.h"
 #include "results/results.h"
 #include "sweep_child.h"
+#include "sweep_mpi.h"
 #include "sweep_plan.h"
 #include "sweep_run.h"
+#include "strategies/kvstore.h"
 #include "strategies/strategy.h"
 #include "workloads/dataset.h"
 
@@ -34,6 +36,10 @@ typedef struct {
     double timeout;
     int force, resume, retry_failed, dry_run;
     int threads_per_device;        /* resolved: cores / largest device count unless given */
+    /* dist_* rows */
+    const char *mpirun, *hostfile, *mpirun_args;
+    int servers;                   /* 0: as many as the row's workers */
+    double bucket_mb;              /* 0: the child's default */
 } sweep_args;
 
 static volatile sig_atomic_t interrupted;
@@ -50,6 +56,12 @@ static const char *help_text =
     "Runs a scaling study: every combination of the comma-list axes below, each as its own\n"
     "child process, every outcome appended to one HDF5 results file as soon as it ends.\n"
     "Combinations this build cannot run are recorded as skipped with the reason.\n"
+    "A dist_* row of G devices is its own mpirun job: G worker ranks of one device each, each\n"
+    "training global batch / G samples per step, plus S server ranks for dist_sync,\n"
+    "dist_device_sync and dist_async (S = --servers, else G, as MXNet; dist_allreduce has none);\n"
+    "1 thread per device unless --threads-per-device. On one machine (no --hostfile) mpirun gets\n"
+    "--oversubscribe --bind-to none --mca btl self,tcp (TCP, as between hosts); rows whose ranks\n"
+    "x threads exceed the cores are warned of once and recorded oversubscribed.\n"
     "Example: mxbench sweep --strategies data --gpus 1,2 --workload lenet --epochs 1";
 
 enum { MAX_OPTS = MX_AXES_MAX + 16 };
@@ -85,6 +97,11 @@ static int build_opts(sweep_args *a, mx_opt *opts)
         {"resume", MX_OPT_FLAG, &a->resume, NULL, "keep an existing file and run only configurations it lacks", NULL, 0, 0},
         {"retry-failed", MX_OPT_FLAG, &a->retry_failed, NULL, "with --resume: run failed configurations again, replacing their rows", NULL, 0, 0},
         {"dry-run", MX_OPT_FLAG, &a->dry_run, NULL, "print the planned runs and exit", NULL, 0, 0},
+        {"servers", MX_OPT_INT, &a->servers, "S", "dist_sync/dist_device_sync/dist_async rows: server ranks (default: as many as the row's workers, as MXNet)", NULL, 1, MX_MAX_SERVERS},
+        {"bucket-mb", MX_OPT_DOUBLE, &a->bucket_mb, "X", "dist_allreduce rows: gradient bucket size in MiB, > 0 (default 25)", NULL, 0, MX_MAX_BUCKET_MB},
+        {"hostfile", MX_OPT_STRING, &a->hostfile, "FILE", "dist_* rows: Open MPI host file, ranks across machines (default: all on this one)", NULL, 0, 0},
+        {"mpirun-args", MX_OPT_STRING, &a->mpirun_args, "ARGS", "dist_* rows: more mpirun options, split on spaces", NULL, 0, 0},
+        {"mpirun", MX_OPT_STRING, &a->mpirun, "PATH", "dist_* rows: Open MPI's mpirun (default: mpirun on PATH)", NULL, 0, 0},
     };
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) opts[k++] = own[i];
     opts[k] = (mx_opt){0};
@@ -114,6 +131,8 @@ static int parse_args(sweep_args *a, int argc, char **argv)
     if (mx_opts_seen(&spec, "target-acc") && !(target > 0))
         return mx_usage_error(spec.cmd, "--target-acc %g: accepted above 0 and at most 1", target);
     if (!(a->timeout > 0)) return mx_usage_error(spec.cmd, "--timeout %g: accepted above 0 seconds", a->timeout);
+    if (mx_opts_seen(&spec, "bucket-mb") && !(a->bucket_mb > 0))
+        return mx_usage_error(spec.cmd, "--bucket-mb %g: accepted above 0 MiB", a->bucket_mb);
     if (a->force && a->resume) return mx_usage_error(spec.cmd, "--force and --resume contradict each other; give one");
     if (a->retry_failed && !a->resume) return mx_usage_error(spec.cmd, "--retry-failed goes with --resume");
     if (!mx_opts_seen(&spec, "warmup-steps")) IVAL(a, "warmup_steps") = IVAL(a, "steps") ? 5 : 0;
@@ -170,6 +189,9 @@ static int fill_axes(sweep_args *a, mx_sweep_axes *ax)
     for (int i = 0; i < ax->n[g]; i++) widest = atoi(ax->text[g][i]) > widest ? atoi(ax->text[g][i]) : widest;
     a->threads_per_device = a->ival[t] > 0 ? a->ival[t] : (mx_cpu_cores() / widest > 1 ? mx_cpu_cores() / widest : 1);
     snprintf(ax->store[t], sizeof ax->store[t], "%d", a->threads_per_device);
+    /* a dist_* row's ranks share the cores: 1 thread per device unless given */
+    ax->dist_threads = a->ival[t] > 0 ? a->ival[t] : 1;
+    ax->servers = a->servers;
     /* the whole data set, read and checked once here, so that bad content is refused (exit 2)
      * before any run starts rather than failing every run (exit 1) */
     if (strcmp(ax->store[ds], "synthetic") != 0 && mx_idx_dir_validate(a->data ? a->data : mx_dataset_default_dir()) < 0) {
@@ -234,15 +256,22 @@ static void print_plan(mx_run_record *runs, int n)
         mx_sweep_run_label(&runs[i], label, sizeof label);
         if (strcmp(runs[i].status, "skipped") == 0)
             printf("%3d  %s  [skipped: %s]\n", i + 1, label, runs[i].reason);
+        else if (mx_kv_mode_is_dist(runs[i].kvstore))
+            printf("%3d  %s  [mpirun -np %d: %d worker(s) + %d server(s), %d thread(s) each%s]\n", i + 1, label,
+                   mx_sweep_mpi_ranks(&runs[i]), runs[i].workers, runs[i].servers, runs[i].threads_per_device,
+                   runs[i].oversubscribed ? ", oversubscribed" : "");
         else
             printf("%3d  %s\n", i + 1, label);
     }
 }
 
-static int run_sweep(const sweep_args *a, mx_run_record *runs, int n, const mx_results *existing)
+static int run_sweep(const sweep_args *a, const mx_sweep_mpi *mpi, mx_run_record *runs, int n,
+                     const mx_results *existing)
 {
-    char tmp_path[1100];
-    snprintf(tmp_path, sizeof tmp_path, "%s.run-%d.h5", a->out, (int)getpid());
+    /* absolute: a dist_* row's rank 0 may run in another directory (another machine) */
+    char tmp_path[1100], cwd[512] = "";
+    if (a->out[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    snprintf(tmp_path, sizeof tmp_path, "%s%s%s.run-%d.h5", cwd, cwd[0] ? "/" : "", a->out, (int)getpid());
     mx_progress pg;
     mx_progress_start(&pg, n);
     int failed = 0, next_id = existing->nruns;
@@ -258,7 +287,7 @@ static int run_sweep(const sweep_args *a, mx_run_record *runs, int n, const mx_r
             continue;
         }
         const int skipped = strcmp(r->status, "skipped") == 0;
-        if (!skipped) mx_sweep_execute(r, tmp_path, a->timeout, on_tick, &pg, &interrupted);
+        if (!skipped) mx_sweep_execute(r, mpi, tmp_path, a->timeout, on_tick, &pg, &interrupted);
         if (interrupted) break;
         /* a retried run takes the place (and id) of its failed row */
         if (retry)
@@ -284,6 +313,59 @@ static int run_sweep(const sweep_args *a, mx_run_record *runs, int n, const mx_r
     return failed ? 1 : 0;
 }
 
+/* The sweep's dist_* options apply only where --kvstore lists a mode they serve. */
+static int check_dist_options(const sweep_args *a, const mx_sweep_axes *ax)
+{
+    const int kv = mx_sweep_axis_index("kvstore");
+    int dist = 0, ps = 0, allreduce = 0;
+    for (int i = 0; i < ax->n[kv]; i++) {
+        const char *m = ax->text[kv][i];
+        dist |= mx_kv_mode_is_dist(m);
+        allreduce |= strcmp(m, "dist_allreduce") == 0;
+        ps |= mx_kv_mode_is_dist(m) && strcmp(m, "dist_allreduce") != 0;
+    }
+    const char *list = a->text[kv];
+    const char *cmd = "mxbench sweep";
+    if (a->servers && !ps)
+        return mx_usage_error(cmd, "--servers %d applies to dist_sync, dist_device_sync and dist_async rows, and "
+                              "--kvstore %s has none", a->servers, list);
+    if (a->bucket_mb > 0 && !allreduce)
+        return mx_usage_error(cmd, "--bucket-mb %g applies to dist_allreduce rows, and --kvstore %s has none",
+                              a->bucket_mb, list);
+    const char *given = a->hostfile ? "--hostfile" : a->mpirun_args ? "--mpirun-args" : a->mpirun ? "--mpirun" : NULL;
+    if (given && !dist)
+        return mx_usage_error(cmd, "%s applies to the dist_* rows (mpirun jobs), and --kvstore %s has none", given,
+                              list);
+    return MX_OPTS_OK;
+}
+
+/* Before the first dist_* row: Open MPI's switches when root, the oversubscribed rows (each
+ * recorded so), said once each. */
+static void prepare_dist(const mx_sweep_mpi *mpi, mx_run_record *runs, int n, int say)
+{
+    int ndist = 0, nover = 0, worst = 0, threads = 0;
+    for (int i = 0; i < n; i++) {
+        mx_run_record *r = &runs[i];
+        if (!mx_kv_mode_is_dist(r->kvstore) || strcmp(r->status, "skipped") == 0) continue;
+        ndist++;
+        r->oversubscribed = mx_sweep_mpi_oversubscribed(mpi, r);
+        nover += r->oversubscribed;
+        if (r->oversubscribed && mx_sweep_mpi_ranks(r) * r->threads_per_device > worst * threads)
+            worst = mx_sweep_mpi_ranks(r), threads = r->threads_per_device;
+    }
+    if (!ndist || !say) return;
+    if (geteuid() == 0) {
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+        fprintf(stderr, "mxbench sweep: running as root: Open MPI's allow-run-as-root switches are set for the "
+                "dist_* rows\n");
+    }
+    if (nover)
+        fprintf(stderr, "mxbench sweep: warning: %d dist_* row(s) run more ranks x threads than the %d cores of this "
+                "machine (up to %d ranks x %d thread(s)): their timings are not meaningful (each is recorded "
+                "oversubscribed; use them for correctness)\n", nover, mpi->cores, worst, threads);
+}
+
 int mx_cmd_sweep(int argc, char **argv)
 {
     static sweep_args a; /* defaults: the axes table's (build_opts) and these */
@@ -293,15 +375,20 @@ int mx_cmd_sweep(int argc, char **argv)
     int rc = parse_args(&a, argc, argv);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
     static mx_sweep_axes ax;
-    if (fill_axes(&a, &ax) != MX_OPTS_OK) return 2;
+    if (fill_axes(&a, &ax) != MX_OPTS_OK || check_dist_options(&a, &ax) != MX_OPTS_OK) return 2;
     mx_run_record *runs;
     int n;
     if (mx_sweep_plan(&ax, &runs, &n) < 0) {
         fprintf(stderr, "mxbench sweep: %s\n", mx_last_error());
         return 1;
     }
+    int ndist = 0;
+    for (int i = 0; i < n; i++) ndist += mx_kv_mode_is_dist(runs[i].kvstore) && strcmp(runs[i].status, "skipped") != 0;
+    static mx_sweep_mpi mpi;
     if ((rc = mx_sweep_check_runs(runs, n)) != 0) {
+    } else if ((rc = mx_sweep_mpi_setup(&mpi, a.mpirun, a.hostfile, a.mpirun_args, a.bucket_mb, ndist > 0)) != 0) {
     } else if (a.dry_run) {
+        prepare_dist(&mpi, runs, n, 0);
         print_plan(runs, n);
     } else {
         mx_results existing;
@@ -311,9 +398,14 @@ int mx_cmd_sweep(int argc, char **argv)
             mx_cuda_probe(&cu);
             fprintf(stderr, "mxbench sweep: %d runs into %s; no CUDA device in use (%s): devices are CPU workers, "
                     "%d thread(s) each\n", n, a.out, cu.driver, a.threads_per_device);
+            if (ndist)
+                fprintf(stderr, "mxbench sweep: %d dist_* row(s), each its own %s job of one worker rank per device "
+                        "(%d thread(s) each) and its servers, %s\n", ndist, mpi.mpirun, ax.dist_threads,
+                        mpi.hostfile ? "on the hosts of --hostfile" : "on this machine over TCP");
+            prepare_dist(&mpi, runs, n, 1);
             signal(SIGINT, on_signal);
             signal(SIGTERM, on_signal);
-            rc = run_sweep(&a, runs, n, &existing);
+            rc = run_sweep(&a, &mpi, runs, n, &existing);
             mx_results_free(&existing);
             if (!interrupted) {
                 char *report_argv[] = {"report", (char *)a.out, NULL};

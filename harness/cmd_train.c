@@ -7,6 +7,7 @@
 #include "results/results.h"
 #include "engine/limits.h"
 #include "trainer.h"
+#include "dist.h"
 #include "strategies/kvstore.h"
 #include "workloads/workloads.h"
 
@@ -19,12 +20,18 @@ typedef struct {
     mx_train_config c;
     const char *work_load, *data, *record, *device;
     int quiet, threads_given;
+    int servers; /* --servers; -1: not given */
 } train_args;
 
 static const char *summary_text =
     "Trains one configuration and prints, per epoch, the training loss, test accuracy,\n"
     "samples/s and seconds; with --steps, runs that many steps for throughput only.\n"
-    "Without a GPU, devices are CPU workers (threads), each with its own replica.";
+    "Without a GPU, devices are CPU workers (threads), each with its own replica.\n"
+    "The dist_* kvstores run as an MPI job, every rank this command under mpirun:\n"
+    "  mpirun -np 4 mxbench train --kvstore dist_sync --batch 64   (2 workers, 2 servers)\n"
+    "Each worker trains --gpus devices on its own --batch (the global batch is workers x\n"
+    "batch); parameter-server modes start as many servers as workers unless --servers S\n"
+    "(or DMLC_NUM_SERVER) says otherwise; DMLC_ROLE set per rank assigns roles instead.";
 
 static int record_force; /* --force: --record may overwrite an existing file (create_record) */
 
@@ -37,7 +44,7 @@ static int parse(train_args *a, int argc, char **argv)
         {"data", MX_OPT_STRING, &a->data, "DIR", "read an IDX (MNIST-format) dataset from DIR instead", NULL},
         {"epochs", MX_OPT_INT, &c->epochs, "N", "epochs to train (default 1)", NULL, 1, MX_MAX_EPOCHS},
         {"steps", MX_OPT_INT, &c->steps, "N", "run N steps instead of epochs (throughput only, no evaluation)", NULL, 1, MX_MAX_STEPS},
-        {"batch", MX_OPT_INT, &c->batch, "N", "global batch per step, split over the devices (default 128)", NULL, 1, MX_MAX_BATCH},
+        {"batch", MX_OPT_INT, &c->batch, "N", "batch per step, split over the devices (default 128); dist_*: each worker's", NULL, 1, MX_MAX_BATCH},
         {"lr", MX_OPT_DOUBLE, &c->lr, "X", "learning rate, > 0 (default 0.05)", NULL, 0, MX_MAX_LR},
         {"momentum", MX_OPT_DOUBLE, &c->momentum, "X", "SGD momentum, below 1 (default 0.9)", NULL, 0, 1},
         {"wd", MX_OPT_DOUBLE, &c->wd, "X", "weight decay on weights, not biases or norms, below 1 (default 1e-4)", NULL, 0, 1},
@@ -46,7 +53,9 @@ static int parse(train_args *a, int argc, char **argv)
         {"strategy", MX_OPT_STRING, &c->strategy, "NAME", "parallel strategy (default data)", mx_strategy_planned()},
         {"gpus", MX_OPT_INT, &c->devices, "N", "device count (CPU workers without a GPU; default 1)", NULL, 1, MX_MAX_DEVICES},
         {"device", MX_OPT_STRING, &a->device, "KIND", "cpu, cuda or auto (default auto: cuda where present)", "cpu|cuda|auto"},
-        {"kvstore", MX_OPT_STRING, &c->kvstore, "MODE", "gradient aggregation: local or device (default device)", mx_kv_modes()},
+        {"kvstore", MX_OPT_STRING, &c->kvstore, "MODE", "gradient aggregation: local, device (one process), dist_sync, dist_device_sync, dist_async, dist_allreduce (under mpirun) (default device)", MX_KV_MODES_ALL},
+        {"servers", MX_OPT_INT, &a->servers, "S", "dist_sync/dist_device_sync/dist_async: server ranks (default: as many as workers, as MXNet)", NULL, 1, MX_MAX_SERVERS},
+        {"bucket-mb", MX_OPT_DOUBLE, &c->bucket_mb, "X", "dist_allreduce: gradient bucket size in MiB, filled in backward order (default 25, as PyTorch DDP)", NULL, 0, MX_MAX_BUCKET_MB},
         {"work-load", MX_OPT_STRING, &a->work_load, "LIST", "relative batch share per device, e.g. 3,1 (default even)", NULL},
         {"threads-per-device", MX_OPT_INT, &c->threads_per_device, "N", "CPU threads per device (default cores/devices)", NULL, 1, MX_MAX_THREADS_PER_DEVICE},
         {"warmup-epochs", MX_OPT_DOUBLE, &c->warmup_epochs, "X", "ramp the lr linearly over X epochs (default 0)", NULL, 0, MX_MAX_EPOCHS},
@@ -55,6 +64,7 @@ static int parse(train_args *a, int argc, char **argv)
         {"repeat", MX_OPT_INT, &c->repeats, "N", "repeat the whole training N times for the timings (default 1)", NULL, 1, MX_MAX_REPEATS},
         {"target-acc", MX_OPT_DOUBLE, &c->target_acc, "X", "report time to reach this test accuracy, above 0", NULL, 0, 1},
         {"record", MX_OPT_STRING, &a->record, "FILE", "also write the run to FILE as an HDF5 results file", NULL},
+        {"save-params", MX_OPT_STRING, &c->save_params, "FILE", "write the trained weights to FILE (raw little-endian f32, the model's parameter order)", NULL},
         {"force", MX_OPT_FLAG, &record_force, NULL, "with --record: overwrite FILE if it exists (refused otherwise)", NULL},
         {"log-interval", MX_OPT_INT, &c->log_interval, "N", "every N batches print speed, training accuracy and loss, as MXNet's Speedometer (default 0: off)", NULL, 0, MX_MAX_LOG_INTERVAL},
         {"quiet", MX_OPT_FLAG, &a->quiet, NULL, "print only the summary line", NULL},
@@ -89,10 +99,32 @@ static int parse(train_args *a, int argc, char **argv)
 }
 
 /* Devices and threads, then the validation shared with the sweep (mx_train_config_check).
- * Returns 0 or the exit status 2 after printing why. */
-static int check_config(train_args *a)
+ * launching: the sweep checking a row it will start under mpirun itself. Returns 0 or the
+ * exit status 2 after printing why. */
+static int check_config(train_args *a, int launching)
 {
     mx_train_config *c = &a->c;
+    const int dist = mx_kv_mode_is_dist(c->kvstore);
+    if (dist && !launching && !mx_cluster_launched() && mx_choice_ok(mx_kv_modes(), c->kvstore)) {
+        fprintf(stderr, "mxbench train: --kvstore %s runs as an MPI job: start every rank with mpirun, e.g.\n"
+                "  mpirun -np 4 mxbench train --kvstore %s ...   (%s)\n"
+                "or let `mxbench sweep --kvstore %s` launch it\n", c->kvstore, c->kvstore,
+                strcmp(c->kvstore, "dist_allreduce") == 0 ? "4 workers" : "2 workers and 2 servers; --servers S sets the servers",
+                c->kvstore);
+        return 2;
+    }
+    if (!dist && mx_cluster_launched() && !launching && getenv("OMPI_COMM_WORLD_SIZE") &&
+        atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1) {
+        fprintf(stderr, "mxbench train: started by mpirun with %s ranks, but --kvstore %s is one process; accepted "
+                "under mpirun: dist_sync, dist_device_sync, dist_async, dist_allreduce\n",
+                getenv("OMPI_COMM_WORLD_SIZE"), c->kvstore);
+        return 2;
+    }
+    if (!dist && a->servers >= 0) {
+        fprintf(stderr, "mxbench train: --servers %d applies to the parameter-server kvstores (dist_sync, "
+                "dist_device_sync, dist_async), not %s\n", a->servers, c->kvstore);
+        return 2;
+    }
     mx_cuda_info cu;
     mx_cuda_probe(&cu);
     const int want_cuda = a->device && strcmp(a->device, "cuda") == 0;
@@ -108,8 +140,9 @@ static int check_config(train_args *a)
     }
     /* auto: CUDA where this build has it and a GPU is present, else the CPU */
     c->backend = want_cuda || (!(a->device && strcmp(a->device, "cpu") == 0) && have_cuda && cu.count > 0) ? "cuda" : "cpu";
-    const int cores = mx_cpu_cores();
-    if (!a->threads_given) c->threads_per_device = cores / c->devices > 1 ? cores / c->devices : 1;
+    /* the ranks mpirun started on this host share its cores */
+    const int cores = mx_cpu_cores(), share = c->devices * (dist ? mx_dist_local_ranks() : 1);
+    if (!a->threads_given) c->threads_per_device = cores / share > 1 ? cores / share : 1;
     if (mx_train_config_check(c) < 0) {
         fprintf(stderr, "mxbench train: %s\n(see 'mxbench train --help')\n", mx_last_error());
         return 2;
@@ -120,28 +153,36 @@ static int check_config(train_args *a)
 static void say_devices(const train_args *a)
 {
     const mx_train_config *c = &a->c;
-    const int cores = mx_cpu_cores();
-    if (!a->quiet) fprintf(stderr, "mxbench: no CUDA device in use: %d device(s) are CPU workers with %d thread(s) each\n",
-                           c->devices, c->threads_per_device);
-    if (c->devices * c->threads_per_device > cores)
-        fprintf(stderr, "mxbench: warning: %d devices x %d threads on %d cores: timings are not meaningful "
-                "(use such runs for correctness only)\n", c->devices, c->threads_per_device, cores);
+    const int cores = mx_cpu_cores(), ranks = c->cluster ? mx_dist_local_ranks() : 1;
+    if (!a->quiet) {
+        if (c->cluster)
+            fprintf(stderr, "mxbench: %s job of %d workers and %d servers; each worker trains %d device(s) with "
+                    "%d thread(s) each, batch %d (global batch %d)\n", c->kvstore, c->cluster->nworkers,
+                    c->cluster->nservers, c->devices, c->threads_per_device, c->batch, c->batch * c->cluster->nworkers);
+        else
+            fprintf(stderr, "mxbench: no CUDA device in use: %d device(s) are CPU workers with %d thread(s) each\n",
+                    c->devices, c->threads_per_device);
+    }
+    if (ranks * c->devices * c->threads_per_device > cores && !(c->cluster && c->cluster->index != 0))
+        fprintf(stderr, "mxbench: warning: %d rank(s) x %d devices x %d threads on %d cores: timings are not "
+                "meaningful (use such runs for correctness only)\n", ranks, c->devices, c->threads_per_device, cores);
 }
 
 int mx_train_validate_argv(int argc, char **argv)
 {
-    train_args a = {0};
+    train_args a = {.servers = -1};
     mx_train_config_defaults(&a.c);
     int rc = parse(&a, argc, argv);
     if (rc != MX_OPTS_OK) return 2;
-    return check_config(&a);
+    return check_config(&a, 1);
 }
 
 static void print_summary(const train_args *a, const mx_run_record *r, double flops)
 {
     const mx_train_config *c = &a->c;
     printf("%s on %s, %s x%d (%s kvstore, %d thread(s)/device), batch %d:", c->workload, r->dataset, c->strategy,
-           c->devices, c->devices > 1 ? c->kvstore : "no", c->threads_per_device, c->batch);
+           r->gpus, strcmp(r->kvstore, "none") != 0 ? r->kvstore : "no", c->threads_per_device, r->global_batch);
+    if (c->cluster) printf(" %d workers, %d servers,", c->cluster->nworkers, c->cluster->nservers);
     if (c->steps) printf(" %d steps (%d warmup)", c->steps, c->warmup_steps);
     else printf(" %d epoch(s), test acc %.4f", c->epochs, r->final_test_acc);
     /* the median describes a typical step; the aggregate (samples over the time of all timed
@@ -171,30 +212,60 @@ static int create_record(const char *path, int argc, char **argv)
     return rc;
 }
 
+/* A dist_* rank: servers serve and end here (*done set, the exit status returned); workers
+ * other than worker 0 train quietly and record nothing. */
+static int join_job(train_args *a, mx_cluster **cl, int *done)
+{
+    *done = 0;
+    if (!mx_kv_mode_is_dist(a->c.kvstore)) return 0;
+    const int rc = mx_dist_start(a->c.kvstore, a->servers, cl);
+    if (rc != 0) {
+        *done = 1;
+        return rc;
+    }
+    if ((*cl)->role == MX_ROLE_SERVER) {
+        *done = 1;
+        const int st = mx_dist_serve(*cl);
+        mx_dist_end(*cl);
+        return st;
+    }
+    a->c.cluster = *cl;
+    if ((*cl)->index != 0) a->quiet = 1, a->record = NULL;
+    return 0;
+}
+
 int mx_cmd_train(int argc, char **argv)
 {
-    train_args a = {0};
+    train_args a = {.servers = -1};
     mx_train_config_defaults(&a.c);
     int rc = parse(&a, argc, argv);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
-    if ((rc = check_config(&a)) != 0) return rc;
+    if ((rc = check_config(&a, 0)) != 0) return rc;
+    mx_cluster *cl = NULL;
+    int done;
+    if ((rc = join_job(&a, &cl, &done)) != 0 || done) return rc;
     say_devices(&a);
     a.c.log = a.quiet ? NULL : stdout;
     double flops = 0;
     a.c.flops_out = &flops;
-    if (a.record && (rc = create_record(a.record, argc, argv)) < 0) return mx_exit_status(rc);
+    if (a.record && (rc = create_record(a.record, argc, argv)) < 0) {
+        mx_dist_abort(cl, mx_exit_status(rc)); /* the other ranks would wait for this one */
+        return mx_exit_status(rc);
+    }
     mx_run_record rec;
     mx_record_init(&rec);
     snprintf(rec.id, sizeof rec.id, "r0000");
     rc = mx_train_run(&a.c, &rec);
+    if (cl) rc = mx_dist_finish_worker(cl, rc, &rec); /* a failure ends the whole job there */
+    rec.oversubscribed = (cl ? mx_dist_local_ranks() : 1) * a.c.devices * a.c.threads_per_device > mx_cpu_cores();
     if (rc < 0) {
         fprintf(stderr, "mxbench train: %s\n", mx_last_error());
         if (a.record) unlink(a.record);
     } else {
-        print_summary(&a, &rec, flops);
+        if (!(cl && cl->index != 0)) print_summary(&a, &rec, flops); /* one line per job */
         /* A diverged run is recorded like any other (status diverged, series up to there) and
          * exits 1: a sweep adopts the record it finds after an exit 1. */
-        const int diverged = strcmp(rec.status, "diverged") == 0;
+        const int diverged = strcmp(rec.status, "diverged") == 0 && !(cl && cl->index != 0);
         if (diverged) {
             rec.exit_status = 1;
             fprintf(stderr, "mxbench train: training diverged: %s\n  %s%s%stry a lower --lr than %g\n", rec.reason,
@@ -209,5 +280,6 @@ int mx_cmd_train(int argc, char **argv)
         }
     }
     mx_record_free(&rec);
+    mx_dist_end(cl);
     return rc < 0 ? mx_exit_status(rc) : 0;
 }

@@ -1,24 +1,31 @@
 /* Child processes for sweep runs (see sweep_child.h): fork/exec into its own process
- * group, poll its stderr with a one-second tick, keep the last lines, enforce a timeout. */
+ * group, poll its stderr with a one-second tick, keep the last lines and the marked ones,
+ * enforce a timeout. */
 #include "sweep_child.h"
 #include "engine/status.h"
 #include "engine/timer.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static volatile pid_t current_child;
+static volatile int current_graceful;
+static volatile sig_atomic_t end_requested;
 
 void mx_child_kill_current(void)
 {
     pid_t p = current_child;
-    if (p > 0) kill(-p, SIGKILL);
+    if (p <= 0) return;
+    end_requested = 1; /* the run loop ends it as its grace says */
+    if (!current_graceful) kill(-p, SIGKILL);
 }
 
 static void keep_tail(mx_child_result *res, const char *buf, size_t n)
@@ -38,6 +45,81 @@ static void keep_tail(mx_child_result *res, const char *buf, size_t n)
     res->stderr_tail[have + n] = 0;
 }
 
+/* Lines of stderr as they come, for the marks. */
+typedef struct {
+    char line[320];
+    size_t len;
+} line_buf;
+
+static void check_line(const mx_child_opts *o, mx_child_result *res, line_buf *lb)
+{
+    lb->line[lb->len] = 0;
+    for (int i = 0; i < MX_CHILD_MARKS; i++)
+        if (o->marks[i] && !res->marks[i][0] && strstr(lb->line, o->marks[i]))
+            snprintf(res->marks[i], sizeof res->marks[i], "%s", lb->line);
+    lb->len = 0;
+}
+
+static void scan_lines(const mx_child_opts *o, mx_child_result *res, line_buf *lb, const char *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '\n') check_line(o, res, lb);
+        else if (lb->len < sizeof lb->line - 1) lb->line[lb->len++] = buf[i];
+    }
+}
+
+/* The processes whose parent is pid (mpirun's local ranks), with their start times, so that
+ * a pid reused later is never killed. */
+typedef struct {
+    pid_t pid[256];
+    unsigned long long start[256];
+    int n;
+} kids;
+
+static int proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    const size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* after the command name, which may hold spaces */
+    if (!p) return -1;
+    char state;
+    int pp;
+    /* fields 3 (state), 4 (ppid), then 5..21, and 22: the start time */
+    if (sscanf(p + 2, "%c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu", &state, &pp,
+               start) != 3)
+        return -1;
+    *ppid = pp;
+    return 0;
+}
+
+static void find_kids(pid_t parent, kids *k)
+{
+    k->n = 0;
+    DIR *d = opendir("/proc");
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d)) && k->n < 256;) {
+        const pid_t pid = (pid_t)atoi(e->d_name);
+        pid_t pp;
+        unsigned long long st;
+        if (pid > 0 && proc_stat(pid, &pp, &st) == 0 && pp == parent) k->pid[k->n] = pid, k->start[k->n++] = st;
+    }
+    closedir(d);
+}
+
+static void kill_kids(const kids *k)
+{
+    for (int i = 0; i < k->n; i++) {
+        pid_t pp;
+        unsigned long long st;
+        if (proc_stat(k->pid[i], &pp, &st) == 0 && st == k->start[i]) kill(k->pid[i], SIGKILL);
+    }
+}
+
 static void exec_child(char *const argv[], int err_fd)
 {
     setpgid(0, 0);
@@ -50,12 +132,14 @@ static void exec_child(char *const argv[], int err_fd)
     _exit(127);
 }
 
-int mx_child_run(char *const argv[], double timeout_s, mx_child_tick_fn tick, void *user, mx_child_result *res)
+int mx_child_run(char *const argv[], const mx_child_opts *o, mx_child_tick_fn tick, void *user, mx_child_result *res)
 {
     memset(res, 0, sizeof *res);
     int fds[2];
     if (pipe(fds) != 0) return mx_error(MX_ERUNTIME, "pipe: %s", strerror(errno));
     const double t0 = mx_now();
+    end_requested = 0;
+    current_graceful = o->grace_s > 0;
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
@@ -70,25 +154,48 @@ int mx_child_run(char *const argv[], double timeout_s, mx_child_tick_fn tick, vo
     current_child = pid;
     close(fds[1]);
     char buf[4096];
+    line_buf lb = {.len = 0};
+    static kids k; /* the child's children when it was ended */
+    k.n = 0;
+    /* ending: 0 running; 1 SIGTERM sent (SIGKILL due at kill_at); 2 SIGKILL sent */
+    int ending = 0;
+    double kill_at = 0;
     for (int open_pipe = 1; open_pipe;) {
         struct pollfd p = {.fd = fds[0], .events = POLLIN};
         int r = poll(&p, 1, 1000);
         const double elapsed = mx_now() - t0;
         if (r > 0) {
             ssize_t n = read(fds[0], buf, sizeof buf);
-            if (n > 0) keep_tail(res, buf, (size_t)n);
+            if (n > 0) keep_tail(res, buf, (size_t)n), scan_lines(o, res, &lb, buf, (size_t)n);
             else if (n == 0 || errno != EINTR) open_pipe = 0;
         }
         if (tick) tick(user, elapsed);
-        if (timeout_s > 0 && elapsed > timeout_s && !res->timed_out) {
-            res->timed_out = 1;
-            kill(-pid, SIGKILL);
+        const int timeout = o->timeout_s > 0 && elapsed > o->timeout_s;
+        if (!ending && (timeout || end_requested)) {
+            res->timed_out = timeout && !end_requested;
+            find_kids(pid, &k);
+            if (o->grace_s > 0) {
+                kill(-pid, SIGTERM);
+                ending = 1, kill_at = elapsed + o->grace_s;
+            } else {
+                kill(-pid, SIGKILL);
+                ending = 2, kill_at = elapsed;
+            }
         }
+        if (ending == 1 && elapsed >= kill_at) {
+            kill(-pid, SIGKILL);
+            kill_kids(&k);
+            ending = 2;
+        }
+        /* a grandchild still holding the pipe must not keep the sweep waiting */
+        if (ending == 2 && elapsed > kill_at + 5) break;
     }
+    if (lb.len) check_line(o, res, &lb);
     close(fds[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     current_child = 0;
+    if (ending) kill_kids(&k); /* none may outlive a run the sweep ended */
     res->seconds = mx_now() - t0;
     res->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     res->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;

@@ -42,7 +42,10 @@ static int in_list(const char *list, const char *name)
 /* The values this build runs, for the axes whose every value the CLI knows but not every one
  * is built yet; NULL: any value runs. An axis with values still to come gets a line here. */
 static const char *built_strategies(const mx_run_record *r) { (void)r; return mx_strategy_names(); }
-static const char *built_kvstores(const mx_run_record *r) { return r->gpus > 1 ? mx_kv_modes() : NULL; }
+static const char *built_kvstores(const mx_run_record *r)
+{
+    return r->gpus > 1 || mx_kv_mode_is_dist(r->kvstore) ? mx_kv_modes() : NULL;
+}
 static const char *built_compressions(const mx_run_record *r) { (void)r; return "none"; }
 static const char *built_amps(const mx_run_record *r) { (void)r; return "off"; }
 
@@ -62,6 +65,11 @@ static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
     for (size_t i = 0; i < sizeof builds / sizeof builds[0]; i++) {
         const mx_axis *a = mx_axis_find(builds[i].field);
         const char *v = (const char *)r + a->off, *ok = builds[i].built(r);
+        if (ok && !in_list(ok, v) && strcmp(builds[i].field, "kvstore") == 0 && mx_kv_mode_is_dist(v)) {
+            snprintf(buf, n, "kvstore '%s' needs MPI, and this build has none (available: %s; apt-get install "
+                     "libopenmpi-dev openmpi-bin and rebuild)", v, ok);
+            return buf;
+        }
         if (ok && !in_list(ok, v)) {
             snprintf(buf, n, "%s '%s' is not implemented in this build (available: %s)", builds[i].noun, v, ok);
             return buf;
@@ -69,6 +77,11 @@ static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
     }
     if (r->global_batch < r->gpus) {
         snprintf(buf, n, "global batch %d is smaller than the device count %d", r->global_batch, r->gpus);
+        return buf;
+    }
+    if (mx_kv_mode_is_dist(r->kvstore) && r->global_batch % r->gpus != 0) {
+        snprintf(buf, n, "global batch %d does not split evenly over %d workers (a dist_* row runs one worker per "
+                 "device, each on global batch / workers)", r->global_batch, r->gpus);
         return buf;
     }
     return NULL;
@@ -90,8 +103,15 @@ static int planned_before(const mx_run_record *runs, int n, const mx_run_record 
 static void derive(const mx_sweep_axes *ax, mx_run_record *r)
 {
     /* one device uses no kvstore (as MXNet): the row is the first point of every kvstore's
-     * series, planned once */
-    if (r->gpus <= 1) snprintf(r->kvstore, sizeof r->kvstore, "none");
+     * series, planned once. A dist_* row is an MPI job of one worker per device, one device
+     * included, plus its servers */
+    if (mx_kv_mode_is_dist(r->kvstore)) {
+        r->workers = r->gpus;
+        r->servers = strcmp(r->kvstore, "dist_allreduce") == 0 ? 0 : ax->servers > 0 ? ax->servers : r->gpus;
+        if (ax->dist_threads > 0) r->threads_per_device = ax->dist_threads;
+    } else if (r->gpus <= 1) {
+        snprintf(r->kvstore, sizeof r->kvstore, "none");
+    }
     r->global_batch = global_batch(r->batch_mode, r->batch, r->gpus);
     const int first_gpus = atoi(ax->text[mx_sweep_axis_index("gpus")][0]);
     r->lr = mx_sweep_scaled_lr(r->base_lr, r->lr_scaling, r->global_batch,

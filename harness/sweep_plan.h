@@ -17,6 +17,9 @@ typedef struct {
     int n[MX_AXES_MAX];
     const char *text[MX_AXES_MAX][MX_AXIS_MAX];
     char store[MX_AXES_MAX][512]; /* storage the texts point into */
+    /* dist_* rows (no axes of their own): --servers (0: as many as the row's workers, as
+     * MXNet), and threads per device (0: the threads_per_device value) */
+    int servers, dist_threads;
 } mx_sweep_axes;
 
 /* Index of the entry called name in mx_axes (it must exist). */
@@ -25,8 +28,10 @@ int mx_sweep_axis_index(const char *name);
 /* Fills runs[0..*n) (allocated; free each with mx_record_free, then the array), in the order
  * of the nested loops over the list axes by rank (mx_axis.loop, the largest varying fastest).
  * Derived fields: the global batch (per --batch-mode), the scaled lr (relative to the first
- * device count), kvstore "none" on one device (such a row is planned once, not once per
- * kvstore). */
+ * device count), kvstore "none" on one device for local and device (such a row is planned
+ * once, not once per kvstore); a dist_* row of G devices: G workers of one device each (a
+ * one-device row too is a real one-worker job), servers (ax->servers, else G) for the
+ * parameter-server modes, none for dist_allreduce, ax->dist_threads threads per device. */
 int mx_sweep_plan(const mx_sweep_axes *ax, mx_run_record **runs, int *n);
 
 /* The learning rate of a run: base lr times the scaling rule's factor, where the factor is

@@ -5,6 +5,7 @@
 #include "opts.h"
 #include "results/axes.h"
 #include "results/results.h"
+#include "strategies/kvstore.h"
 
 #include <math.h>
 #include <signal.h>
@@ -62,17 +63,22 @@ void mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *
     arg_list l = {store, storesize, 0, argv, 0};
     arg(&l, "/proc/self/exe");
     arg(&l, "train");
+    /* a dist_* row: every worker rank trains one device on its share of the global batch */
+    const int dist = mx_kv_mode_is_dist(r->kvstore) && r->gpus > 0;
     for (int i = 0; i < mx_naxes; i++) {
         const mx_axis *a = &mx_axes[i];
         if (!a->train_opt || a->child == MX_CHILD_NO || (a->child == MX_CHILD_IF_SET && !mx_axis_is_set(a, r)))
             continue;
         char v[256];
         mx_axis_text(a, r, v, sizeof v);
+        if (dist && strcmp(a->name, "gpus") == 0) snprintf(v, sizeof v, "1");
+        if (dist && strcmp(a->name, "global_batch") == 0) snprintf(v, sizeof v, "%d", r->global_batch / r->gpus);
         const int other = a->type == MX_AXIS_STR && a->train_opt_other && !mx_choice_ok(a->choices, v);
         arg(&l, "--%s", other ? a->train_opt_other : a->train_opt), arg(&l, "%s", v);
     }
     /* the sweep's warmup ramps from the base lr to the scaled one: a rule between two fields */
     if (r->warmup_epochs > 0) arg(&l, "--warmup-from"), arg(&l, "%.17g", r->base_lr);
+    if (dist && r->servers > 0) arg(&l, "--servers"), arg(&l, "%d", r->servers);
     arg(&l, "--record"), arg(&l, "%s", record_path);
     arg(&l, "--quiet");
 }
@@ -91,9 +97,39 @@ static void adopt(mx_run_record *r, mx_run_record *got)
     r->wall_time = got->wall_time;
     r->throughput_agg = got->throughput_agg;
     r->exit_status = got->exit_status;
+    r->nranks = got->nranks, r->ranks = got->ranks; /* dist_*: every rank's row */
+    got->nranks = 0, got->ranks = NULL;
+    r->oversubscribed = r->oversubscribed || got->oversubscribed;
     snprintf(r->status, sizeof r->status, "%s", got->status);
     snprintf(r->reason, sizeof r->reason, "%s", got->reason);
     mx_record_derive(r);
+}
+
+/* Open MPI's and the ranks' own lines that name a failed rank, most telling first: a rank
+ * killed by a signal, a rank's own error, an abort (maybe by a rank that saw another fail),
+ * the first rank to exit non-zero. */
+static const char *const rank_marks[MX_CHILD_MARKS] = {
+    "mpirun noticed that process rank", "mxbench train: rank ", "MPI_ABORT was invoked on rank", "Process name: [[",
+};
+
+/* "rank 1 (worker 1): <the line>" from the first mark found, or "" */
+static void rank_note(const mx_run_record *r, const mx_child_result *cr, char *buf, size_t n)
+{
+    buf[0] = 0;
+    for (int i = 0; i < MX_CHILD_MARKS; i++) {
+        const char *line = cr->marks[i];
+        if (!line[0]) continue;
+        const char *p = strstr(line, rank_marks[i]) + strlen(rank_marks[i]);
+        if (i == 3) p = strchr(p, ']') ? strchr(p, ']') + 2 : p; /* [[jobid,1],RANK] */
+        char *end;
+        const long rank = strtol(p, &end, 10);
+        if (end == p || rank < 0) continue;
+        char role[32];
+        mx_sweep_mpi_role(r, (int)rank, role, sizeof role);
+        while (*line == ' ') line++;
+        snprintf(buf, n, "rank %ld (%s)%s: %s", rank, role, i == 3 ? " exited first with an error" : "", line);
+        return;
+    }
 }
 
 static void fail(mx_run_record *r, const mx_child_result *cr, const char *why)
@@ -102,25 +138,35 @@ static void fail(mx_run_record *r, const mx_child_result *cr, const char *why)
     r->exit_status = cr->exit_status;
     r->wall_time = cr->seconds;
     const char *tail = cr->stderr_tail;
+    char note[400];
+    rank_note(r, cr, note, sizeof note);
     if (cr->timed_out)
-        snprintf(r->reason, sizeof r->reason, "timed out after %.0f s (--timeout); stderr: %s", cr->seconds, tail);
+        snprintf(r->reason, sizeof r->reason, "timed out after %.0f s (--timeout)%s; stderr: %s", cr->seconds,
+                 mx_kv_mode_is_dist(r->kvstore) ? ", every rank ended" : "", tail);
     else if (cr->term_signal) {
         /* "killed by SIGKILL" says what happened (the OOM killer, a user); "exit status 137" does not */
         const char *abbrev = sigabbrev_np(cr->term_signal);
         snprintf(r->reason, sizeof r->reason, "%s: killed by SIG%s (signal %d: %s); stderr: %s", why,
                  abbrev ? abbrev : "?", cr->term_signal, strsignal(cr->term_signal), tail);
-    } else
+    } else if (note[0])
+        snprintf(r->reason, sizeof r->reason, "%s (exit status %d): %s; stderr: %s", why, cr->exit_status, note, tail);
+    else
         snprintf(r->reason, sizeof r->reason, "%s (exit status %d); stderr: %s", why, cr->exit_status, tail);
 }
 
-void mx_sweep_execute(mx_run_record *r, const char *tmp_path, double timeout, mx_child_tick_fn tick, void *user,
-                      const volatile sig_atomic_t *interrupted)
+void mx_sweep_execute(mx_run_record *r, const mx_sweep_mpi *m, const char *tmp_path, double timeout,
+                      mx_child_tick_fn tick, void *user, const volatile sig_atomic_t *interrupted)
 {
-    char store[4096], *argv[64];
-    mx_sweep_child_argv(r, tmp_path, store, sizeof store, argv);
+    char store[4096], *train_argv[64], mstore[256], *argv[128];
+    mx_sweep_child_argv(r, tmp_path, store, sizeof store, train_argv);
+    const int dist = mx_kv_mode_is_dist(r->kvstore);
+    if (dist) mx_sweep_mpi_argv(m, r, train_argv, mstore, sizeof mstore, argv);
     unlink(tmp_path);
     mx_child_result cr;
-    if (mx_child_run(argv, timeout, tick, user, &cr) < 0) {
+    /* mpirun ends its ranks on SIGTERM (they run in process groups of their own) */
+    mx_child_opts opts = {timeout, dist ? 10 : 0, {NULL}};
+    if (dist) memcpy(opts.marks, rank_marks, sizeof opts.marks);
+    if (mx_child_run(dist ? argv : train_argv, &opts, tick, user, &cr) < 0) {
         cr.exit_status = -1;
         snprintf(cr.stderr_tail, sizeof cr.stderr_tail, "%s", mx_last_error());
         fail(r, &cr, "could not start the run");

@@ -3,10 +3,12 @@
 #include "trainer.h"
 #include "engine/limits.h"
 #include "opts.h"
+#include "strategies/cluster.h"
 #include "strategies/kvstore.h"
 #include "engine/rng.h"
 #include "engine/status.h"
 #include "engine/timer.h"
+#include "results/store.h"
 #include "workloads/dataset.h"
 #include "workloads/workloads.h"
 
@@ -39,6 +41,18 @@ void mx_train_config_defaults(mx_train_config *c)
 typedef struct {
     mx_dataset train, test;
 } datasets;
+
+/* Samples per step over every worker: a dist_* worker's --batch is its own share. */
+static int global_batch(const mx_train_config *c) { return c->cluster ? c->batch * c->cluster->nworkers : c->batch; }
+static int workers(const mx_train_config *c) { return c->cluster ? c->cluster->nworkers : 1; }
+
+/* Batches per epoch: a trailing batch too small to give every device (of every worker) a
+ * sample is left out, as such a slice could not be trained. */
+static int steps_per_epoch(const mx_train_config *c, int n_train)
+{
+    const int B = global_batch(c), rem = n_train % B;
+    return n_train / B + (rem >= c->devices * workers(c) ? 1 : 0);
+}
 
 static int load_data(const mx_train_config *c, datasets *ds)
 {
@@ -83,13 +97,15 @@ static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_
     snprintf(rec->strategy, sizeof rec->strategy, "%s", c->strategy);
     /* one device uses no kvstore (as MXNet): recorded as such, so that `--kvstore local,device`
      * cannot make two different-looking one-device rows of one configuration */
-    snprintf(rec->kvstore, sizeof rec->kvstore, "%s", c->devices > 1 ? c->kvstore : "none");
+    snprintf(rec->kvstore, sizeof rec->kvstore, "%s", c->devices > 1 || c->cluster ? c->kvstore : "none");
     /* what the backend says it is, not what was asked for (auto) */
     const mx_backend_ops *be = mx_backend_find(c->backend ? c->backend : "cpu");
     snprintf(rec->device_type, sizeof rec->device_type, "%s", be ? be->device_type : "?");
-    rec->gpus = c->devices;
-    rec->global_batch = c->batch;
-    rec->batch = c->batch; /* train's --batch is the global batch */
+    rec->gpus = c->devices * workers(c);
+    rec->workers = workers(c);
+    rec->servers = c->cluster ? c->cluster->nservers : 0;
+    rec->global_batch = global_batch(c);
+    rec->batch = global_batch(c); /* read as the global batch (batch_mode) */
     snprintf(rec->batch_mode, sizeof rec->batch_mode, "global");
     rec->base_lr = c->lr;
     rec->lr = c->lr;
@@ -233,6 +249,7 @@ static void mark_diverged(run_state *st, int step, double loss, const char *why)
     if (st->repeat) snprintf(where, sizeof where, " of repeat %d", st->repeat + 1);
     snprintf(rec->reason, sizeof rec->reason, "loss %.4g at step %d%s: %s", loss, step + 1, where, why);
     if (!isfinite(loss)) return; /* the run stops now, and the caller reports why */
+    if (st->c->cluster && st->c->cluster->index != 0) return; /* worker 0 speaks for the job */
     fprintf(stderr, "mxbench: warning: training diverged: %s; the run goes on and will be recorded as diverged\n",
             rec->reason);
     fflush(stderr);
@@ -253,7 +270,8 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
     MX_TRY(st->ops->step(st->s, st->bx, st->by, n, lr, ss));
     const double dt = mx_now() - t0;
     *train_time += dt;
-    const double loss = ss->loss_sum / n;
+    /* a dist_* worker knows the loss of its own slice only */
+    const double loss = ss->loss_sum / (ss->samples > 0 ? ss->samples : n);
     if (st->repeat == 0) rec->loss[rec->nloss++] = (float)loss; /* a non-finite one too: the evidence */
     if (step >= c->warmup_steps) {
         ss->phase[MX_PHASE_DATA] = t_data;
@@ -324,7 +342,7 @@ typedef struct {
 static void span_add(span *s, const mx_step_stats *ss, int n, double dt)
 {
     s->batches++;
-    s->samples += n;
+    s->samples += ss->samples > 0 ? ss->samples : n;
     s->correct += ss->correct;
     s->loss_sum += ss->loss_sum;
     s->time += dt;
@@ -346,20 +364,20 @@ static int run_repeat(run_state *st)
 {
     const mx_train_config *c = st->c;
     mx_run_record *rec = st->rec;
-    const int n_train = st->ds->train.n;
-    const int per_epoch = (n_train + c->batch - 1) / c->batch;
+    const int n_train = st->ds->train.n, B = global_batch(c);
+    const int per_epoch = steps_per_epoch(c, n_train);
     const int total = c->steps ? c->steps : per_epoch * c->epochs;
     mx_rng rng;
     mx_rng_seed(&rng, (uint64_t)c->seed * 7919 + 17);
     double train_time = 0, last_progress = mx_now();
-    watch_start(&st->watch, c->batch, st->ds->train.nclasses);
+    watch_start(&st->watch, B, st->ds->train.nclasses);
     int step = 0;
     for (int epoch = 0; step < total; epoch++) {
         for (int i = 0; i < n_train; i++) st->order[i] = i;
         mx_rng_shuffle(&rng, st->order, n_train);
         span ep = {0}, iv = {0};
-        for (int from = 0; from < n_train && step < total; from += c->batch, step++) {
-            const int n = n_train - from < c->batch ? n_train - from : c->batch;
+        for (int from = 0, in_epoch = 0; in_epoch < per_epoch && step < total; from += B, step++, in_epoch++) {
+            const int n = n_train - from < B ? n_train - from : B;
             mx_step_stats ss;
             const double before = train_time;
             const int rc = run_step(st, step, from, n, epoch + (double)from / n_train, &train_time, &ss);
@@ -367,7 +385,7 @@ static int run_repeat(run_state *st)
             const double dt = train_time - before;
             span_add(&ep, &ss, n, dt);
             span_add(&iv, &ss, n, dt);
-            const int batch = from / c->batch + 1; /* batches done in this epoch */
+            const int batch = in_epoch + 1; /* batches done in this epoch */
             if (c->log && c->log_interval > 0 && batch % c->log_interval == 0) {
                 log_interval(st, epoch, batch, &iv);
                 iv = (span){0};
@@ -377,6 +395,7 @@ static int run_repeat(run_state *st)
         if (c->log && c->log_interval > 0)
             fprintf(c->log, "Epoch[%d] Train-accuracy=%.4f\n", epoch, (double)ep.correct / ep.samples);
         if (c->steps) continue; /* throughput runs: no per-epoch evaluation */
+        if (c->cluster && c->cluster->index != 0) continue; /* worker 0 evaluates and records */
         double acc;
         MX_TRY(evaluate(st, &acc));
         if (st->repeat == 0) {
@@ -402,8 +421,16 @@ int mx_train_config_check(const mx_train_config *c)
         return mx_error(MX_EINVAL, "backend '%s' is not in this build (available: %s)", c->backend, mx_backend_names());
     if (c->devices < 1 || c->devices > MX_MAX_DEVICES)
         return mx_error(MX_EINVAL, "device count %d: accepted 1..%d", c->devices, MX_MAX_DEVICES);
-    if (c->devices > 1 && !mx_choice_ok(mx_kv_modes(), c->kvstore))
-        return mx_error(MX_EINVAL, "kvstore '%s' is not in this build (available: %s)", c->kvstore, mx_kv_modes());
+    if ((c->devices > 1 || mx_kv_mode_is_dist(c->kvstore)) && !mx_choice_ok(mx_kv_modes(), c->kvstore))
+        return mx_error(MX_EINVAL, "kvstore '%s' is not in this build (available: %s)%s", c->kvstore, mx_kv_modes(),
+                        mx_kv_mode_is_dist(c->kvstore) ? "; the dist_* modes need a build with Open MPI "
+                        "(apt-get install libopenmpi-dev openmpi-bin, then scripts/build.sh)" : "");
+    if (c->cluster && c->nwork_load)
+        return mx_error(MX_EINVAL, "--work-load with --kvstore %s: accepted only in one process (every worker's "
+                        "devices take even shares)", c->kvstore);
+    if (!(c->bucket_mb >= 0 && c->bucket_mb <= MX_MAX_BUCKET_MB))
+        return mx_error(MX_EINVAL, "bucket size %g MiB: accepted 0 (the default, 25) up to %d", c->bucket_mb,
+                        MX_MAX_BUCKET_MB);
     if ((c->epochs > 0) == (c->steps > 0) || c->epochs < 0 || c->steps < 0)
         return mx_error(MX_EINVAL, "epochs %d, steps %d: give exactly one of them, as a positive number", c->epochs,
                         c->steps);
@@ -457,7 +484,10 @@ int mx_train_config_check(const mx_train_config *c)
 /* What only the data set decides: the steps an epoch run takes in all. */
 static int check_length(const mx_train_config *c, int n_train)
 {
-    const long long per_epoch = (n_train + c->batch - 1) / c->batch;
+    const long long per_epoch = steps_per_epoch(c, n_train);
+    if (per_epoch < 1)
+        return mx_error(MX_EINVAL, "a global batch of %d samples over %d device(s) does not fit the %d training "
+                        "samples: use a smaller --batch", global_batch(c), c->devices * workers(c), n_train);
     const long long total = (c->steps ? c->steps : per_epoch * c->epochs) * c->repeats;
     if (total > MX_MAX_TOTAL_STEPS)
         return mx_error(MX_EINVAL, "%d epoch(s) of %d samples at batch %d x %d repeat(s) make %lld steps: accepted "
@@ -469,15 +499,29 @@ static int check_length(const mx_train_config *c, int n_train)
     return MX_OK;
 }
 
+/* The trained weights to c->save_params (worker 0 only: the replicas agree). */
+static int save_params(run_state *st, const mx_train_config *c)
+{
+    if (!c->save_params || (c->cluster && c->cluster->index != 0)) return MX_OK;
+    const size_t n = st->ops->param_count(st->s);
+    float *w = malloc(sizeof(float) * (n ? n : 1));
+    if (!w) return mx_error(MX_ENOMEM, "out of memory for %zu weights", n);
+    int rc = st->ops->get_params(st->s, w);
+    if (rc == MX_OK) rc = mx_image_commit(c->save_params, w, sizeof(float) * n);
+    free(w);
+    return rc;
+}
+
 static int run_all(run_state *st, const mx_train_config *c, const mx_strategy_config *sc)
 {
-    const int per_epoch = (st->ds->train.n + c->batch - 1) / c->batch;
+    const int per_epoch = steps_per_epoch(c, st->ds->train.n);
     const int total = c->steps ? c->steps : per_epoch * c->epochs;
     MX_TRY(reserve(st->rec, total * c->repeats, c->epochs));
     for (st->repeat = 0; st->repeat < c->repeats; st->repeat++) {
         MX_TRY(st->ops->create(&st->s, sc));
         if (c->flops_out) *c->flops_out = st->ops->flops_per_sample(st->s);
         int rc = run_repeat(st);
+        if (rc == MX_OK && st->repeat == c->repeats - 1) rc = save_params(st, c);
         st->ops->destroy(st->s);
         st->s = NULL;
         MX_TRY(rc);
@@ -510,13 +554,14 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         .workload = c->workload, .specs = specs, .nspecs = nspecs, .backend = c->backend,
         .in = in, .nclasses = ds.train.nclasses,
         .devices = c->devices, .threads_per_device = c->threads_per_device, .kvstore = c->kvstore,
-        .max_batch = c->batch, .work_load = c->nwork_load ? c->work_load : NULL,
+        .max_batch = global_batch(c), .work_load = c->nwork_load ? c->work_load : NULL,
+        .cluster = c->cluster, .bucket_mb = c->bucket_mb,
         .opt = {(float)c->lr, (float)c->momentum, (float)c->wd}, .seed = (uint64_t)c->seed,
         .init = strcmp(c->init, "normal") == 0 ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER};
     run_state st = {.c = c, .ds = &ds, .ops = ops, .rec = rec, .progress_every = progress_every()};
     mx_counter_acc_init(&st.counters);
-    st.bx = malloc(sizeof(float) * c->batch * ds.train.c * ds.train.h * ds.train.w);
-    st.by = malloc((size_t)c->batch);
+    st.bx = malloc(sizeof(float) * global_batch(c) * ds.train.c * ds.train.h * ds.train.w);
+    st.by = malloc((size_t)global_batch(c));
     st.order = malloc(sizeof(int32_t) * ds.train.n);
     fill_record_config(c, &ds, rec);
     const double t0 = mx_now();

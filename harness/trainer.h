@@ -16,7 +16,7 @@ typedef struct {
     const char *kvstore;
     const char *backend;    /* a backend kind (mx_backend_names()); NULL = cpu */
     int devices, threads_per_device;
-    int batch;              /* global batch per step */
+    int batch;              /* global batch per step; a dist_* worker's own batch */
     int epochs, steps;      /* exactly one is > 0 */
     int warmup_steps, repeats, seed;
     double lr, momentum, wd;
@@ -28,6 +28,14 @@ typedef struct {
     FILE *log;              /* progress lines; NULL = silent */
     int log_interval;       /* batches between Speedometer lines (speed, train accuracy); 0 = none */
     double *flops_out;      /* if set, receives the model's forward FLOPs per sample */
+    /* dist_* kvstores: the MPI job this worker belongs to (NULL otherwise). The global batch
+     * is then workers x batch: every worker shuffles alike and trains its own slice of each
+     * global batch (as `local` with workers x batch), so all run the same number of steps */
+    mx_cluster *cluster;
+    double bucket_mb;       /* dist_allreduce bucket size in MiB (0: 25) */
+    /* if set, the trained weights of the last repeat are written there (worker 0 of a dist_*
+     * job): raw little-endian f32, in the model's parameter order, crash-safe */
+    const char *save_params;
 } mx_train_config;
 
 void mx_train_config_defaults(mx_train_config *c);

@@ -14,7 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const mx_plot_names[MX_NPLOTS] = {"throughput", "speedup", "efficiency", "accuracy", "breakdown", "loss"};
+const char *const mx_plot_names[MX_NPLOTS] = {"throughput", "speedup", "efficiency", "accuracy", "breakdown", "loss",
+                                                  "staleness"};
 
 /* ---- setup: directories, title, the axis wording ---- */
 
@@ -141,7 +142,8 @@ int mx_plot_results(const mx_results *res, const char *outdir, const char *scrip
     if (!rep) return mx_error(MX_ENOMEM, "out of memory while plotting");
     int rc = mx_plot_results_report(res, outdir, scripts_dir, verbose, rep);
     for (int p = 0; rc >= 0 && p < MX_NPLOTS; p++)
-        if (!rep->drawn[p]) fprintf(stderr, "mxbench plot: skipped %s: %s\n", mx_plot_names[p], rep->skipped[p]);
+        if (!rep->drawn[p] && rep->skipped[p][0])
+            fprintf(stderr, "mxbench plot: skipped %s: %s\n", mx_plot_names[p], rep->skipped[p]);
     free(rep);
     return rc;
 }

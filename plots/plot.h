@@ -13,12 +13,14 @@ enum {
     MX_PLOT_ACCURACY,
     MX_PLOT_BREAKDOWN,
     MX_PLOT_LOSS,
+    MX_PLOT_STALENESS, /* dist_async only: drawn when some ok run measured staleness */
     MX_NPLOTS
 };
 extern const char *const mx_plot_names[MX_NPLOTS];
 
 /* What a call drew: files[i] holds outdir/<name>.png and .svg when drawn[i]; otherwise
- * skipped[i] says why (no ok run has the data). */
+ * skipped[i] says why (no ok run has the data), or is empty for a figure that does not apply
+ * to the study (staleness without a dist_async run): nothing to tell. */
 typedef struct {
     int drawn[MX_NPLOTS];
     char skipped[MX_NPLOTS][160];

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "results/stats.h"
 
-static void put_num(FILE *f, double x)
+void plot_put_num(FILE *f, double x)
 {
     if (isfinite(x))
         fprintf(f, " %.9g", x);
@@ -86,10 +86,9 @@ static void canvas_vars(gp_vars *v, int nlines)
 
 typedef int (*data_writer)(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 
-/* Writes one series-blocked file of the ok runs that keep() accepts, row() formatting each;
- * sets the x tics (gpus), the fewest devices (gbase) and the line count for the script. */
-static int write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
-                             int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *))
+/* plot_internal.h */
+int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
+                           int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *))
 {
     const run_set *s = &c->set;
     char(*labels)[LABEL_MAX] = plot_series_labels(s);
@@ -136,15 +135,15 @@ static void row_throughput(FILE *f, const mx_run_record *r)
     double lo = isfinite(r->throughput_ci_low) ? r->throughput_ci_low : r->throughput;
     double hi = isfinite(r->throughput_ci_high) ? r->throughput_ci_high : r->throughput;
     fprintf(f, "%d", r->gpus);
-    put_num(f, r->throughput), put_num(f, lo), put_num(f, hi);
+    plot_put_num(f, r->throughput), plot_put_num(f, lo), plot_put_num(f, hi);
     fputc('\n', f);
 }
 
 static int write_throughput(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
-    int rc = write_series_file(c, v, "throughput.dat", "throughput against device count",
-                               "devices throughput_samples_per_s ci95_low ci95_high", keep_throughput,
-                               row_throughput);
+    int rc = plot_write_series_file(c, v, "throughput.dat", "throughput against device count",
+                                    "devices throughput_samples_per_s ci95_low ci95_high", keep_throughput,
+                                    row_throughput);
     if (rc == 0) snprintf(why, nwhy, "no ok run has a throughput");
     return rc;
 }
@@ -157,16 +156,16 @@ static int keep_scaling(const mx_run_record *r)
 static void row_scaling(FILE *f, const mx_run_record *r)
 {
     fprintf(f, "%d", r->gpus);
-    put_num(f, r->speedup), put_num(f, r->efficiency);
+    plot_put_num(f, r->speedup), plot_put_num(f, r->efficiency);
     fputc('\n', f);
 }
 
 static int write_scaling(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
-    int rc = write_series_file(c, v, "scaling.dat",
-                               "speedup and scaling efficiency against device count (relative to the "
-                               "fewest devices of each series)",
-                               "devices speedup efficiency", keep_scaling, row_scaling);
+    int rc = plot_write_series_file(c, v, "scaling.dat",
+                                    "speedup and scaling efficiency against device count (relative to the "
+                                    "fewest devices of each series)",
+                                    "devices speedup efficiency", keep_scaling, row_scaling);
     if (rc == 0) snprintf(why, nwhy, "no ok run has a speedup (derived against the fewest devices of its series)");
     return rc;
 }
@@ -208,7 +207,7 @@ static void accuracy_row(FILE *f, const run_set *s, const char *group, int by_wo
     }
     if (!m) return;
     fprintf(f, "%d", batch);
-    put_num(f, sum / m), put_num(f, fmax(lo, 0)), put_num(f, fmin(hi, 1));
+    plot_put_num(f, sum / m), plot_put_num(f, fmax(lo, 0)), plot_put_num(f, fmin(hi, 1));
     fprintf(f, " %d\n", m);
 }
 
@@ -323,13 +322,13 @@ static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
             double t = median_strided(r->phase_time + p, r->nsteps, MX_NPHASES, scratch);
             t = isfinite(t) ? t : 0;
             sum += t;
-            put_num(f, t);
+            plot_put_num(f, t);
         }
         double step = isfinite(r->step_time_median) || !r->step_time
                           ? r->step_time_median
                           : median_strided(r->step_time, r->nsteps, 1, scratch);
         /* breakdown.gp scales its axis from this column, so it must be a number */
-        put_num(f, isfinite(step) ? step : sum);
+        plot_put_num(f, isfinite(step) ? step : sum);
         fputc('\n', f);
     }
     rc = close_data(c, f, "breakdown.dat");
@@ -397,7 +396,7 @@ static int write_loss(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         fprintf(f, "%s\"%s\"\n", i ? "\n\n" : "", labels[i]);
         for (int k = 0; k < r->nloss; k++) {
             fprintf(f, "%d", k + 1);
-            put_num(f, r->loss[k]), put_num(f, moving_average(r->loss, r->nloss, k, w));
+            plot_put_num(f, r->loss[k]), plot_put_num(f, moving_average(r->loss, r->nloss, k, w));
             fputc('\n', f);
         }
     }
@@ -423,6 +422,7 @@ static const struct {
     [MX_PLOT_ACCURACY] = {"accuracy.dat", write_accuracy},
     [MX_PLOT_BREAKDOWN] = {"breakdown.dat", write_breakdown},
     [MX_PLOT_LOSS] = {"loss.dat", write_loss},
+    [MX_PLOT_STALENESS] = {"staleness.dat", plot_write_staleness},
 };
 
 
@@ -438,7 +438,7 @@ static int has_counters(const mx_run_record *r)
 static void row_counters(FILE *f, const mx_run_record *r)
 {
     fprintf(f, "%d", r->gpus);
-    for (int k = 0; k < MX_NCOUNTERS; k++) put_num(f, r->metrics[k]);
+    for (int k = 0; k < MX_NCOUNTERS; k++) plot_put_num(f, r->metrics[k]);
     fputc('\n', f);
 }
 
@@ -456,9 +456,10 @@ int plot_write_counters(plot_ctx *c)
         snprintf(columns + len, sizeof columns - len, " %s(%s)", mx_counters[k].name, mx_counters[k].unit);
     }
     gp_vars unused = {.len = 0};
-    const int rc = write_series_file(c, &unused, "counters.dat",
-                                     "the figures of the per-step counters (results/metrics.def) against device count",
-                                     columns, has_counters, row_counters);
+    const int rc =
+        plot_write_series_file(c, &unused, "counters.dat",
+                               "the figures of the per-step counters (results/metrics.def) against device count",
+                               columns, has_counters, row_counters);
     return rc < 0 ? rc : 0;
 }
 

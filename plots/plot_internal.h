@@ -27,16 +27,17 @@ typedef struct {
 
 /* Groups the ok runs of res into series: runs with one series key and matching kvstores
  * (mx_record_kvstore_matches); a one-device run starts the series of every kvstore it shares
- * a key with. */
+ * a key with, unless the series has a run of its own on one device. */
 int plot_series_build(run_set *s, const mx_results *res);
 void plot_series_free(run_set *s);
 
 /* ---- labels: a run or series named by the configuration fields that vary in the plot */
 enum {
-    F_WORKLOAD, F_DATASET, F_DEVICE, F_STRATEGY, F_KVSTORE, F_COMPRESSION, F_AMP, F_BATCH, F_LR,
-    F_LRSCALING, F_LENGTH, F_THREADS, F_SEED, F_GPUS, F_NFIELDS
+    F_WORKLOAD, F_DATASET, F_DEVICE, F_STRATEGY, F_KVSTORE, F_SERVERS, F_COMPRESSION, F_AMP, F_BATCH, F_LR,
+    F_LRSCALING, F_LENGTH, F_THREADS, F_SEED, F_WORKERS, F_GPUS, F_NFIELDS
 };
-/* Bit f set when field f differs among runs[0..n) (the strategy always). */
+/* Bit f set when field f differs among runs[0..n) (the strategy always; the device, worker
+ * and server counts, which vary along a series, only with_gpus). */
 unsigned plot_varying_fields(const mx_run_record *const *runs, int n, int with_gpus);
 /* Labels for items whose representative runs are reps[0..n), made unique. */
 void plot_unique_labels(const mx_run_record *const *reps, int n, int with_gpus, char (*labels)[LABEL_MAX]);
@@ -80,6 +81,16 @@ int plot_open_replot(plot_ctx *c);
 int plot_run_gnuplot(plot_ctx *c, int plot, const char *term, const char *vars, char *outfile, size_t noutfile);
 
 /* ---- data files (plot_data.c) */
+/* Writes one series-blocked data file (name) of the ok runs that keep() accepts, row()
+ * formatting each; sets nseries, the x tics (gpus), the fewest devices (gbase) and the canvas
+ * for the script. 1 written, 0 no run kept, or a negative MX_E*. */
+int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
+                           int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *));
+/* " %.9g", or " NaN" for a value that is not finite */
+void plot_put_num(FILE *f, double x);
+/* data/staleness.dat (plot_dist.c): the staleness figures of dist_async runs per series
+ * against device count; a data writer as plot_write_data */
+int plot_write_staleness(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* data/<file> of a figure */
 const char *plot_data_file(int plot);
 /* Writes the figure's data file and its variables: 1 written, 0 nothing to plot (why says

@@ -27,9 +27,21 @@ static int cmp_gpus(const void *a, const void *b)
 
 static int is_none_kv(const mx_run_record *r) { return strcmp(r->kvstore, "none") == 0; }
 
-/* Series: runs with one series key and matching kvstores (mx_record_kvstore_matches). A
- * one-device run uses no kvstore, so it starts the series of every kvstore it shares a key
- * with, and is listed in each of them. */
+/* 1 when the series of ok[rep] (key keys[rep], its kvstore) has a run of its own kvstore at
+ * the device count of ok[j] */
+static int has_own(const mx_run_record **ok, int nok, char (*keys)[KEY_MAX], int j, int rep)
+{
+    for (int m = 0; m < nok; m++)
+        if (ok[m]->gpus == ok[j]->gpus && !strcmp(ok[m]->kvstore, ok[rep]->kvstore) && !strcmp(keys[m], keys[rep]))
+            return 1;
+    return 0;
+}
+
+/* Series: runs with one series key and matching kvstores (mx_record_kvstore_matches: each
+ * kvstore mode, dist_* ones included, is a series of its own). A one-device run uses no
+ * kvstore, so it starts the series of every kvstore it shares a key with, and is listed in
+ * each of them, but for a series that has a run of its own at that device count (a dist_*
+ * series' one worker): one point per device count. */
 int plot_series_build(run_set *s, const mx_results *res)
 {
     memset(s, 0, sizeof *s);
@@ -60,7 +72,9 @@ int plot_series_build(run_set *s, const mx_results *res)
     for (int k = 0; k < nrep; k++) {
         s->start[s->nseries++] = s->n;
         for (int j = 0; j < nok; j++)
-            if (strcmp(keys[j], keys[rep[k]]) == 0 && mx_record_kvstore_matches(ok[j], ok[rep[k]])) s->runs[s->n++] = ok[j];
+            if (strcmp(keys[j], keys[rep[k]]) == 0 && mx_record_kvstore_matches(ok[j], ok[rep[k]]) &&
+                !(is_none_kv(ok[j]) && !is_none_kv(ok[rep[k]]) && has_own(ok, nok, keys, j, rep[k])))
+                s->runs[s->n++] = ok[j];
         qsort(&s->runs[s->start[s->nseries - 1]], (size_t)(s->n - s->start[s->nseries - 1]), sizeof *s->runs,
               cmp_gpus);
     }
@@ -83,6 +97,7 @@ static void field_text(int f, const mx_run_record *r, char *b, size_t n)
     case F_DEVICE: snprintf(b, n, "%s", r->device_type); break;
     case F_STRATEGY: snprintf(b, n, "%s-parallel", r->strategy); break;
     case F_KVSTORE: snprintf(b, n, "kv %s", r->kvstore); break;
+    case F_SERVERS: snprintf(b, n, "%d server%s", r->servers, r->servers == 1 ? "" : "s"); break;
     case F_COMPRESSION: snprintf(b, n, "compr %s", r->compression); break;
     case F_AMP: snprintf(b, n, "amp %s", r->amp); break;
     case F_BATCH:
@@ -101,18 +116,20 @@ static void field_text(int f, const mx_run_record *r, char *b, size_t n)
         break;
     case F_THREADS: snprintf(b, n, "%d thr/dev", r->threads_per_device); break;
     case F_SEED: snprintf(b, n, "seed %d", r->seed); break;
+    case F_WORKERS: snprintf(b, n, "%d worker%s", r->workers, r->workers == 1 ? "" : "s"); break;
     case F_GPUS: snprintf(b, n, "%d dev", r->gpus); break;
     default: b[0] = '\0';
     }
 }
 
 /* Bit f set when field f differs among runs[0..n); the strategy is always named because
- * every figure compares strategies. */
+ * every figure compares strategies. The device, worker and server counts vary along a series,
+ * so they name only runs (with_gpus), never a series. */
 unsigned plot_varying_fields(const mx_run_record *const *runs, int n, int with_gpus)
 {
     unsigned mask = 1u << F_STRATEGY;
     for (int f = 0; f < F_NFIELDS; f++) {
-        if (f == F_GPUS && !with_gpus) continue;
+        if ((f == F_GPUS || f == F_WORKERS || f == F_SERVERS) && !with_gpus) continue;
         char first[LABEL_MAX], other[LABEL_MAX];
         field_text(f, runs[0], first, sizeof first);
         for (int i = 1; i < n; i++) {

@@ -21,8 +21,9 @@ const mx_axis mx_axes[] = {
      "parallel strategies: data, model, layer (default data)", "strategy", NULL, MX_CHILD_ALWAYS, 1, 1, 1, 2, "%s",
      0},
     /* "none" on one device (no kvstore, as MXNet); matched apart from the series key */
-    {AX(kvstore, STR), "kvstore", 30, "local|device|dist_sync|dist_device_sync|dist_async", 0, 0, 0, "device",
-     "LIST", "local, device, dist_sync, dist_device_sync, dist_async (default device)", "kvstore", NULL,
+    {AX(kvstore, STR), "kvstore", 30, "local|device|dist_sync|dist_device_sync|dist_async|dist_allreduce", 0, 0, 0,
+     "device", "LIST", "local, device (one process); dist_sync, dist_device_sync, dist_async, dist_allreduce (MPI "
+     "jobs, one worker per device; default device)", "kvstore", NULL,
      MX_CHILD_IF_SET, 1, 0, 1, 4, "kv=%s", 0},
     {AX(compression, STR), "compression", 40, "none|2bit|topk|fp16", 0, 0, 0, "none", "LIST",
      "none, 2bit, topk, fp16 (default none)", "compression", NULL, MX_CHILD_IF_SET, 1, 1, 1, 7, "gc=%s", 1},
@@ -73,6 +74,13 @@ const mx_axis mx_axes[] = {
     {AX(lr, DBL), NULL, 0, NULL, 0, 0, 0, "0", NULL, NULL, "lr", NULL, MX_CHILD_ALWAYS, 0, 0, 1, 6, "lr=%.4g", 0},
     {AX(target_acc, DBL), "target-acc", 0, NULL, 0, 1, 0, "0", "X", "record time to reach this test accuracy, above 0",
      "target-acc", NULL, MX_CHILD_IF_SET, 0, 0, 1, 0, NULL, 0},
+    /* ---- added after schema 1 (in_v1 0: a file without them means their default) */
+    /* dist_* runs: the processes of the MPI job (no sweep axis of their own: the planner
+     * derives them, one worker per device and --servers or as many servers as workers). Both
+     * are in the configuration key (two servers are a different experiment from one), not in
+     * the series key: they grow along a series with the device count, as global_batch does */
+    {AX(workers, INT), NULL, 0, NULL, 0, 0, 0, "1", NULL, NULL, NULL, NULL, MX_CHILD_NO, 1, 0, 0, 0, NULL, 0},
+    {AX(servers, INT), NULL, 0, NULL, 0, 0, 0, "0", NULL, NULL, NULL, NULL, MX_CHILD_NO, 1, 0, 0, 9, "srv=%d", 1},
 };
 const int mx_naxes = (int)(sizeof mx_axes / sizeof mx_axes[0]);
 

@@ -40,6 +40,8 @@ void mx_record_init(mx_run_record *r)
     r->final_test_acc = r->time_to_acc = NAN;
     r->wall_time = NAN;
     for (int i = 0; i < MX_NCOUNTERS; i++) r->metrics[i] = NAN;
+    /* the fields added after schema 1 (workers 1, servers 0, ...) take what a file without
+     * them meant; nranks 0, ranks NULL and oversubscribed 0 come from the memset */
     for (int i = 0; i < mx_naxes; i++)
         if (!mx_axes[i].in_v1) mx_axis_set(&mx_axes[i], r, mx_axes[i].def);
 }
@@ -64,9 +66,11 @@ void mx_record_free(mx_run_record *r)
     free(r->loss);
     free(r->test_acc);
     free(r->epoch_time);
+    free(r->ranks);
     r->step_time = r->phase_time = r->test_acc = r->epoch_time = NULL;
     r->loss = NULL;
-    r->nsteps = r->nloss = r->nepochs = 0;
+    r->ranks = NULL;
+    r->nsteps = r->nloss = r->nepochs = r->nranks = 0;
 }
 
 /* Duplicates n elements of size sz; NULL stays NULL. Returns 0, or -1 when out of memory. */
@@ -90,6 +94,7 @@ int mx_record_copy(mx_run_record *dst, const mx_run_record *src)
     bad |= dup_array((void **)&dst->loss, src->loss, (size_t)src->nloss, sizeof(float));
     bad |= dup_array((void **)&dst->test_acc, src->test_acc, (size_t)src->nepochs, sizeof(double));
     bad |= dup_array((void **)&dst->epoch_time, src->epoch_time, (size_t)src->nepochs, sizeof(double));
+    bad |= dup_array((void **)&dst->ranks, src->ranks, (size_t)(src->nranks > 0 ? src->nranks : 0), sizeof(mx_rank_row));
     if (bad) {
         mx_record_free(dst);
         return mx_error(MX_ENOMEM, "copying run record '%s': out of memory (%d steps)", src->id,
@@ -144,8 +149,9 @@ static void record_key(const mx_run_record *r, char *buf, size_t n, int series)
     }
 }
 
-/* the series key leaves out gpus and global_batch (they vary along a series) and the kvstore:
- * a series' one-device member uses none, so the kvstore is matched apart
+/* the series key leaves out gpus, global_batch, workers and servers (they vary along a series:
+ * a dist_* row runs a worker per device, and by default as many servers) and the kvstore: a
+ * series' one-device member uses none, so the kvstore is matched apart
  * (mx_record_kvstore_matches) */
 void mx_record_config_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 0); }
 
@@ -228,7 +234,12 @@ void mx_records_derive_scaling(mx_run_record *recs, int n)
         for (int j = 0; j < n; j++) {
             if (!scalable(&recs[j]) || strcmp(keys[i], keys[j]) != 0 || !mx_record_kvstore_matches(&recs[i], &recs[j]))
                 continue;
-            if (ref < 0 || recs[j].gpus < recs[ref].gpus) ref = j;
+            /* at equal device counts, the run's own kvstore: a dist_* series has a one-device
+             * run of its own (one worker) beside the one without kvstore */
+            if (ref < 0 || recs[j].gpus < recs[ref].gpus ||
+                (recs[j].gpus == recs[ref].gpus && strcmp(recs[j].kvstore, recs[i].kvstore) == 0 &&
+                 strcmp(recs[ref].kvstore, recs[i].kvstore) != 0))
+                ref = j;
         }
         recs[i].speedup = recs[i].throughput / recs[ref].throughput;
         recs[i].efficiency = recs[i].speedup / ((double)recs[i].gpus / recs[ref].gpus);

@@ -9,13 +9,25 @@
 
 #include <stddef.h>
 
+/* One rank of a dist_* run (MPI job), as worker 0 gathered it at the end. */
+typedef struct {
+    int rank;                /* in MPI_COMM_WORLD */
+    char host[64];
+    char role[8];            /* worker | server */
+    int steps;               /* timed steps this worker ran (servers: 0) */
+    double step_min, step_median, step_p90, step_max; /* seconds, over its own timed steps (servers: NaN) */
+    double bytes_per_step;   /* sent to and received from other ranks, per timed step of worker 0 */
+    double push_time, pull_time; /* seconds per step in pushes and in waiting for pulls (servers: NaN) */
+    double busy_time;        /* servers: seconds per step summing and updating (workers: NaN) */
+} mx_rank_row;
+
 typedef struct {
     /* ---- configuration: attributes of /runs/<id>; axes.c lists these fields as a table */
     char id[32];           /* group name under /runs, e.g. "r0007" */
     char workload[32];     /* mlp, lenet, resnet18 */
     char dataset[64];      /* "fashion-mnist", "synthetic", or the --data directory */
     char strategy[16];     /* data, model, layer */
-    char kvstore[16];      /* local, device, dist_sync, ... ("none" for one device without kvstore) */
+    char kvstore[24];      /* local, device, dist_sync, ... ("none" for one device without kvstore) */
     char compression[16];  /* none, 2bit, topk, fp16 */
     char amp[8];           /* off, fp16, bf16 */
     char device_type[8];   /* cpu or cuda */
@@ -36,6 +48,8 @@ typedef struct {
     int threads_per_device;
     double target_acc;     /* time-to-accuracy target; 0 = none */
     int test_samples;      /* size of the test set behind test_acc (for its binomial error) */
+    int workers;           /* processes that train (1 without MPI) */
+    int servers;           /* parameter-server processes (0 without) */
 
     /* ---- outcome */
     char status[12];       /* one of mx_record_statuses: ok, failed, skipped, diverged */
@@ -52,6 +66,9 @@ typedef struct {
     int nepochs;
     double *test_acc;      /* [nepochs] test accuracy after each epoch (first repeat) */
     double *epoch_time;    /* [nepochs] cumulative training seconds at each epoch's end */
+    int nranks;            /* dist_* runs: every rank of the MPI job (0 otherwise) */
+    mx_rank_row *ranks;    /* [nranks] */
+    int oversubscribed;    /* 1: more ranks x threads than a host has cores (timings not meaningful) */
 
     /* ---- derived (mx_record_derive, mx_records_derive_scaling); NaN where undefined */
     double throughput;          /* samples/s, median over timed steps and repeats */
@@ -95,8 +112,8 @@ int mx_record_copy(mx_run_record *dst, const mx_run_record *src);
 /* Canonical text of the configuration (everything that defines the experiment, not its
  * outcome nor its id) used to match runs across result files and for --resume. */
 void mx_record_config_key(const mx_run_record *r, char *buf, size_t n);
-/* Same key without the device count and the kvstore: runs with equal series keys whose
- * kvstores match (mx_record_kvstore_matches) form one scaling series. */
+/* Same key without the device, worker and server counts and the kvstore: runs with equal
+ * series keys whose kvstores match (mx_record_kvstore_matches) form one scaling series. */
 void mx_record_series_key(const mx_run_record *r, char *buf, size_t n);
 /* Equal kvstores, or one of them "none": a one-device run (no kvstore) is the first point of
  * the series of every kvstore. */
@@ -105,7 +122,7 @@ int mx_record_kvstore_matches(const mx_run_record *a, const mx_run_record *b);
 /* Fills throughput*, step_time_median, final_test_acc, time_to_acc from the series. */
 void mx_record_derive(mx_run_record *r);
 /* Fills speedup and efficiency of every ok record against the ok record of the same series
- * with the smallest device count. */
+ * with the smallest device count (of its own kvstore, where one without kvstore has as few). */
 void mx_records_derive_scaling(mx_run_record *recs, int n);
 
 #endif

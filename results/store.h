@@ -76,6 +76,16 @@ int mx_series_write(hid_t group, const mx_run_record *r);
 /* Reads every series of a run group into r (which then owns them, even on failure). */
 int mx_series_read(hid_t group, const char *where, mx_run_record *r);
 
+/* ---- the rank table of a dist_* run (ranks.c): /runs/<id>/ranks, only when nranks > 0 */
+enum { MX_RANKS_MAX = 1 << 16 }; /* ranks of one MPI job a file may hold */
+int mx_ranks_write(hid_t group, const mx_run_record *r);
+/* Reads the table into r->ranks, r->nranks (owned by r); absent: none, MX_OK. MX_EFORMAT
+ * naming "<where>/ranks" for a table mxbench cannot have written. */
+int mx_ranks_read(hid_t group, const char *where, mx_run_record *r);
+/* Refuses a rank table no run can have (roles, ranks 0..nranks-1 once each, the counts of
+ * workers and servers as the run says): MX_EFORMAT (or code) naming path, run and row. */
+int mx_ranks_check(const mx_run_record *r, const char *path, int code);
+
 /* ---- /summary */
 int mx_summary_create(hid_t fid);
 /* Rewrites every row from recs: 0 or -1. */

@@ -4,6 +4,7 @@
  * them, then pulls the updated weights. With one device there is no kvstore: the update
  * runs on the device, as MXNet does. Batch norm normalises with each device's own slice. */
 #include "strategy.h"
+#include "cluster.h"
 #include "kvstore.h"
 #include "engine/status.h"
 #include "engine/timer.h"
@@ -32,7 +33,10 @@ struct mx_strategy {
     float *mom; /* one device: momentum next to the weights */
     mx_kvstore *kv;
     mx_comm *comm; /* the devices' group, which the kvstore moves gradients through */
+    mx_comm *world; /* dist_allreduce: every worker rank */
+    int *decay;    /* [nparams] dist_*: the servers' weight decay flags */
     sgd_ctx sgd;
+    int workers, worker; /* dist_*: worker ranks, and which this process is (1 and 0 otherwise) */
 
     /* ---- the step in flight, handed to device threads */
     const float *x;
@@ -138,6 +142,23 @@ static void sgd_updater(void *user, mx_backend *be, int key, size_t lo, size_t h
 
 static void data_destroy(mx_strategy *s);
 
+/* This process's devices' slices of a global batch of n: the split of one process with
+ * every worker's devices (by the work-load list, or even), of which a dist_* worker takes
+ * its own devices' part. */
+static int split(const mx_strategy *s, int n, int *count, int *first)
+{
+    const int all = s->workers * s->k;
+    int *counts = malloc(sizeof(int) * all);
+    if (!counts) return mx_error(MX_ENOMEM, "out of memory splitting the batch");
+    int rc = mx_split_batch(n, all, s->workers > 1 ? NULL : s->cfg.work_load, counts);
+    for (int g = 0, at = 0; rc == MX_OK && g < all; at += counts[g], g++) {
+        const int d = g - s->worker * s->k;
+        if (d >= 0 && d < s->k) count[d] = counts[g], first[d] = at;
+    }
+    free(counts);
+    return rc;
+}
+
 static int create_replicas(mx_strategy *s)
 {
     const mx_strategy_config *c = &s->cfg;
@@ -146,8 +167,8 @@ static int create_replicas(mx_strategy *s)
     if (!specs || nspecs < 1)
         return mx_error(MX_EINVAL, "data strategy: no model given (%d layer specs for workload '%s')", nspecs,
                         c->workload ? c->workload : "?");
-    int counts[MX_MAX_DEVICES];
-    MX_TRY(mx_split_batch(c->max_batch, s->k, c->work_load, counts));
+    int counts[MX_MAX_DEVICES], first[MX_MAX_DEVICES];
+    MX_TRY(split(s, c->max_batch, counts, first));
     for (int d = 0; d < s->k; d++) {
         MX_TRY(mx_backend_create(&s->be[d], c->backend ? c->backend : "cpu", d, c->threads_per_device));
         /* Room for k more than the even share: a smaller last batch rounds differently. */
@@ -162,15 +183,25 @@ static int create_store(mx_strategy *s)
 {
     mx_net *n0 = s->net[0];
     s->sgd.params = n0->params;
-    if (s->k == 1) {
+    if (s->k == 1 && !s->cfg.cluster) {
         s->mom = s->be[0]->ops->alloc(s->be[0], sizeof(float) * (n0->nweights ? n0->nweights : 1));
         return s->mom ? MX_OK : mx_error(MX_ENOMEM, "out of memory for momentum (%zu floats)", n0->nweights);
     }
     mx_kv_key *keys = malloc(sizeof *keys * n0->nparams);
     if (!keys) return mx_error(MX_ENOMEM, "out of memory for kvstore keys");
     for (int p = 0; p < n0->nparams; p++) keys[p] = (mx_kv_key){n0->params[p].offset, n0->params[p].count, MX_F32};
+    mx_kv_options opt = {.cluster = s->cfg.cluster, .bucket_mb = s->cfg.bucket_mb, .opt = &s->sgd.opt};
     int rc = mx_comm_create(&s->comm, "threads", s->k);
-    if (rc == MX_OK) rc = mx_kv_create(&s->kv, s->cfg.kvstore, s->comm, keys, n0->nparams, NULL);
+    if (rc == MX_OK && s->cfg.cluster) {
+        s->decay = malloc(sizeof(int) * n0->nparams);
+        if (!s->decay) rc = mx_error(MX_ENOMEM, "out of memory for kvstore keys");
+        for (int p = 0; rc == MX_OK && p < n0->nparams; p++) s->decay[p] = n0->params[p].decay;
+        opt.decay = s->decay;
+        if (rc == MX_OK && strcmp(s->cfg.kvstore, "dist_allreduce") == 0)
+            rc = mx_comm_create(&s->world, "mpi", s->workers);
+        opt.world = s->world;
+    }
+    if (rc == MX_OK) rc = mx_kv_create(&s->kv, s->cfg.kvstore, s->comm, keys, n0->nparams, &opt);
     free(keys);
     MX_TRY(rc);
     for (int d = 0; d < s->k; d++) MX_TRY(mx_kv_bind(s->kv, d, s->be[d], s->net[d]->w, s->net[d]->g));
@@ -187,6 +218,8 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
     if (!s) return mx_error(MX_ENOMEM, "out of memory creating the data strategy");
     s->cfg = *cfg;
     s->k = cfg->devices;
+    s->workers = cfg->cluster ? cfg->cluster->nworkers : 1;
+    s->worker = cfg->cluster ? cfg->cluster->index : 0;
     s->sgd.opt = cfg->opt;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->go, NULL);
@@ -214,20 +247,42 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
     return MX_OK;
 }
 
+/* What crossed between ranks this step, and the all-reduce path's bus bytes (nccl-tests'
+ * busbw numerator: the bytes x 2(n-1)/n, over the time in the calls). */
+static void dist_counters(mx_strategy *s, mx_step_stats *st)
+{
+    const mx_kv_stats ks = mx_kv_stats_get(s->kv);
+    st->counter[MX_COUNTER_NET_BYTES] = ks.net_bytes;
+    st->counter[MX_COUNTER_PUSH_TIME] = ks.push_seconds;
+    if (!s->world) {
+        st->counter[MX_COUNTER_PULL_TIME] = ks.pull_seconds;
+        return;
+    }
+    const mx_comm_count k = mx_comm_counts(s->world, s->world->local_first, MX_COMM_ALLREDUCE);
+    st->counter[MX_COUNTER_BUS_BYTES] = k.bytes * mx_comm_busbw_factor(MX_COMM_ALLREDUCE, s->world->n);
+    st->counter[MX_COUNTER_ALLREDUCE_TIME] = k.seconds;
+}
+
 static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, float lr, mx_step_stats *st)
 {
-    MX_TRY(mx_split_batch(n, s->k, s->cfg.work_load, s->count));
-    for (int d = 0, at = 0; d < s->k; at += s->count[d], d++) {
-        s->first[d] = at;
+    MX_TRY(split(s, n, s->count, s->first));
+    int mine = 0;
+    for (int d = 0; d < s->k; d++) {
+        mine += s->count[d];
         if (s->count[d] > s->net[d]->max_batch)
             return mx_error(MX_EINVAL, "batch slice %d exceeds the %d the replica was built for", s->count[d], s->net[d]->max_batch);
     }
     s->x = x;
     s->y = y;
+    /* the mean over the global batch (summed over every device by the store). dist_async
+     * too: a round of every worker's pushes then moves the weights as one dist_sync update
+     * would, so the two differ only by staleness at the same lr (MXNet's Module scales an
+     * async worker by its own batch instead, making the lr in effect workers times larger) */
     s->grad_scale = 1.0f / n;
     s->sgd.opt.lr = lr;
     s->error = 0;
     if (s->kv) mx_kv_stats_reset(s->kv);
+    if (s->world) mx_comm_counts_reset(s->world, s->world->local_first);
     const double t_dispatch = mx_now();
     pthread_mutex_lock(&s->lock);
     s->pending = s->k - 1;
@@ -245,6 +300,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
      * finished backward, then the exposed tail of communication (or the update with one
      * device, where there is no kvstore). */
     mx_step_stats_clear(st);
+    st->samples = mine;
     double fwd_end = 0, bwd_end = 0, end = 0;
     for (int d = 0; d < s->k; d++) {
         const device_result *r = &s->res[d];
@@ -262,6 +318,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
         st->counter[MX_COUNTER_BYTES] = mx_kv_stats_get(s->kv).bytes;
         mx_kv_work_before(s->kv, bwd_end, &st->counter[MX_COUNTER_COMM_WORK], &st->counter[MX_COUNTER_COMM_HIDDEN]);
     }
+    if (s->cfg.cluster) dist_counters(s, st);
     return MX_OK;
 }
 
@@ -292,6 +349,8 @@ static void data_destroy(mx_strategy *s)
         if (s->threads[d]) pthread_join(s->threads[d], NULL);
     mx_kv_destroy(s->kv);
     mx_comm_destroy(s->comm);
+    mx_comm_destroy(s->world);
+    free(s->decay);
     if (s->mom) s->be[0]->ops->free(s->be[0], s->mom);
     for (int d = 0; d < s->k; d++) {
         mx_net_destroy(s->net[d]);

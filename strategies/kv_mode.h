@@ -1,8 +1,7 @@
 /* What a kvstore mode sees: the store's state and the table of functions a mode fills in.
  * Shared code (kvstore.c) keeps the push log, rounds and comm workers; a mode says which
  * rounds may run (its policy), what a worker does for a key and what a pull brings back.
- * A new mode (dist_sync, dist_async, dist_allreduce) is one kv_<mode>.c plus a registry
- * line in kvstore.c. */
+ * A new mode is one kv_<mode>.c plus a registry line in kvstore.c. */
 #ifndef MX_KV_MODE_H
 #define MX_KV_MODE_H
 
@@ -20,8 +19,8 @@ typedef struct {
      * follows m's own device, as an MPI rank or NCCL stream follows its own backward. */
     int (*follows)(const mx_kvstore *kv, int worker);
     /* Policy: may round `round` (1, 2, ...) of key be processed now? Called with the lock
-     * held. Synchronous modes wait for every device (mx_kv_all_pushed); dist_async will
-     * answer yes for each push as it arrives. */
+     * held. Every mode so far waits for every local device (mx_kv_all_pushed): dist_async's
+     * asynchrony is between workers, at the servers. */
     int (*ready)(const mx_kvstore *kv, int key, int round);
     /* After every device bound its buffers: stores the initial values. */
     int (*init)(mx_kvstore *kv);
@@ -44,6 +43,7 @@ typedef struct {
 struct mx_kvstore {
     const mx_kvstore_ops *ops;
     mx_comm *comm;
+    mx_kv_options opt;     /* as created (devices resolved) */
     int ndev, nkeys;
     mx_kv_key *keys;
     size_t total;          /* elements over all keys (buffer size) */

@@ -11,9 +11,28 @@
 #include <string.h>
 
 extern const mx_kvstore_ops mx_kv_local_ops, mx_kv_device_ops;
-static const mx_kvstore_ops *const modes[] = {&mx_kv_local_ops, &mx_kv_device_ops};
+#ifdef MXBENCH_HAVE_MPI
+/* across processes, over MPI: the parameter server (kv_dist.c) and all-reduce (kv_allreduce.c) */
+extern const mx_kvstore_ops mx_kv_dist_sync_ops, mx_kv_dist_device_sync_ops, mx_kv_dist_async_ops,
+    mx_kv_dist_allreduce_ops;
+#endif
+static const mx_kvstore_ops *const modes[] = {
+    &mx_kv_local_ops, &mx_kv_device_ops,
+#ifdef MXBENCH_HAVE_MPI
+    &mx_kv_dist_sync_ops, &mx_kv_dist_device_sync_ops, &mx_kv_dist_async_ops, &mx_kv_dist_allreduce_ops,
+#endif
+};
 
-const char *mx_kv_modes(void) { return "local|device"; }
+const char *mx_kv_modes(void)
+{
+#ifdef MXBENCH_HAVE_MPI
+    return "local|device|dist_sync|dist_device_sync|dist_async|dist_allreduce";
+#else
+    return "local|device";
+#endif
+}
+
+int mx_kv_mode_is_dist(const char *mode) { return mode && strncmp(mode, "dist_", 5) == 0; }
 
 int mx_kv_all_pushed(const mx_kvstore *kv, int key, int round)
 {
@@ -153,6 +172,8 @@ int mx_kv_create(mx_kvstore **out, const char *mode, mx_comm *comm, const mx_kv_
     pthread_cond_init(&kv->done, NULL);
     kv->ops = ops;
     kv->comm = comm;
+    if (opt) kv->opt = *opt;
+    kv->opt.devices = ndev;
     kv->ndev = ndev;
     kv->nkeys = nkeys;
     kv->keys = malloc(sizeof *keys * nkeys);

@@ -9,6 +9,7 @@
 #include "comm.h"
 #include "engine/backend.h"
 #include "engine/dtype.h"
+#include "engine/optim.h"
 
 #include <stddef.h>
 
@@ -21,8 +22,21 @@ typedef struct {
     mx_dtype dtype;
 } mx_kv_key;
 
+typedef struct mx_cluster mx_cluster;
+
 typedef struct {
     int devices; /* devices of this process that push (0: the comm's local member count) */
+    /* dist_* modes only (the store's comm then joins this process's own devices):
+     * cluster: the MPI job's ranks and roles (cluster.h; sessions are counted in it);
+     * world: dist_allreduce's mpi comm of every worker rank; bucket_mb: dist_allreduce's
+     * bucket size in MiB (0: 25, as PyTorch DDP); opt and decay: the SGD the parameter
+     * servers run (opt is read at each push, so its lr may change per step) and, per key,
+     * whether weight decay applies */
+    mx_cluster *cluster;
+    mx_comm *world;
+    double bucket_mb;
+    const mx_sgd *opt;
+    const int *decay;
 } mx_kv_options;
 
 /* Applies one update to elements [lo, hi) of key: w and mom point at the key's start in the
@@ -43,15 +57,23 @@ typedef struct {
     double bytes;      /* copied between devices and host by reductions, gathers and pulls */
     double wire_bytes; /* pushed, as the push hook left them (what compression reduces) */
     long pushes;
+    /* dist_* modes: bytes this process sent to and received from other ranks, and the
+     * thread-seconds spent sending pushes and waiting for pulls (all-reduces, for
+     * dist_allreduce, count as push) */
+    double net_bytes, push_seconds, pull_seconds;
 } mx_kv_stats;
 
-/* Creates a store of the named mode ("local", "device") over comm (borrowed: it must
+/* Creates a store of the named mode (mx_kv_modes()) over comm (borrowed: it must
  * outlive the store) for the key table. Starts the mode's comm workers. Each device then
  * binds its buffers, and mx_kv_init runs once all are bound. */
 int mx_kv_create(mx_kvstore **out, const char *mode, mx_comm *comm, const mx_kv_key *keys, int nkeys,
                  const mx_kv_options *opt);
 void mx_kv_destroy(mx_kvstore *kv);
-const char *mx_kv_modes(void); /* "local|device" */
+const char *mx_kv_modes(void); /* "local|device", and the dist_* modes where built with MPI */
+/* Every mode mxbench knows, built or not (what the CLI accepts before saying what is built). */
+#define MX_KV_MODES_ALL "local|device|dist_sync|dist_device_sync|dist_async|dist_allreduce"
+/* 1 for a dist_* name (whether or not this build has it): such a mode runs under mpirun. */
+int mx_kv_mode_is_dist(const char *mode);
 
 /* Device dev registers its own backend and weight and gradient buffers (device memory laid
  * out by the key table). The store moves another device's data only through the comm. */

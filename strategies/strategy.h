@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+typedef struct mx_cluster mx_cluster;
+
 
 typedef struct {
     const char *workload;      /* a name from workloads.h, for messages */
@@ -26,11 +28,18 @@ typedef struct {
     mx_sgd opt;
     uint64_t seed;
     mx_weight_init init;
+    /* dist_* kvstores (NULL otherwise): this process is worker `cluster->index` of
+     * cluster->nworkers, each driving `devices` devices; the batch a step gets is the global
+     * batch of every worker, split over all workers' devices, of which this worker trains
+     * its own devices' slices (the same split as one process with all the devices) */
+    mx_cluster *cluster;
+    double bucket_mb;          /* dist_allreduce's bucket size in MiB (0: 25) */
 } mx_strategy_config;
 
 typedef struct {
-    double loss_sum;           /* summed over the batch */
+    double loss_sum;           /* summed over the samples this process trained */
     int correct;
+    int samples;               /* samples this process trained (a dist_* worker: its slice) */
     double phase[MX_NPHASES];  /* seconds, indexed by MX_PHASE_* (results/metrics.def); data is the caller's */
     /* indexed by MX_COUNTER_* (results/metrics.def): what the strategy measured this step;
      * NaN for what it did not (mx_step_stats_clear), which the run's figure leaves out */
@@ -42,6 +51,7 @@ static inline void mx_step_stats_clear(mx_step_stats *st)
 {
     st->loss_sum = 0;
     st->correct = 0;
+    st->samples = 0;
     for (int i = 0; i < MX_NPHASES; i++) st->phase[i] = 0;
     mx_counters_clear(st->counter);
 }

@@ -1,6 +1,8 @@
 /* Writes a results file for the report tests (test_results_cli.sh): r0000 one device whose
  * kvstore says "device", as files before one-device runs recorded "none" did; r0001 two
- * devices with a global batch of 64; r0002 diverged, with its reason; r0003 failed.
+ * devices with a global batch of 64; r0002 diverged, with its reason; r0003 failed; r0004
+ * dist_sync over 2 workers and 1 server, oversubscribed, with its rank table (worker 1 a
+ * straggler).
  * usage: make_report_fixture FILE */
 #include "tests/results_fixture.h"
 
@@ -31,6 +33,13 @@ int main(int argc, char **argv)
             snprintf(r.reason, sizeof r.reason, "the run failed (exit status 1); stderr: boom");
             r.exit_status = 1;
         }
+        rc = mx_results_append(argv[1], &r);
+        mx_record_free(&r);
+    }
+    if (rc == MX_OK) {
+        mx_run_record r;
+        fixture_dist_record(&r, 4, 2, 1);
+        r.oversubscribed = 1;
         rc = mx_results_append(argv[1], &r);
         mx_record_free(&r);
     }

@@ -1,12 +1,14 @@
 /* A small results file for tests of the store: fixture_record() makes a complete, valid run
- * (the configuration of a sweep row, a few steps and epochs); fixture_file() writes a file of
- * n such runs; copy_file() duplicates one so each bad case starts from the good file. */
+ * (the configuration of a sweep row, a few steps and epochs), fixture_dist_record() one of a
+ * dist_* kvstore with its rank table; fixture_file() writes a file of n such runs;
+ * copy_file() duplicates one so each bad case starts from the good file. */
 #ifndef MX_TESTS_RESULTS_FIXTURE_H
 #define MX_TESTS_RESULTS_FIXTURE_H
 
 #include "engine/status.h"
 #include "results/results.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,40 @@ static inline void fixture_record(mx_run_record *r, int index, int gpus, int nst
     r->epoch_time[0] = 1, r->epoch_time[1] = 2;
     r->wall_time = 2.5;
     mx_record_derive(r);
+}
+
+/* A dist_sync run of `workers` worker processes (one device each) and `servers` servers,
+ * with its rank table: workers first (rank 0 first), then the servers; worker 1 is a
+ * straggler, its median step 2.5 times worker 0's. */
+static inline void fixture_dist_record(mx_run_record *r, int index, int workers, int servers)
+{
+    fixture_record(r, index, workers, 12);
+    snprintf(r->kvstore, sizeof r->kvstore, "dist_sync");
+    r->workers = workers;
+    r->servers = servers;
+    r->nranks = workers + servers;
+    r->ranks = calloc((size_t)r->nranks, sizeof *r->ranks);
+    for (int i = 0; r->ranks && i < r->nranks; i++) {
+        mx_rank_row *x = &r->ranks[i];
+        const int worker = i < workers;
+        const double slow = i == 1 ? 2.5 : 1;
+        x->rank = i;
+        snprintf(x->host, sizeof x->host, "node-%c", 'a' + i % 2);
+        snprintf(x->role, sizeof x->role, "%s", worker ? "worker" : "server");
+        x->steps = worker ? 12 : 0;
+        x->step_min = worker ? 0.008 * slow : NAN;
+        x->step_median = worker ? 0.010 * slow : NAN;
+        x->step_p90 = worker ? 0.012 * slow : NAN;
+        x->step_max = worker ? 0.020 * slow : NAN;
+        x->bytes_per_step = 1e6 * (worker ? 2 : workers * 2);
+        x->push_time = worker ? 0.001 : NAN;
+        x->pull_time = worker ? 0.002 * slow : NAN;
+        x->busy_time = worker ? NAN : 0.003;
+    }
+    for (int k = MX_COUNTER_NET_BYTES; k <= MX_COUNTER_PULL_TIME; k++) r->metrics[k] = 0.5 + k;
+    r->metrics[MX_COUNTER_WORKER_STEP_MIN] = 0.010;
+    r->metrics[MX_COUNTER_WORKER_STEP_MEDIAN] = 0.0175;
+    r->metrics[MX_COUNTER_WORKER_STEP_MAX] = 0.025;
 }
 
 /* n runs on 1, 2, 1, 2, ... devices. 0, or a negative MX_E* (message in mx_last_error). */

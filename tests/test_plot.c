@@ -1,6 +1,7 @@
 /* Tests of the plot driver: a small study written to and loaded from an HDF5 results file
- * gives every figure as a valid PNG and SVG; edge cases (one run, no ok run, no gnuplot, a
- * broken script) give a valid figure or a clear error. Exits 77 where gnuplot is absent. */
+ * gives every figure as a valid PNG and SVG (the staleness figure where dist_async runs
+ * measured it, each kvstore mode its own series); edge cases (one run, no ok run, no gnuplot,
+ * a broken script) give a valid figure or a clear error. Exits 77 where gnuplot is absent. */
 #include "check.h"
 #include "engine/status.h"
 #include "plots/plot.h"
@@ -94,11 +95,21 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-/* Every figure of rep is a PNG with the PNG signature and an SVG holding "<svg". */
-static void check_figures(const char *outdir, const mx_plot_report *rep, int expect_drawn)
+/* Every figure of rep is a PNG with the PNG signature and an SVG holding "<svg"; every one is
+ * drawn but staleness, which only a study with dist_async runs has (with_staleness). */
+static void check_figures(const char *outdir, const mx_plot_report *rep, int with_staleness)
 {
+    const int expect_drawn = with_staleness ? MX_NPLOTS : MX_NPLOTS - 1;
     CHECK(rep->ndrawn == expect_drawn, "%d figures drawn in %s, expected %d", rep->ndrawn, outdir, expect_drawn);
+    if (!with_staleness) {
+        char png[4300];
+        snprintf(png, sizeof png, "%s/staleness.png", outdir);
+        CHECK(!rep->drawn[MX_PLOT_STALENESS] && rep->skipped[MX_PLOT_STALENESS][0] == '\0' && !file_exists(png),
+              "staleness without a dist_async run: drawn %d, skip message '%s' (expected none)",
+              rep->drawn[MX_PLOT_STALENESS], rep->skipped[MX_PLOT_STALENESS]);
+    }
     for (int p = 0; p < MX_NPLOTS; p++) {
+        if (p == MX_PLOT_STALENESS && !with_staleness) continue;
         CHECK(rep->drawn[p], "%s not drawn: %s", mx_plot_names[p], rep->skipped[p]);
         if (!rep->drawn[p]) continue;
         char png[4200], svg[4200];
@@ -163,8 +174,8 @@ static void test_study(const char *dir, mx_plot_report *rep)
     CHECK(rc == 0 && res.nruns == 7, "loading %s: %s (%d runs)", h5, mx_last_error(), res.nruns);
     if (rc != 0) return;
     rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
-    CHECK(rc == MX_NPLOTS, "mx_plot_results_report returned %d: %s", rc, mx_last_error());
-    check_figures(outdir, rep, MX_NPLOTS);
+    CHECK(rc == MX_NPLOTS - 1, "mx_plot_results_report returned %d: %s", rc, mx_last_error());
+    check_figures(outdir, rep, 0);
 
     snprintf(path, sizeof path, "%s/data/breakdown.dat", outdir);
     CHECK(count_lines(path, "\"") == 6, "%s: %d bars, expected the 6 ok runs", path, count_lines(path, "\""));
@@ -179,8 +190,8 @@ static void test_study(const char *dir, mx_plot_report *rep)
           "%s: expected one line per lr-scaling rule", path);
     free(text);
     snprintf(path, sizeof path, "%s/data/replot.sh", outdir);
-    CHECK(count_lines(path, "gnuplot ") == 2 * MX_NPLOTS, "%s: expected one gnuplot command per figure and format",
-          path);
+    CHECK(count_lines(path, "gnuplot ") == 2 * (MX_NPLOTS - 1),
+          "%s: expected one gnuplot command per figure and format", path);
     mx_results_free(&res);
 }
 
@@ -197,8 +208,74 @@ static void test_single_run(const char *dir, mx_plot_report *rep)
     char outdir[4200];
     snprintf(outdir, sizeof outdir, "%s/single", dir);
     int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
-    CHECK(rc == MX_NPLOTS, "single run: returned %d: %s", rc, mx_last_error());
-    check_figures(outdir, rep, MX_NPLOTS);
+    CHECK(rc == MX_NPLOTS - 1, "single run: returned %d: %s", rc, mx_last_error());
+    check_figures(outdir, rep, 0);
+    mx_results_free(&res);
+}
+
+/* A study of the dist_* kvstores as the sweep plans them: one device without kvstore, then
+ * dist_sync on 1, 2 and 4 devices and dist_async on 2 and 4 (a worker process per device, as
+ * many servers); the dist_async runs have staleness figures. Each kvstore mode is a series of
+ * its own; the one-device run without kvstore starts the dist_async one, while dist_sync has
+ * its own one-worker run. The staleness figure has the dist_async series only. */
+static void test_dist(const char *dir, mx_plot_report *rep)
+{
+    static const char *const kv[2] = {"dist_sync", "dist_async"};
+    static const int gpus[3] = {1, 2, 4};
+    mx_results res;
+    memset(&res, 0, sizeof res);
+    res.schema_version = MX_RESULTS_SCHEMA_VERSION;
+    res.runs = calloc(6, sizeof *res.runs);
+    make_run(&res.runs[res.nruns++], 0, "data", "none", 1);
+    snprintf(res.runs[0].kvstore, sizeof res.runs[0].kvstore, "none");
+    for (int k = 0; k < 2; k++)
+        for (int g = k; g < 3; g++) {
+            mx_run_record *r = &res.runs[res.nruns];
+            make_run(r, res.nruns++, "data", "none", gpus[g]);
+            snprintf(r->kvstore, sizeof r->kvstore, "%s", kv[k]);
+            r->workers = r->servers = gpus[g];
+            if (k == 1) {
+                r->metrics[MX_COUNTER_STALENESS_MEAN] = 0.5 * gpus[g];
+                r->metrics[MX_COUNTER_STALENESS_P50] = gpus[g] / 2;
+                r->metrics[MX_COUNTER_STALENESS_P99] = 2 * gpus[g];
+                r->metrics[MX_COUNTER_STALENESS_MAX] = 3 * gpus[g];
+            }
+        }
+    mx_records_derive_scaling(res.runs, res.nruns);
+    /* dist_sync on 2 devices against its own one worker; dist_async against no kvstore */
+    CHECK(res.runs[2].speedup == res.runs[2].throughput / res.runs[1].throughput &&
+              res.runs[4].speedup == res.runs[4].throughput / res.runs[0].throughput && res.runs[1].speedup == 1,
+          "speedups %g %g %g", res.runs[1].speedup, res.runs[2].speedup, res.runs[4].speedup);
+    char outdir[4200], path[4300];
+    snprintf(outdir, sizeof outdir, "%s/dist", dir);
+    int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
+    CHECK(rc == MX_NPLOTS, "dist study: returned %d: %s", rc, mx_last_error());
+    check_figures(outdir, rep, 1);
+    snprintf(path, sizeof path, "%s/data/staleness.dat", outdir);
+    char *text = slurp(path);
+    CHECK(text && strstr(text, "\"data-parallel, kv dist_async\"") && !strstr(text, "dist_sync") &&
+              strstr(text, "\n4 2 2 8 12\n"),
+          "%s: expected the dist_async series only, with its figures at 4 devices:\n%s", path, text ? text : "");
+    free(text);
+    snprintf(path, sizeof path, "%s/data/throughput.dat", outdir);
+    text = slurp(path);
+    /* two series, each from one device (rows sorted by device count), one point per count */
+    const char *sync = text ? strstr(text, "\"data-parallel, kv dist_sync\"\n") : NULL;
+    const char *async = text ? strstr(text, "\"data-parallel, kv dist_async\"\n") : NULL;
+    CHECK(sync && async && strncmp(strchr(sync, '\n'), "\n1 ", 3) == 0 && strncmp(strchr(async, '\n'), "\n1 ", 3) == 0 &&
+              count_lines(path, "1 ") == 2 && !strstr(text, "kv none"),
+          "%s: expected a series per kvstore mode, each from the one-device run:\n%s", path, text ? text : "");
+    free(text);
+
+    /* dist_async runs without staleness figures: skipped, and said why */
+    for (int i = 0; i < res.nruns; i++)
+        for (int k = MX_COUNTER_STALENESS_MEAN; k <= MX_COUNTER_STALENESS_MAX; k++) res.runs[i].metrics[k] = NAN;
+    rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
+    snprintf(path, sizeof path, "%s/staleness.png", outdir);
+    CHECK(rc == MX_NPLOTS - 1 && !rep->drawn[MX_PLOT_STALENESS] && strstr(rep->skipped[MX_PLOT_STALENESS], "dist_async") &&
+              !file_exists(path),
+          "dist_async without staleness: returned %d, skip message '%s', stale figure %d", rc,
+          rep->skipped[MX_PLOT_STALENESS], file_exists(path));
     mx_results_free(&res);
 }
 
@@ -275,6 +352,7 @@ int main(void)
 
     test_study(dir, rep);
     test_single_run(dir, rep);
+    test_dist(dir, rep);
     test_no_ok_runs(dir, rep);
     test_errors(dir, &probe);
     mx_results_free(&probe);

@@ -3,7 +3,9 @@
 # overwrites a file without --force; `sweep --resume` (and a fresh sweep) removes what killed
 # sweeps left beside the file, and only that; `mxbench report` shows the per-device and the
 # global batch, "none" as the kvstore of one-device rows (old files too), and diverged and
-# failed rows with their reason, the same in text, md, csv and json.
+# failed rows with their reason, the same in text, md, csv and json; a dist_* run's worker and
+# server counts, its oversubscription and its rank table (csv with --ranks), where a straggler
+# shows.
 # usage: test_results_cli.sh MXBENCH SOURCE_DIR BUILD_DIR
 set -u
 
@@ -110,6 +112,36 @@ print(r[0]["kvstore"], r[0]["batch_per_device"], r[1]["batch_per_device"], r[1][
     [ "$got" = "none 32 32 64 diverged loss inf" ] && pass "json: the same values" || fail "json: expected 'none 32 32 64 diverged loss inf', saw '$got'"
 else
     grep -q '"kvstore": "none"' "$T/rep.json" && pass "json: kvstore none (no python3 to check more)" || fail "json: no kvstore none"
+fi
+
+# ---- report: a dist_* run (r0004: dist_sync, 2 workers, 1 server, oversubscribed; worker 1
+# takes 25 ms a step where worker 0 takes 10: 1.43x the median of the workers' 17.5 ms)
+row "$T/rep.txt" r0004 | grep -Eq ' 2 +32 +64 +dist_sync +2 +1 .*oversubscribed' &&
+    pass "text: the dist_* row shows its kvstore, 2 workers, 1 server and the oversubscription" ||
+    fail "text r0004: expected 'dist_sync 2 1 ... oversubscribed', saw: $(row "$T/rep.txt" r0004)"
+row "$T/rep.txt" r0000 | grep -Eq ' none +1 +0 ' && pass "text: a single-process row shows 1 worker, 0 servers" ||
+    fail "text r0000: expected 'none 1 0', saw: $(row "$T/rep.txt" r0000)"
+ranks=$(sed -n '/^ranks of r0004/,/^$/p' "$T/rep.txt")
+echo "$ranks" | grep -q "kvstore dist_sync, 2 workers, 1 server; oversubscribed" &&
+    echo "$ranks" | grep -Eq '^ +1 +node-b +worker +12 +25\.00 +30\.00 +50\.00 +1\.43x +2 +1\.00 +5\.00 +-$' &&
+    echo "$ranks" | grep -Eq '^ +2 +node-a +server +0 +- +- +- +- +4 +- +- +3\.00$' &&
+    pass "text: the rank table of r0004, the straggler at 1.43x the median" ||
+    { fail "text: rank table of r0004:"; echo "$ranks"; }
+grep -q '^#### Ranks of `r0004`' "$T/rep.md" && grep -q '^| 1 | node-b | worker | 12 | 25.00 | 30.00 | 50.00 | 1.43x |' "$T/rep.md" &&
+    pass "md: the rank table" || { fail "md: no rank table of r0004:"; cat "$T/rep.md"; }
+[ "$(csvcol "$T/rep.csv" r0004 workers)" = 2 ] && [ "$(csvcol "$T/rep.csv" r0004 servers)" = 1 ] &&
+    [ "$(csvcol "$T/rep.csv" r0004 oversubscribed)" = 1 ] && [ "$(csvcol "$T/rep.csv" r0004 nranks)" = 3 ] &&
+    [ "$(csvcol "$T/rep.csv" r0000 workers)" = 1 ] && pass "csv: workers, servers, oversubscribed, nranks" ||
+    fail "csv: r0004 has workers '$(csvcol "$T/rep.csv" r0004 workers)', nranks '$(csvcol "$T/rep.csv" r0004 nranks)'"
+"$MX" report "$T/rep.h5" --format csv --ranks >"$T/ranks.csv" 2>"$T/e"
+[ "$(head -1 "$T/ranks.csv")" = "id,rank,host,role,steps,step_min,step_median,step_p90,step_max,bytes_per_step,push_time,pull_time,busy_time" ] &&
+    [ "$(wc -l <"$T/ranks.csv")" -eq 4 ] && grep -qx '"r0004",1,"node-b","worker",12,0.02,0.025,0.03,0.05,2e+06,0.001,0.005,' "$T/ranks.csv" &&
+    pass "csv --ranks: one row per rank" || { fail "csv --ranks:"; cat "$T/ranks.csv" "$T/e"; }
+if command -v python3 >/dev/null 2>&1; then
+    got=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"]
+print(r[0]["ranks"], r[4]["workers"], r[4]["servers"], r[4]["oversubscribed"], len(r[4]["ranks"]), r[4]["ranks"][1]["step_median"], r[4]["ranks"][2]["role"], r[4]["ranks"][2]["push_time"])' "$T/rep.json" 2>&1)
+    [ "$got" = "[] 2 1 1 3 0.025 server None" ] && pass "json: processes and the rank table" ||
+        fail "json: expected '[] 2 1 1 3 0.025 server None', saw '$got'"
 fi
 
 # A file on which libhdf5 1.10.8 itself crashes (found by fuzzing raw bytes of a results

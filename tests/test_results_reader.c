@@ -16,7 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static char dir[64], good[128], bad[128], other[128];
+static char dir[64], good[128], bad[128], other[128], good_dist[128];
+static const char *source; /* the good file each case damages a copy of */
 
 /* ---- damage, done with plain HDF5 on the copy */
 
@@ -127,7 +128,7 @@ static int ncases;
 static void expect_refused(const char *what, damage_fn fn, edit e, const char *n1, const char *n2, const char *n3)
 {
     ncases++;
-    CHECK(copy_file(good, bad) == 0, "%s: cannot copy %s", what, good);
+    CHECK(copy_file(source, bad) == 0, "%s: cannot copy %s", what, source);
     hid_t fid = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
     int damaged = fid >= 0 && fn(fid, &e) == 0;
     if (fid >= 0) H5Fclose(fid);
@@ -240,6 +241,138 @@ static void test_series_and_summary(void)
     expect_refused("/summary id empty", summary_id, (edit){NULL, NULL, 0, ""}, "run id ''", NULL, NULL);
 }
 
+/* ---- the rank table of a dist_* run (good_dist: run r0002 of 2 workers and 1 server) */
+
+/* A rank table written by hand: rows {rank, host, role, steps, step_median}, with the columns
+ * as `shape` says: 0 ours, 1 without role, 2 host as a number, 3 an extra column; rows
+ * declared but never written when `rows` exceeds what is given. */
+typedef struct {
+    int rank;
+    char host[64];
+    char role[8];
+    int steps;
+    double step_median;
+    double extra;
+} hand_row;
+
+static int write_ranks(hid_t fid, const hand_row *rows, hsize_t n, int shape, hsize_t declared)
+{
+    const char *at = "/runs/r0002/ranks";
+    if (H5Lexists(fid, at, H5P_DEFAULT) > 0) H5Ldelete(fid, at, H5P_DEFAULT);
+    hid_t host = H5Tcopy(H5T_C_S1), role = H5Tcopy(H5T_C_S1), t = H5Tcreate(H5T_COMPOUND, sizeof(hand_row));
+    H5Tset_size(host, 64);
+    H5Tset_size(role, 8);
+    H5Tinsert(t, "rank", HOFFSET(hand_row, rank), H5T_NATIVE_INT);
+    H5Tinsert(t, "host", HOFFSET(hand_row, host), shape == 2 ? H5T_NATIVE_DOUBLE : host);
+    if (shape != 1) H5Tinsert(t, "role", HOFFSET(hand_row, role), role);
+    H5Tinsert(t, "steps", HOFFSET(hand_row, steps), H5T_NATIVE_INT);
+    H5Tinsert(t, "step_median", HOFFSET(hand_row, step_median), H5T_NATIVE_DOUBLE);
+    if (shape == 3) H5Tinsert(t, "gpu_temperature", HOFFSET(hand_row, extra), H5T_NATIVE_DOUBLE);
+    hid_t sp = H5Screate_simple(1, &declared, NULL);
+    hid_t ds = H5Dcreate2(fid, at, t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = ds >= 0 ? 0 : -1;
+    if (ds >= 0 && n == declared && H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0) rc = -1;
+    if (ds >= 0) H5Dclose(ds);
+    H5Sclose(sp), H5Tclose(t), H5Tclose(role), H5Tclose(host);
+    return rc;
+}
+
+/* e->value picks the damage; e->text, where given, is row 1's role */
+static int damage_ranks(hid_t fid, const edit *e)
+{
+    hand_row rows[3] = {{0, "node-a", "worker", 12, 0.01, 0}, {1, "node-b", "worker", 12, 0.025, 0},
+                        {2, "node-a", "server", 0, NAN, 0}};
+    if (e->text) snprintf(rows[1].role, sizeof rows[1].role, "%s", e->text);
+    switch (e->value) {
+    case 1: rows[1].rank = 0; break;            /* rank 0 twice */
+    case 2: rows[2].rank = 7; break;            /* past the last rank */
+    case 3: return write_ranks(fid, rows, 3, 1, 3);
+    case 4: return write_ranks(fid, rows, 3, 2, 3);
+    case 5: return write_ranks(fid, rows, 0, 0, 3);       /* declared, never written */
+    case 6: return write_ranks(fid, rows, 0, 0, 70000);   /* more ranks than any job */
+    case 7: rows[0].steps = -1; break;
+    case 8: rows[0].host[63] = 'x', memset(rows[0].host, 'h', 63); break; /* a host that fills its column */
+    }
+    return write_ranks(fid, rows, 3, e->value == 9 ? 3 : 0, 3);
+}
+
+static void test_ranks(void)
+{
+    source = good_dist;
+    expect_refused("a rank of an unknown role", damage_ranks, (edit){NULL, NULL, 0, "boss"}, "r0002", "role 'boss'",
+                   "worker, server");
+    expect_refused("a rank listed twice", damage_ranks, (edit){NULL, NULL, 1, NULL}, "r0002", "rank 0 listed twice",
+                   NULL);
+    expect_refused("a rank past the last", damage_ranks, (edit){NULL, NULL, 2, NULL}, "r0002", "rank 7 out of range",
+                   "0..2");
+    expect_refused("a rank table without roles", damage_ranks, (edit){NULL, NULL, 3, NULL}, "/runs/r0002/ranks",
+                   "'role'", NULL);
+    expect_refused("a rank table whose host is a number", damage_ranks, (edit){NULL, NULL, 4, NULL},
+                   "/runs/r0002/ranks", "'host'", "fixed-length string");
+    expect_refused("a rank table declaring rows it does not hold", damage_ranks, (edit){NULL, NULL, 5, NULL},
+                   "/runs/r0002/ranks", "declares 3 rows", NULL);
+    expect_refused("a rank table of 70000 rows", damage_ranks, (edit){NULL, NULL, 6, NULL}, "/runs/r0002/ranks",
+                   "70000 rows", "up to 65536");
+    expect_refused("negative steps of a rank", damage_ranks, (edit){NULL, NULL, 7, NULL}, "r0002", "steps = -1", NULL);
+    expect_refused("a rank table that is not a table", put_dataset, (edit){"/runs/r0002", "ranks", 3, NULL},
+                   "/runs/r0002/ranks", "not a table", NULL);
+    expect_refused("a rank table that is a soft link", soft_link,
+                   (edit){"/runs/r0002", "ranks", 0, "/runs/r0002/step_time"}, "/runs/r0002/ranks", "soft link", NULL);
+    expect_refused("more workers than the run says", set_int, (edit){"/runs/r0002", "workers", 3, NULL}, "r0002",
+                   "2 workers and 1 servers", "workers = 3");
+    expect_refused("oversubscribed = 2", set_int, (edit){"/runs/r0002", "oversubscribed", 2, NULL}, "r0002",
+                   "oversubscribed = 2", "0 or 1");
+    expect_refused("servers = -1", set_int, (edit){"/runs/r0001", "servers", -1, NULL}, "r0001", "servers = -1",
+                   "0 or more");
+    expect_refused("workers = 0", set_int, (edit){"/runs/r0001", "workers", 0, NULL}, "r0001", "workers = 0",
+                   "1 or more");
+
+    /* tolerated: columns missing (NaN) or unknown (ignored), a host filling its column (ended),
+     * and no workers, servers or oversubscribed attributes where there is no rank table */
+    static const edit ok_edits[] = {{NULL, NULL, 8, NULL}, {NULL, NULL, 9, NULL}};
+    for (int k = 0; k < 2; k++) {
+        CHECK(copy_file(good_dist, bad) == 0, "copy");
+        hid_t fid = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
+        CHECK(fid >= 0 && damage_ranks(fid, &ok_edits[k]) == 0, "hand-written rank table %d", k);
+        if (fid >= 0) H5Fclose(fid);
+        mx_results r;
+        CHECK(mx_results_load(bad, &r) == MX_OK, "hand-written rank table %d refused: %s", k, mx_last_error());
+        const mx_run_record *d = r.nruns == 3 ? &r.runs[2] : NULL;
+        CHECK(d && d->nranks == 3 && d->ranks[1].step_median == 0.025 && isnan(d->ranks[1].push_time) &&
+                  strlen(d->ranks[0].host) == 63 - (k == 1 ? 57 : 0),
+              "hand-written rank table %d read back wrong", k);
+        if (r.nruns) mx_results_free(&r);
+    }
+    CHECK(copy_file(good_dist, bad) == 0, "copy");
+    hid_t fid = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
+    static const char *const added[] = {"workers", "servers", "oversubscribed"};
+    for (int i = 0; fid >= 0 && i < 3; i++) H5Adelete_by_name(fid, "/runs/r0001", added[i], H5P_DEFAULT);
+    if (fid >= 0) H5Fclose(fid);
+    mx_results r;
+    CHECK(mx_results_load(bad, &r) == MX_OK && r.nruns == 3 && r.runs[1].workers == 1 && r.runs[1].servers == 0 &&
+              r.runs[1].oversubscribed == 0 && r.runs[1].nranks == 0,
+          "a run without workers, servers, oversubscribed: %s", mx_last_error());
+    if (r.nruns) mx_results_free(&r);
+    ncases += 3;
+
+    /* the writer refuses a rank table that disagrees with the run */
+    mx_run_record d;
+    fixture_dist_record(&d, 8, 2, 1);
+    d.servers = 2;
+    CHECK(mx_results_append(bad, &d) == MX_EINVAL && strstr(mx_last_error(), "servers = 2"),
+          "append a rank table of 1 server for 2: %s", mx_last_error());
+    d.servers = 1;
+    snprintf(d.ranks[2].role, sizeof d.ranks[2].role, "chief");
+    CHECK(mx_results_append(bad, &d) == MX_EINVAL && strstr(mx_last_error(), "'chief'"), "append role 'chief': %s",
+          mx_last_error());
+    d.nranks = -1;
+    CHECK(mx_results_append(bad, &d) == MX_EINVAL, "append -1 ranks: %s", mx_last_error());
+    d.nranks = 3;
+    ncases += 3;
+    mx_record_free(&d);
+    source = good;
+}
+
 /* The writer refuses the values the reader would, and leaves the file as it was. */
 static void test_writer_refuses(void)
 {
@@ -278,7 +411,13 @@ int main(void)
     snprintf(good, sizeof good, "%s/good.h5", dir);
     snprintf(bad, sizeof bad, "%s/bad.h5", dir);
     snprintf(other, sizeof other, "%s/other.h5", dir);
+    snprintf(good_dist, sizeof good_dist, "%s/good_dist.h5", dir);
+    source = good;
     int rc = fixture_file(good, 2, 20);
+    mx_run_record d;
+    fixture_dist_record(&d, 2, 2, 1);
+    if (rc == MX_OK && copy_file(good, good_dist) == 0) rc = mx_results_append(good_dist, &d);
+    mx_record_free(&d);
     CHECK(rc == MX_OK, "writing %s: %s", good, mx_last_error());
     CHECK(copy_file(good, other) == 0, "copy to %s", other);
     mx_results r;
@@ -290,12 +429,14 @@ int main(void)
         test_impossible_values();
         test_links();
         test_series_and_summary();
+        test_ranks();
         test_writer_refuses();
     }
     printf("test_results_reader: %d damaged files and refused records tried\n", ncases);
     unlink(good);
     unlink(bad);
     unlink(other);
+    unlink(good_dist);
     rmdir(dir);
     return check_summary("test_results_reader");
 }

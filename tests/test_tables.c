@@ -243,6 +243,12 @@ static void test_axes(const char *schema)
         int n = 0;
         CHECK(mx_sweep_plan(&ax, &runs, &n) == MX_OK && n == 1, "axis %s: planning one run gave %d", a->name, n);
         if (n != 1) continue;
+        /* a field the run records itself (workers of a dist_* run) stays at its default in
+         * the plan; a later field at its default is left out of the keys, so give it another */
+        if (!a->option && !a->in_v1) {
+            other_value(a, v, sizeof v);
+            mx_axis_set(a, &runs[0], v);
+        }
         const mx_run_record *r = &runs[0];
         char have[256], key[2048], series[2048], item[320], store[4096], *argv[64], opt[64];
         mx_axis_text(a, r, have, sizeof have);
@@ -271,7 +277,18 @@ static void test_axes(const char *schema)
         char want[128];
         snprintf(want, sizeof want, "| `%s` |", a->name);
         CHECK(schema && strstr(schema, want), "axis %s: results/SCHEMA.md does not document it", a->name);
-        CHECK(a->in_v1 || a->option, "axis %s: a derived field added later needs a default for older files", a->name);
+        if (!a->in_v1) {
+            /* older files lack it: a record read from one must hold what such a run meant */
+            static mx_run_record init, want_rec;
+            char got[256], def[256];
+            mx_record_init(&init);
+            memset(&want_rec, 0, sizeof want_rec);
+            mx_axis_set(a, &want_rec, a->def);
+            mx_axis_text(a, &init, got, sizeof got);
+            mx_axis_text(a, &want_rec, def, sizeof def);
+            CHECK(strcmp(got, def) == 0, "axis %s: added after schema 1, a new record holds %s, not its default %s",
+                  a->name, got, def);
+        }
         for (int k = 0; k < n; k++) mx_record_free(&runs[k]);
         free(runs);
     }

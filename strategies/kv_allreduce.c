@@ -1,0 +1,267 @@
+/* kvstore `dist_allreduce`: Horovod's (and MXNet's horovod kvstore's, PyTorch DDP's) data
+ * parallelism across processes, with no servers. Inside a process it is `local`: each
+ * device's gradient is copied to the host and summed there in device order. Across ranks,
+ * keys are grouped into buckets of about bucket_mb, filled in backward order (the order
+ * devices push); once every key of a bucket is summed locally, one all-reduce over the world
+ * comm sums the bucket across ranks while the devices go on with backward (the overlap DDP
+ * buys). With an updater each rank then updates its host copy of the weights (host
+ * momentum) from the same summed bits, so replicas stay bit-equal without a broadcast.
+ *
+ * Contract, as DDP's: every rank pushes every key once per round in the same order, and a
+ * device pulls only after it pushed every key of the pulled key's bucket for that round. */
+#include "kv_mode.h"
+#include "cluster.h"
+#include "engine/status.h"
+#include "engine/timer.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int lo, hi;          /* keys lo..hi-1 (consecutive indices) */
+    size_t off, count;   /* their contiguous host range, padding between keys included */
+} bucket;
+
+typedef struct {
+    mx_backend *host;    /* one-thread CPU backend for the host-side sums and updates */
+    float *w, *mom, *merge, *tmp;
+    bucket *b;
+    int nb;
+    int *bucket_of;      /* [nkeys] */
+    int *key_round;      /* [nkeys] rounds processed per key (worker only) */
+    int *filled;         /* [nb] keys processed in the bucket's current round (worker only) */
+    /* ---- guarded by lock */
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    int *done;           /* [nb] rounds all-reduced (and updated) */
+    int failed;
+    char errmsg[256];    /* the worker's message: mx_last_error is per thread */
+} kv_allreduce;
+
+static int allreduce_create(mx_kvstore *kv)
+{
+    const mx_comm *world = kv->opt.world;
+    const double mb = kv->opt.bucket_mb;
+    if (!world || strcmp(world->ops->name, "mpi") != 0)
+        return mx_error(MX_EINVAL, "kvstore dist_allreduce needs the world comm of every worker rank (an mpi comm); got %s",
+                        world ? world->ops->name : "none");
+    /* MPI counts are ints: a bucket beyond 2^31-1 bytes could not be all-reduced at once */
+    if (!(mb >= 0 && mb < 2048))
+        return mx_error(MX_EINVAL, "kvstore dist_allreduce: bucket size %g MiB; accepted: 0 (25, as DDP) or more, below 2048",
+                        mb);
+    const mx_cluster *cl = kv->opt.cluster;
+    if (cl && (cl->nservers != 0 || cl->nworkers != world->n))
+        return mx_error(MX_EINVAL, "kvstore dist_allreduce: the job has %d workers and %d servers, the world comm %d members; "
+                        "accepted: no servers, one member per worker", cl->nworkers, cl->nservers, world->n);
+    for (int k = 0; k < kv->nkeys; k++) {
+        const mx_kv_key *key = &kv->keys[k];
+        if (key->dtype != MX_F32)
+            return mx_error(MX_EINVAL, "kvstore dist_allreduce: key %d is %s; accepted: f32 (host sums and updates f32 "
+                            "master values)", k, mx_dtype_name(key->dtype));
+        /* A bucket must be one contiguous range holding only its own keys. */
+        if (k && key->offset < kv->keys[k - 1].offset + kv->keys[k - 1].count)
+            return mx_error(MX_EINVAL, "kvstore dist_allreduce: key %d at offset %zu overlaps or precedes key %d "
+                            "(%zu..%zu); accepted: keys in offset order", k, key->offset, k - 1,
+                            kv->keys[k - 1].offset, kv->keys[k - 1].offset + kv->keys[k - 1].count);
+    }
+    kv_allreduce *m = calloc(1, sizeof *m);
+    if (!m) return mx_error(MX_ENOMEM, "out of memory creating kvstore dist_allreduce");
+    kv->mode = m;
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->cv, NULL);
+    m->b = calloc(kv->nkeys, sizeof *m->b);
+    m->bucket_of = calloc(kv->nkeys, sizeof(int));
+    m->key_round = calloc(kv->nkeys, sizeof(int));
+    m->filled = calloc(kv->nkeys, sizeof(int));
+    m->done = calloc(kv->nkeys, sizeof(int));
+    if (!m->b || !m->bucket_of || !m->key_round || !m->filled || !m->done)
+        return mx_error(MX_ENOMEM, "out of memory creating kvstore dist_allreduce");
+    /* Greedy in backward order, as DDP: a key that would take the bucket's range past the
+     * cap starts a new one, so a key larger than the cap is a bucket of its own. */
+    const double cap = (mb > 0 ? mb : 25.0) * 1048576.0;
+    for (int k = kv->nkeys - 1; k >= 0; k--) {
+        const mx_kv_key *key = &kv->keys[k];
+        bucket *cur = m->nb ? &m->b[m->nb - 1] : NULL;
+        const size_t end = cur ? cur->off + cur->count : 0;
+        if (!cur || sizeof(float) * (double)(end - key->offset) > cap) {
+            cur = &m->b[m->nb++];
+            *cur = (bucket){k, k + 1, key->offset, key->count};
+        } else {
+            cur->lo = k;
+            cur->count = end - key->offset;
+            cur->off = key->offset;
+        }
+        m->bucket_of[k] = m->nb - 1;
+    }
+    for (int b = 0; b < m->nb; b++)
+        if (m->b[b].count * sizeof(float) > (size_t)INT32_MAX)
+            return mx_error(MX_EINVAL, "kvstore dist_allreduce: keys %d..%d need %zu floats at once, beyond MPI's 2^31-1 "
+                            "bytes per call", m->b[b].lo, m->b[b].hi - 1, m->b[b].count);
+    MX_TRY(mx_backend_create(&m->host, "cpu", -1, 1));
+    /* Zero-filled: the padding between keys of a bucket is all-reduced too and stays 0. */
+    const size_t bytes = sizeof(float) * kv->total;
+    m->w = m->host->ops->alloc(m->host, bytes);
+    m->mom = m->host->ops->alloc(m->host, bytes);
+    m->merge = m->host->ops->alloc(m->host, bytes);
+    m->tmp = m->host->ops->alloc(m->host, bytes);
+    if (!m->w || !m->mom || !m->merge || !m->tmp)
+        return mx_error(MX_ENOMEM, "out of memory for kvstore dist_allreduce host buffers (4 x %zu floats)", kv->total);
+    return MX_OK;
+}
+
+static int allreduce_nworkers(const mx_kvstore *kv) { return 1; }
+static int allreduce_follows(const mx_kvstore *kv, int worker) { return 0; }
+
+/* Replicas start equal on every rank (same seed), so device 0's weights are everyone's. */
+static int allreduce_init(mx_kvstore *kv)
+{
+    kv_allreduce *m = kv->mode;
+    mx_backend *be = kv->dev[0].be;
+    be->ops->copy(be, m->w, kv->dev[0].w, sizeof(float) * kv->total, MX_COPY_D2H);
+    return MX_OK;
+}
+
+/* Records the failure for pulls waiting on any bucket and wakes them: the bucket they wait
+ * for may never be all-reduced now. */
+static int fail(kv_allreduce *m, int rc)
+{
+    pthread_mutex_lock(&m->lock);
+    if (!m->failed) {
+        m->failed = rc;
+        snprintf(m->errmsg, sizeof m->errmsg, "%s", mx_last_error());
+    }
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+/* Sums the bucket across ranks in place, then updates its keys (in push order). */
+static int reduce_bucket(mx_kvstore *kv, kv_allreduce *m, int b)
+{
+    const bucket *bk = &m->b[b];
+    mx_comm *world = kv->opt.world;
+    float *range = m->merge + bk->off;
+    const double t0 = mx_now();
+    const int rc = mx_comm_allreduce(world, world->local_first, range, range, bk->count, MX_F32);
+    const double t1 = mx_now();
+    pthread_mutex_lock(&kv->lock);
+    /* sent and received, as the parameter-server modes count: a ring all-reduce sends
+     * 2(n-1)/n of S per rank (reduce-scatter, then all-gather; nccl-tests' busbw traffic)
+     * and receives as much */
+    if (rc == MX_OK) kv->stats.net_bytes += 4.0 * (world->n - 1) / world->n * sizeof(float) * (double)bk->count;
+    kv->stats.push_seconds += t1 - t0;
+    pthread_mutex_unlock(&kv->lock);
+    if (rc < 0) return rc;
+    if (kv->updater)
+        for (int k = bk->hi - 1; k >= bk->lo; k--) {
+            const mx_kv_key *key = &kv->keys[k];
+            kv->updater(kv->updater_user, m->host, k, 0, key->count, m->w + key->offset, m->mom + key->offset,
+                        m->merge + key->offset);
+        }
+    return MX_OK;
+}
+
+static int allreduce_process(mx_kvstore *kv, int worker, int key)
+{
+    kv_allreduce *m = kv->mode;
+    const mx_kv_key *k = &kv->keys[key];
+    const int b = m->bucket_of[key], round = ++m->key_round[key];
+    pthread_mutex_lock(&m->lock);
+    const int failed = m->failed, done = m->done[b];
+    pthread_mutex_unlock(&m->lock);
+    /* After a failed all-reduce (which failed on every rank) no rank calls another. */
+    if (failed) return mx_error(failed, "%s", m->errmsg);
+    /* A second round of a key before its bucket was all-reduced would overwrite the sum the
+     * other ranks still expect (DDP refuses it too). */
+    if (round != done + 1)
+        return fail(m, mx_error(MX_EINVAL, "key %d pushed for round %d while its bucket (keys %d..%d) is still "
+                                "in round %d: push every key once per round", key, round,
+                                m->b[b].lo, m->b[b].hi - 1, done + 1));
+    const size_t bytes = sizeof(float) * k->count;
+    float *merge = m->merge + k->offset, *tmp = m->tmp + k->offset;
+    /* Summed in device order, so the result does not depend on who pushed first. */
+    for (int d = 0; d < kv->ndev; d++) {
+        mx_backend *be = kv->dev[d].be;
+        const float *g = (const float *)kv->dev[d].g + k->offset;
+        be->ops->copy(be, d ? tmp : merge, g, bytes, MX_COPY_D2H);
+        if (d) m->host->ops->add(m->host, k->count, merge, tmp);
+    }
+    mx_kv_count_bytes(kv, (double)bytes * kv->ndev);
+    if (++m->filled[b] < m->b[b].hi - m->b[b].lo) return MX_OK;
+    m->filled[b] = 0;
+    const int rc = reduce_bucket(kv, m, b);
+    if (rc < 0) return fail(m, rc);
+    pthread_mutex_lock(&m->lock);
+    m->done[b] = round;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->lock);
+    return MX_OK;
+}
+
+static int allreduce_pull(mx_kvstore *kv, int key, int dev)
+{
+    kv_allreduce *m = kv->mode;
+    const bucket *bk = &m->b[m->bucket_of[key]];
+    /* The bucket completes only once dev pushed all its keys: waiting without them would
+     * never end, so say so instead. */
+    pthread_mutex_lock(&kv->lock);
+    const int *pushed = &kv->pushed[dev * kv->nkeys];
+    const int round = pushed[key];
+    int missing = -1;
+    for (int k = bk->hi - 1; k >= bk->lo && missing < 0; k--)
+        if (pushed[k] < round) missing = k;
+    pthread_mutex_unlock(&kv->lock);
+    if (missing >= 0)
+        return mx_error(MX_EINVAL, "kvstore dist_allreduce: pull of key %d from device %d before it pushed key %d of the "
+                        "same bucket (keys %d..%d) for round %d: push every key of a round, then pull",
+                        key, dev, missing, bk->lo, bk->hi - 1, round);
+    pthread_mutex_lock(&m->lock);
+    while (!m->failed && m->done[m->bucket_of[key]] < round) pthread_cond_wait(&m->cv, &m->lock);
+    const int failed = m->failed;
+    pthread_mutex_unlock(&m->lock);
+    if (failed) return mx_error(failed, "kvstore dist_allreduce: %s", m->errmsg);
+    const mx_kv_key *k = &kv->keys[key];
+    mx_backend *be = kv->dev[dev].be;
+    /* Without an updater the store holds the summed gradient, and it lands where the
+     * device's gradient was. */
+    float *dst = (float *)(kv->updater ? kv->dev[dev].w : kv->dev[dev].g) + k->offset;
+    const float *src = (kv->updater ? m->w : m->merge) + k->offset;
+    be->ops->copy(be, dst, src, sizeof(float) * k->count, MX_COPY_H2D);
+    mx_kv_count_bytes(kv, sizeof(float) * (double)k->count);
+    return MX_OK;
+}
+
+static void allreduce_destroy(mx_kvstore *kv)
+{
+    kv_allreduce *m = kv->mode;
+    if (m->host) {
+        m->host->ops->free(m->host, m->w);
+        m->host->ops->free(m->host, m->mom);
+        m->host->ops->free(m->host, m->merge);
+        m->host->ops->free(m->host, m->tmp);
+        mx_backend_destroy(m->host);
+    }
+    free(m->b);
+    free(m->bucket_of);
+    free(m->key_round);
+    free(m->filled);
+    free(m->done);
+    pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->cv);
+    free(m);
+}
+
+const mx_kvstore_ops mx_kv_dist_allreduce_ops = {
+    .name = "dist_allreduce",
+    .create = allreduce_create,
+    .nworkers = allreduce_nworkers,
+    .follows = allreduce_follows,
+    .ready = mx_kv_all_pushed,
+    .init = allreduce_init,
+    .process = allreduce_process,
+    .pull = allreduce_pull,
+    .destroy = allreduce_destroy,
+};

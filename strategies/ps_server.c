@@ -1,0 +1,233 @@
+/* A parameter-server rank (ps.h): per session, it learns the key table from worker 0, takes
+ * the initial values of the parts placed on it, then answers pushes until every worker said
+ * stop. dist_sync sums a round's pushes in worker order (so the bits do not depend on who
+ * came first: those of `local` with the same devices) and updates once; dist_async updates
+ * with each push as it comes and counts how stale it was. One thread: MPI messages are
+ * handled one at a time, as ps-lite's server handles requests. */
+#include "cluster_mpi.h"
+#include "ps.h"
+#include "comm.h"
+#include "engine/backend.h"
+#include "engine/optim.h"
+#include "engine/status.h"
+#include "engine/timer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int key;
+    size_t len;
+    mx_param param;  /* for the update: its decay flag and length */
+    float *w, *mom;
+    float *slots;    /* [nworkers][len + 1]: each worker's push of the round, then its lr */
+    float *sum;      /* [len] */
+    int arrived;
+    long version;    /* updates applied */
+    long *last_pull; /* [nworkers] the version each worker last received */
+} server_part;
+
+typedef struct {
+    mx_cluster *c;
+    MPI_Comm comm;
+    mx_ps_setup setup;
+    mx_ps_key_desc *keys;
+    server_part *parts;
+    int nparts;
+    int *part_of_tag; /* local part index by tag - MX_PS_TAG_PART0, -1: not here */
+    int ntags;
+    mx_backend *be;
+    mx_ps_stats *st;
+} session;
+
+static void session_free(session *s)
+{
+    for (int i = 0; i < s->nparts; i++) {
+        free(s->parts[i].w), free(s->parts[i].mom), free(s->parts[i].slots), free(s->parts[i].sum);
+        free(s->parts[i].last_pull);
+    }
+    free(s->parts);
+    free(s->keys);
+    free(s->part_of_tag);
+}
+
+/* Takes the key table and this server's share of the initial values. Returns 1 when worker
+ * 0 ended the job instead. */
+static int session_begin(session *s)
+{
+    mx_cluster *c = s->c;
+    const int w0 = c->worker_rank[0];
+    MPI_Status ms;
+    int rc = mx_mpi_probe(w0, MX_PS_TAG_SETUP, s->comm, &ms);
+    int bytes = 0;
+    if (rc == MPI_SUCCESS) MPI_Get_count(&ms, MPI_BYTE, &bytes);
+    if (rc != MPI_SUCCESS) return mx_cluster_fail("server: waiting for worker 0's key table", rc);
+    char *buf = malloc(bytes ? bytes : 1);
+    if (!buf) return mx_error(MX_ENOMEM, "server: out of memory for the key table (%d bytes)", bytes);
+    rc = MPI_Recv(buf, bytes, MPI_BYTE, w0, MX_PS_TAG_SETUP, s->comm, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        free(buf);
+        return mx_cluster_fail("server: receiving the key table", rc);
+    }
+    memcpy(&s->setup, buf, sizeof s->setup);
+    const int nkeys = s->setup.nkeys;
+    if (nkeys == 0) {
+        free(buf);
+        return 1;
+    }
+    if (nkeys < 0 || (size_t)bytes != sizeof s->setup + (size_t)nkeys * sizeof(mx_ps_key_desc) ||
+        s->setup.nworkers != c->nworkers) {
+        free(buf);
+        return mx_error(MX_EFORMAT, "server %d: malformed key table from worker 0 (%d bytes, %d keys, %d workers)",
+                        c->index, bytes, nkeys, s->setup.nworkers);
+    }
+    s->keys = malloc(sizeof *s->keys * nkeys);
+    s->ntags = nkeys * MX_COMM_MAX;
+    s->part_of_tag = malloc(sizeof(int) * s->ntags);
+    s->parts = calloc((size_t)nkeys * c->nservers, sizeof *s->parts);
+    if (!s->keys || !s->part_of_tag || !s->parts) {
+        free(buf);
+        return mx_error(MX_ENOMEM, "server: out of memory for %d keys", nkeys);
+    }
+    memcpy(s->keys, buf + sizeof s->setup, sizeof *s->keys * nkeys);
+    free(buf);
+    for (int t = 0; t < s->ntags; t++) s->part_of_tag[t] = -1;
+    mx_ps_part pl[MX_COMM_MAX];
+    const int W = c->nworkers;
+    for (int k = 0; k < nkeys; k++) {
+        const int np = mx_ps_place(k, (size_t)s->keys[k].count, c->nservers, (size_t)s->setup.bound, pl);
+        for (int p = 0; p < np; p++) {
+            if (pl[p].server != c->index) continue;
+            server_part *sp = &s->parts[s->nparts];
+            sp->key = k;
+            sp->len = pl[p].hi - pl[p].lo;
+            sp->param = (mx_param){.count = sp->len, .dtype = MX_F32, .decay = s->keys[k].decay};
+            sp->w = malloc(sizeof(float) * (sp->len + 1));
+            sp->mom = calloc(sp->len + 1, sizeof(float));
+            sp->slots = malloc(sizeof(float) * (sp->len + 1) * (s->setup.async ? 1 : W));
+            sp->sum = malloc(sizeof(float) * (sp->len + 1));
+            sp->last_pull = calloc(W, sizeof(long));
+            if (!sp->w || !sp->mom || !sp->slots || !sp->sum || !sp->last_pull)
+                return mx_error(MX_ENOMEM, "server: out of memory for key %d (%zu values)", k, sp->len);
+            s->part_of_tag[mx_ps_tag(k, p) - MX_PS_TAG_PART0] = s->nparts++;
+            rc = MPI_Recv(sp->w, (int)sp->len, MPI_FLOAT, w0, MX_PS_TAG_INIT, s->comm, MPI_STATUS_IGNORE);
+            if (rc != MPI_SUCCESS) return mx_cluster_fail("server: receiving initial values", rc);
+            s->st->bytes += sizeof(float) * (double)sp->len;
+        }
+    }
+    return MX_OK;
+}
+
+static int worker_of(const mx_cluster *c, int rank)
+{
+    for (int w = 0; w < c->nworkers; w++)
+        if (c->worker_rank[w] == rank) return w;
+    return -1;
+}
+
+static int reply(session *s, server_part *sp, int w, int tag, const float *data)
+{
+    const int rc = MPI_Send(data, (int)sp->len, MPI_FLOAT, s->c->worker_rank[w], tag, s->comm);
+    if (rc != MPI_SUCCESS) return mx_cluster_fail("server: answering a pull", rc);
+    sp->last_pull[w] = sp->version;
+    s->st->bytes += sizeof(float) * (double)sp->len;
+    return MX_OK;
+}
+
+static void update(session *s, server_part *sp, const float *g, float lr)
+{
+    const mx_sgd opt = {lr, s->setup.momentum, s->setup.wd};
+    mx_sgd_update_slice(s->be, &opt, &sp->param, 0, sp->len, sp->w, sp->mom, g);
+    sp->version++;
+}
+
+static void note_staleness(mx_ps_stats *st, long stale)
+{
+    st->stale[stale < MX_PS_STALE_BINS - 1 ? stale : MX_PS_STALE_BINS - 1]++;
+    if (stale > st->stale_max) st->stale_max = stale;
+}
+
+/* One push from worker w, already received into its slot. */
+static int handle_push(session *s, server_part *sp, int w, int tag, int first_part)
+{
+    const int W = s->c->nworkers;
+    const size_t stride = sp->len + 1;
+    if (s->setup.async) {
+        note_staleness(s->st, sp->version - sp->last_pull[w]);
+        if (s->setup.update) update(s, sp, sp->slots, sp->slots[sp->len]);
+        if (first_part && w == 0) s->st->rounds++;
+        return reply(s, sp, w, tag, s->setup.update ? sp->w : sp->slots);
+    }
+    if (++sp->arrived < W) return MX_OK;
+    sp->arrived = 0;
+    /* in worker order, whatever the order of arrival */
+    memcpy(sp->sum, sp->slots, sizeof(float) * sp->len);
+    for (int v = 1; v < W; v++) s->be->ops->add(s->be, sp->len, sp->sum, sp->slots + (size_t)v * stride);
+    if (s->setup.update) update(s, sp, sp->sum, sp->slots[sp->len]);
+    if (first_part) s->st->rounds++;
+    for (int v = 0; v < W; v++) MX_TRY(reply(s, sp, v, tag, s->setup.update ? sp->w : sp->sum));
+    return MX_OK;
+}
+
+static int session_run(session *s)
+{
+    mx_cluster *c = s->c;
+    int stopped = 0;
+    while (stopped < c->nworkers) {
+        MPI_Status ms;
+        int rc = mx_mpi_probe(MPI_ANY_SOURCE, MPI_ANY_TAG, s->comm, &ms);
+        if (rc != MPI_SUCCESS) return mx_cluster_fail("server: waiting for a push", rc);
+        const int w = worker_of(c, ms.MPI_SOURCE), tag = ms.MPI_TAG, t = tag - MX_PS_TAG_PART0;
+        if (w < 0) return mx_error(MX_EFORMAT, "server %d: message from rank %d, which is no worker", c->index, ms.MPI_SOURCE);
+        if (tag == MX_PS_TAG_STOP) {
+            MPI_Recv(NULL, 0, MPI_BYTE, ms.MPI_SOURCE, tag, s->comm, MPI_STATUS_IGNORE);
+            stopped++;
+            continue;
+        }
+        const int i = t >= 0 && t < s->ntags ? s->part_of_tag[t] : -1;
+        int count = 0;
+        MPI_Get_count(&ms, MPI_FLOAT, &count);
+        if (i < 0 || (size_t)count != s->parts[i].len + 1)
+            return mx_error(MX_EFORMAT, "server %d: unexpected message (tag %d, %d floats) from worker %d", c->index,
+                            tag, count, w);
+        server_part *sp = &s->parts[i];
+        float *slot = sp->slots + (s->setup.async ? 0 : (size_t)w * (sp->len + 1));
+        rc = MPI_Recv(slot, count, MPI_FLOAT, ms.MPI_SOURCE, tag, s->comm, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return mx_cluster_fail("server: receiving a push", rc);
+        const double t0 = mx_now();
+        s->st->bytes += sizeof(float) * (double)count;
+        rc = handle_push(s, sp, w, tag, i == 0);
+        s->st->busy += mx_now() - t0;
+        MX_TRY(rc);
+    }
+    return MX_OK;
+}
+
+int mx_ps_serve(mx_cluster *c, mx_ps_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    mx_backend *be;
+    MX_TRY(mx_backend_create(&be, "cpu", -1, 1));
+    int rc = MX_OK;
+    for (;;) {
+        session s = {.c = c, .comm = mx_cluster_session_comm(c, c->sessions), .be = be, .st = st};
+        rc = session_begin(&s);
+        c->sessions++;
+        if (rc == MX_OK) rc = session_run(&s);
+        session_free(&s);
+        if (rc != MX_OK) break;
+    }
+    mx_backend_destroy(be);
+    return rc == 1 ? MX_OK : rc;
+}
+
+int mx_ps_end_job(mx_cluster *c)
+{
+    const mx_ps_setup end = {0};
+    MPI_Comm comm = mx_cluster_session_comm(c, c->sessions);
+    for (int s = 0; s < c->nservers; s++) {
+        const int rc = MPI_Send(&end, sizeof end, MPI_BYTE, c->server_rank[s], MX_PS_TAG_SETUP, comm);
+        if (rc != MPI_SUCCESS) return mx_cluster_fail("ending the servers' loop", rc);
+    }
+    return MX_OK;
+}

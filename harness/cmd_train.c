@@ -231,6 +231,9 @@ static int join_job(train_args *a, mx_cluster **cl, int *done)
     }
     a->c.cluster = *cl;
     if ((*cl)->index != 0) a->quiet = 1, a->record = NULL;
+    /* the host's cores go to its workers' devices (servers mostly wait, politely) */
+    const int share = (*cl)->local_workers * a->c.devices, cores = mx_cpu_cores();
+    if (!a->threads_given) a->c.threads_per_device = cores / share > 1 ? cores / share : 1;
     return 0;
 }
 

@@ -1,12 +1,11 @@
 /* The MPI job of a dist_* run (cluster.h): initialisation, roles and host names. */
 #include "cluster_mpi.h"
+#include "comm.h"
 #include "engine/status.h"
 
 #include <mpi.h>
 
-#include <sched.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +72,10 @@ static int decide(mx_cluster *c, const char *mode, int servers, const int *roles
     if (env_workers >= 0 && env_workers != c->size - S)
         return mx_error(MX_EINVAL, "DMLC_NUM_WORKER=%d, but %d ranks with %d servers leave %d workers", env_workers,
                         c->size, S, c->size - S);
+    /* the bounds of the comm (members) and of the server protocol (parts per key: ps.h) */
+    if (c->size - S > MX_COMM_MAX || S > MX_COMM_MAX)
+        return mx_error(MX_EINVAL, "%d ranks as %d workers and %d servers: accepted at most %d of each", c->size,
+                        c->size - S, S, MX_COMM_MAX);
     c->nservers = S;
     c->nworkers = c->size - S;
     return MX_OK;
@@ -91,6 +94,29 @@ static int assign(mx_cluster *c, const int *roles)
         else c->worker_rank[w++] = r;
     }
     return MX_OK;
+}
+
+/* The workers on this host (ranks sharing its memory), in rank order. */
+static int find_local_workers(mx_cluster *c)
+{
+    MPI_Comm host;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &host) != MPI_SUCCESS)
+        return mx_error(MX_ERUNTIME, "cannot tell which ranks share this host (MPI_Comm_split_type)");
+    int n = 0, me = 0;
+    MPI_Comm_size(host, &n);
+    MPI_Comm_rank(host, &me);
+    int *roles = malloc(sizeof(int) * n);
+    const int mine = c->role == MX_ROLE_WORKER;
+    int rc = roles ? MX_OK : mx_error(MX_ENOMEM, "out of memory for the ranks of this host");
+    if (rc == MX_OK && MPI_Allgather(&mine, 1, MPI_INT, roles, 1, MPI_INT, host) != MPI_SUCCESS)
+        rc = mx_error(MX_ERUNTIME, "cannot gather the roles of this host's ranks");
+    for (int i = 0; rc == MX_OK && i < n; i++) {
+        c->local_workers += roles[i];
+        if (i < me) c->local_worker += roles[i];
+    }
+    free(roles);
+    MPI_Comm_free(&host);
+    return rc;
 }
 
 int mx_cluster_init(mx_cluster **out, const char *mode, int servers)
@@ -127,6 +153,7 @@ int mx_cluster_init(mx_cluster **out, const char *mode, int servers)
     int rc = decide(c, mode, servers, roles);
     if (rc == MX_OK) rc = assign(c, roles);
     free(roles);
+    if (rc == MX_OK) rc = find_local_workers(c);
     MPI_Comm *comms = calloc(2, sizeof(MPI_Comm));
     if (!comms) return rc < 0 ? rc : mx_error(MX_ENOMEM, "out of memory for the rank table");
     c->impl = comms;
@@ -146,40 +173,6 @@ int mx_cluster_fail(const char *what, int code)
     int len = 0;
     MPI_Error_string(code, text, &len);
     return mx_error(MX_ERUNTIME, "%s: %s", what, text);
-}
-
-/* The i-th idle poll's pause: a few yields (a message due at once costs nothing), then
- * growing sleeps, capped so that a message waits at most that long to be noticed. */
-static void nap(int i)
-{
-    if (i < 16) {
-        sched_yield();
-        return;
-    }
-    long us = 1L << (i - 16 < 6 ? i - 16 : 6);
-    if (us > MX_MPI_MAX_NAP_US) us = MX_MPI_MAX_NAP_US;
-    const struct timespec ts = {0, us * 1000};
-    nanosleep(&ts, NULL);
-}
-
-int mx_mpi_waitall(int n, MPI_Request *req)
-{
-    for (int i = 0;; i++) {
-        int done = 0;
-        const int rc = MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS || done) return rc;
-        nap(i);
-    }
-}
-
-int mx_mpi_probe(int source, int tag, MPI_Comm comm, MPI_Status *st)
-{
-    for (int i = 0;; i++) {
-        int found = 0;
-        const int rc = MPI_Iprobe(source, tag, comm, &found, st);
-        if (rc != MPI_SUCCESS || found) return rc;
-        nap(i);
-    }
 }
 
 void mx_cluster_abort(mx_cluster *c, int code)

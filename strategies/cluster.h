@@ -25,6 +25,10 @@ typedef struct mx_cluster {
     int *worker_rank;        /* [nworkers] MPI rank of each worker */
     int *server_rank;        /* [nservers] MPI rank of each server */
     char host[MX_CLUSTER_HOST];
+    /* this host's workers: how many, and which of them this one is (rank order). A worker's
+     * devices are numbered after those of the workers before it on the host, so that CPU
+     * devices bind to cores (and GPUs are chosen) without two ranks taking the same one */
+    int local_workers, local_worker;
     int we_initialised;      /* MPI_Init_thread was called here: finalise in mx_cluster_end */
     int sessions;            /* parameter-server sessions begun (ps.h): kvstores created */
     void *impl;              /* the MPI communicators (cluster_mpi.h) */

@@ -9,8 +9,11 @@
  * Every call first agrees on what it is (verb, count, dtype, root) with one small
  * all-reduce, so a member that calls something else fails on every member instead of
  * hanging in mismatched collectives; and MPI reports errors to us (MPI_ERRORS_RETURN), which
- * become messages naming the verb and MPI's own text. */
+ * become messages naming the verb and MPI's own text. Every call is MPI's nonblocking form
+ * waited for politely (mpi_wait.h): a member waiting for the others must not spin on the
+ * core they compute on. */
 #include "comm.h"
+#include "mpi_wait.h"
 #include "engine/status.h"
 
 #include <mpi.h>
@@ -113,7 +116,9 @@ static int agree(mx_comm *c, mx_comm_verb v, size_t count, mx_dtype t, int root)
     const long long mine[4] = {v, (long long)count, t, root};
     long long both[8], got[8];
     for (int i = 0; i < 4; i++) both[i] = mine[i], both[4 + i] = -mine[i];
-    int e = MPI_Allreduce(both, got, 8, MPI_LONG_LONG, MPI_MAX, M->world);
+    MPI_Request r;
+    int e = MPI_Iallreduce(both, got, 8, MPI_LONG_LONG, MPI_MAX, M->world, &r);
+    if (e == MPI_SUCCESS) e = mx_mpi_wait(&r);
     if (e != MPI_SUCCESS) return mpi_fail(mx_comm_verb_name(v), e);
     for (int i = 0; i < 4; i++)
         if (got[i] != -got[4 + i])
@@ -153,7 +158,10 @@ static int reduce_scatter_into(mx_comm *c, int me, const void *send, void *recv,
         M->scounts[m] = M->counts[m] * sz, M->sdispls[m] = M->displs[m] * sz;
         M->rcounts[m] = (int)mine * sz, M->rdispls[m] = m * (int)mine * sz;
     }
-    int e = MPI_Alltoallv(send, M->scounts, M->sdispls, MPI_BYTE, M->stage, M->rcounts, M->rdispls, MPI_BYTE, M->world);
+    MPI_Request r;
+    int e = MPI_Ialltoallv(send, M->scounts, M->sdispls, MPI_BYTE, M->stage, M->rcounts, M->rdispls, MPI_BYTE,
+                           M->world, &r);
+    if (e == MPI_SUCCESS) e = mx_mpi_wait(&r);
     if (e != MPI_SUCCESS) return mpi_fail("reduce_scatter", e);
     const size_t lo = (size_t)M->displs[me];
     if (t == MX_F32) { /* the common case, vectorised: member 0's shard, then each other added in order */
@@ -178,7 +186,9 @@ static int gather_into(mx_comm *c, void *buf, size_t count, mx_dtype t)
     const int sz = (int)mx_dtype_size(t);
     shard_table(c, count);
     for (int m = 0; m < c->n; m++) M->rcounts[m] = M->counts[m] * sz, M->rdispls[m] = M->displs[m] * sz;
-    int e = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf, M->rcounts, M->rdispls, MPI_BYTE, M->world);
+    MPI_Request r;
+    int e = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf, M->rcounts, M->rdispls, MPI_BYTE, M->world, &r);
+    if (e == MPI_SUCCESS) e = mx_mpi_wait(&r);
     return e == MPI_SUCCESS ? MX_OK : mpi_fail("allgather", e);
 }
 
@@ -210,7 +220,9 @@ static int mpi_broadcast(mx_comm *c, int member, void *buf, size_t count, mx_dty
     mpi_comm *M = c->impl;
     MX_TRY(fits("broadcast", count, t));
     MX_TRY(agree(c, MX_COMM_BROADCAST, count, t, root));
-    int e = MPI_Bcast(buf, (int)(count * mx_dtype_size(t)), MPI_BYTE, root, M->world);
+    MPI_Request r;
+    int e = MPI_Ibcast(buf, (int)(count * mx_dtype_size(t)), MPI_BYTE, root, M->world, &r);
+    if (e == MPI_SUCCESS) e = mx_mpi_wait(&r);
     return e == MPI_SUCCESS ? MX_OK : mpi_fail("broadcast", e);
 }
 
@@ -221,7 +233,9 @@ static int mpi_send(mx_comm *c, int member, const void *buf, size_t count, mx_dt
     mpi_comm *M = c->impl;
     MX_TRY(fits("send", count, t));
     /* synchronous, as the threads implementation: on return the peer has the data */
-    int e = MPI_Ssend(buf, (int)(count * mx_dtype_size(t)), MPI_BYTE, peer, 0, M->world);
+    MPI_Request r;
+    int e = MPI_Issend(buf, (int)(count * mx_dtype_size(t)), MPI_BYTE, peer, 0, M->world, &r);
+    if (e == MPI_SUCCESS) e = mx_mpi_wait(&r);
     return e == MPI_SUCCESS ? MX_OK : mpi_fail("send", e);
 }
 
@@ -230,7 +244,9 @@ static int mpi_recv(mx_comm *c, int member, void *buf, size_t count, mx_dtype t,
     mpi_comm *M = c->impl;
     MX_TRY(fits("recv", count, t));
     MPI_Status st;
-    int e = MPI_Recv(buf, (int)(count * mx_dtype_size(t)), MPI_BYTE, peer, 0, M->world, &st);
+    MPI_Request r;
+    int e = MPI_Irecv(buf, (int)(count * mx_dtype_size(t)), MPI_BYTE, peer, 0, M->world, &r);
+    if (e == MPI_SUCCESS) e = mx_mpi_wait_status(&r, &st);
     if (e != MPI_SUCCESS) return mpi_fail("recv", e);
     int got = 0;
     MPI_Get_count(&st, MPI_BYTE, &got);
@@ -243,7 +259,9 @@ static int mpi_recv(mx_comm *c, int member, void *buf, size_t count, mx_dtype t,
 static int mpi_barrier(mx_comm *c, int member)
 {
     mpi_comm *M = c->impl;
-    int e = MPI_Barrier(M->world);
+    MPI_Request r;
+    int e = MPI_Ibarrier(M->world, &r);
+    if (e == MPI_SUCCESS) e = mx_mpi_wait(&r);
     return e == MPI_SUCCESS ? MX_OK : mpi_fail("barrier", e);
 }
 

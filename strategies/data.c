@@ -170,7 +170,9 @@ static int create_replicas(mx_strategy *s)
     int counts[MX_MAX_DEVICES], first[MX_MAX_DEVICES];
     MX_TRY(split(s, c->max_batch, counts, first));
     for (int d = 0; d < s->k; d++) {
-        MX_TRY(mx_backend_create(&s->be[d], c->backend ? c->backend : "cpu", d, c->threads_per_device));
+        /* a dist_* worker's devices come after those of the workers before it on its host */
+        const int id = (c->cluster ? c->cluster->local_worker * s->k : 0) + d;
+        MX_TRY(mx_backend_create(&s->be[d], c->backend ? c->backend : "cpu", id, c->threads_per_device));
         /* Room for k more than the even share: a smaller last batch rounds differently. */
         MX_TRY(mx_net_create(&s->net[d], s->be[d], specs, nspecs, c->in, counts[d] + s->k));
         /* The same seed on every replica gives identical initial weights. */

@@ -181,7 +181,9 @@ static int dist_process(mx_kvstore *kv, int worker, int key)
         float *st = m->stage + m->stage_at[key * S + p];
         memcpy(st, m->merge + k->offset + pt->lo, sizeof(float) * len);
         st[len] = lr;
-        rc = MPI_Send(st, (int)len + 1, MPI_FLOAT, server, tag, m->comm);
+        MPI_Request sr;
+        rc = MPI_Isend(st, (int)len + 1, MPI_FLOAT, server, tag, m->comm, &sr);
+        if (rc == MPI_SUCCESS) rc = mx_mpi_wait(&sr);
         sent += sizeof(float) * (double)(len + 1);
     }
     const double t1 = mx_now();

@@ -125,12 +125,19 @@ static int worker_of(const mx_cluster *c, int rank)
     return -1;
 }
 
-static int reply(session *s, server_part *sp, int w, int tag, const float *data)
+/* Answers workers [w0, w1) with data, the sends in flight together (each worker has
+ * posted its receive before pushing). */
+static int reply(session *s, server_part *sp, int w0, int w1, int tag, const float *data)
 {
-    const int rc = MPI_Send(data, (int)sp->len, MPI_FLOAT, s->c->worker_rank[w], tag, s->comm);
+    MPI_Request req[MX_COMM_MAX];
+    int rc = MPI_SUCCESS, n = 0;
+    for (int w = w0; w < w1 && rc == MPI_SUCCESS; w++, n++)
+        rc = MPI_Isend(data, (int)sp->len, MPI_FLOAT, s->c->worker_rank[w], tag, s->comm, &req[n]);
+    const int wrc = mx_mpi_waitall(n, req);
+    if (rc == MPI_SUCCESS) rc = wrc;
     if (rc != MPI_SUCCESS) return mx_cluster_fail("server: answering a pull", rc);
-    sp->last_pull[w] = sp->version;
-    s->st->bytes += sizeof(float) * (double)sp->len;
+    for (int w = w0; w < w1; w++) sp->last_pull[w] = sp->version;
+    s->st->bytes += sizeof(float) * (double)sp->len * (w1 - w0);
     return MX_OK;
 }
 
@@ -156,7 +163,7 @@ static int handle_push(session *s, server_part *sp, int w, int tag, int first_pa
         note_staleness(s->st, sp->version - sp->last_pull[w]);
         if (s->setup.update) update(s, sp, sp->slots, sp->slots[sp->len]);
         if (first_part && w == 0) s->st->rounds++;
-        return reply(s, sp, w, tag, s->setup.update ? sp->w : sp->slots);
+        return reply(s, sp, w, w + 1, tag, s->setup.update ? sp->w : sp->slots);
     }
     if (++sp->arrived < W) return MX_OK;
     sp->arrived = 0;
@@ -165,8 +172,7 @@ static int handle_push(session *s, server_part *sp, int w, int tag, int first_pa
     for (int v = 1; v < W; v++) s->be->ops->add(s->be, sp->len, sp->sum, sp->slots + (size_t)v * stride);
     if (s->setup.update) update(s, sp, sp->sum, sp->slots[sp->len]);
     if (first_part) s->st->rounds++;
-    for (int v = 0; v < W; v++) MX_TRY(reply(s, sp, v, tag, s->setup.update ? sp->w : sp->sum));
-    return MX_OK;
+    return reply(s, sp, 0, W, tag, s->setup.update ? sp->w : sp->sum);
 }
 
 static int session_run(session *s)

@@ -4,7 +4,8 @@
  * Structure-aware: libhdf5 is not ours (raw corrupt bytes mostly exercise its own parser),
  * what we own is the logic on top of it, so the fuzz bytes are a program that builds an HDF5
  * file through the HDF5 API. It starts from a template (an empty HDF5 file, or a results
- * file with 0, 1 or 3 runs written by mxbench itself) and applies up to 16 edits: attributes
+ * file with 0, 1 or 3 runs written by mxbench itself, the second of the 3 a dist_* run with
+ * its rank table) and applies up to 16 edits: attributes
  * of fuzzed names, types, shapes and values; deleted links; soft, hard and external links;
  * groups; datasets of fuzzed type and shape in place of /summary or a run's series.
  * Input: byte 0 selects the template (bits 0-1), the report format (bits 2-3), whether to run
@@ -81,6 +82,33 @@ static void fill_record(mx_run_record *r, const char *id, int gpus, const char *
     mx_record_derive(r);
 }
 
+/* The second run of the 3-run template: a dist_sync MPI job of 2 workers and 1 server, with
+ * its rank table (the reader's checks of /runs/<id>/ranks) and its dist figures. */
+static void make_dist(mx_run_record *r)
+{
+    snprintf(r->kvstore, sizeof r->kvstore, "dist_sync");
+    r->workers = 2;
+    r->servers = 1;
+    r->oversubscribed = 1;
+    r->nranks = 3;
+    r->ranks = calloc(3, sizeof *r->ranks);
+    if (!r->ranks) abort();
+    for (int i = 0; i < 3; i++) {
+        mx_rank_row *x = &r->ranks[i];
+        x->rank = i;
+        snprintf(x->host, sizeof x->host, "node%d", i);
+        snprintf(x->role, sizeof x->role, "%s", i < 2 ? "worker" : "server");
+        x->steps = i < 2 ? 4 : 0;
+        x->step_min = x->step_median = x->step_p90 = x->step_max = i < 2 ? 0.01 * (i + 1) : NAN;
+        x->bytes_per_step = 1e5;
+        x->push_time = x->pull_time = i < 2 ? 1e-3 : NAN;
+        x->busy_time = i < 2 ? NAN : 2e-3;
+    }
+    r->metrics[MX_COUNTER_WORKER_STEP_MIN] = 0.01;
+    r->metrics[MX_COUNTER_WORKER_STEP_MAX] = 0.02;
+    r->metrics[MX_COUNTER_NET_BYTES] = 1e5;
+}
+
 static int make_template(int k, const char *path)
 {
     if (k == 0) { /* an HDF5 file with nothing in it */
@@ -99,6 +127,7 @@ static int make_template(int k, const char *path)
         char id[16];
         snprintf(id, sizeof id, "r%04d", i + 1);
         fill_record(&r, id, 1 << i, status[i], 4);
+        if (i == 1) make_dist(&r);
         int rc = mx_results_append(path, &r);
         mx_record_free(&r);
         if (rc != MX_OK) return -1;
@@ -147,9 +176,10 @@ static const char *const attr_names[] = {
     "reason", "exit_status", "epochs", "steps", "repeats", "throughput", "throughput_ci_low",
     "throughput_ci_high", "speedup", "efficiency", "test_samples", "final_test_acc", "lr", "units",
     "phases", "host", "command_line", "dataset", "batch_mode", "lr_scaling", "threads_per_device",
+    "workers", "servers", "oversubscribed", "staleness_max", "worker_step_max", "busbw",
 };
 static const char *const run_names[] = {"r0001", "r0002", "r0003", "r0004", "x"};
-static const char *const series_names[] = {"step_time", "phase_time", "loss", "test_acc", "epoch_time"};
+static const char *const series_names[] = {"step_time", "phase_time", "loss", "test_acc", "epoch_time", "ranks"};
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *pick_name(fz_reader *r, const char *const *table, size_t n, char *buf)

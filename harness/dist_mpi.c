@@ -172,7 +172,7 @@ int mx_dist_finish_worker(mx_cluster *c, int rc, mx_run_record *rec)
     if (rc == MX_OK) return MX_OK;
     fprintf(stderr, "mxbench train: rank %d (worker %d on %s): %s\n", c->rank, c->index, c->host, mx_last_error());
     fflush(stderr);
-    mx_cluster_abort(c, 1);
+    mx_cluster_abort(c, mx_exit_status(rc)); /* 2 for a bad value (mpirun passes it on) */
     return rc;
 }
 

@@ -33,6 +33,30 @@ typedef struct {
     pthread_mutex_t pull_lock;
 } kv_dist;
 
+/* Servers that hold no key would wait for pushes that never come: refused, naming the
+ * largest server count at which every server holds some key. */
+static int servers_holding(const mx_kvstore *kv, int S, size_t bound)
+{
+    unsigned char used[MX_COMM_MAX] = {0};
+    mx_ps_part parts[MX_COMM_MAX];
+    int n = 0;
+    for (int k = 0; k < kv->nkeys; k++) {
+        const int np = mx_ps_place(k, kv->keys[k].count, S, bound, parts);
+        for (int p = 0; p < np; p++) n += !used[parts[p].server], used[parts[p].server] = 1;
+    }
+    return n;
+}
+
+static int check_servers_used(const mx_kvstore *kv, int S, size_t bound)
+{
+    if (servers_holding(kv, S, bound) == S) return MX_OK;
+    int ok = S - 1;
+    while (ok > 1 && servers_holding(kv, ok, bound) < ok) ok--;
+    return mx_error(MX_EINVAL, "%d servers: the model's %d keys (none of %zu values or more, the big-array bound, "
+                    "which would be split over every server) leave %d of them with no key to serve; accepted "
+                    "1..%d servers (--servers)", S, kv->nkeys, bound, S - servers_holding(kv, S, bound), ok);
+}
+
 static int dist_create_mode(mx_kvstore *kv, int device_reduce, int async)
 {
     mx_cluster *c = kv->opt.cluster;
@@ -72,6 +96,7 @@ static int dist_create_mode(mx_kvstore *kv, int device_reduce, int async)
         return mx_error(MX_ENOMEM, "out of memory creating kvstore %s", kv->ops->name);
     for (size_t i = 0; i < nk * S; i++) m->req[i] = MPI_REQUEST_NULL;
     const size_t bound = mx_ps_bigarray_bound();
+    MX_TRY(check_servers_used(kv, (int)S, bound));
     size_t staged = 0;
     for (int k = 0; k < kv->nkeys; k++) {
         m->nparts[k] = mx_ps_place(k, kv->keys[k].count, c->nservers, bound, &m->parts[k * S]);

@@ -1,9 +1,11 @@
 /* MPI_Wait, MPI_Waitall and MPI_Probe without holding a core. Open MPI's blocking calls spin:
- * a parameter server idling between rounds, a worker waiting for its pull, or a kvstore
- * thread waiting in a collective for a rank still in its backward pass would take the core
- * a worker computes on (measured on 2 cores: ...). These poll with a short back-off
+ * a parameter server idling between rounds, or a worker waiting for its pull, takes CPU time
+ * the workers compute with when ranks outnumber cores. These poll with a short back-off
  * instead (a few yields, then sleeps of up to MX_MPI_MAX_NAP_US, progressing MPI at each
- * poll), as a ps-lite server blocks in epoll. */
+ * poll), as a ps-lite server blocks in epoll. Measured on 2 cores, lenet on synthetic data,
+ * batch 64 per worker, 3 interleaved rounds against a build whose waits spin: 2 workers and
+ * 2 servers, dist_sync 5684 vs 5113 samples/s (medians), dist_async 5235 vs 4613; with a
+ * core per rank's work (3 or 2 ranks) spinning was 2-5% ahead, within the noise. */
 #ifndef MX_MPI_WAIT_H
 #define MX_MPI_WAIT_H
 

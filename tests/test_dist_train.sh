@@ -137,6 +137,7 @@ expect2 "odd rank count, no --servers" "give --servers" "${MPI[@]}" -np 3 "$MX" 
 expect2 "--servers leaving no worker" "accepted 1..2" "${MPI[@]}" -np 3 "$MX" "${T1[@]}" --kvstore dist_sync --servers 3
 expect2 "--servers with dist_allreduce" "accepted 0" "${MPI[@]}" -np 2 "$MX" "${T1[@]}" --kvstore dist_allreduce --servers 1
 expect2 "DMLC_NUM_WORKER disagreeing" "DMLC_NUM_WORKER=3" "${MPI[@]}" -x DMLC_NUM_WORKER=3 -np 4 "$MX" "${T1[@]}" --kvstore dist_sync
+expect2 "more servers than mlp's 6 keys can use" "accepted 1..6 servers" "${MPI[@]}" -np 9 "$MX" "${T1[@]}" --kvstore dist_sync --servers 7
 expect2 "one-process kvstore under mpirun" "accepted under mpirun" "${MPI[@]}" -np 2 "$MX" "${T1[@]}" --kvstore local
 
 # ---- 5. a worker killed mid-run ends the job, naming the rank

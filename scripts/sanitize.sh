@@ -43,6 +43,16 @@ logs=$(mktemp -d "${TMPDIR:-/tmp}/mxbench-sanitize.XXXXXX")
 trap 'rm -rf "$logs"' EXIT
 export ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$logs/report"
 export UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$logs/report"
+# reports FROM: prints the sanitizer reports written since the last call, failing the step
+reports() {
+    for r in "$logs"/report*; do
+        [ -e "$r" ] || continue
+        cat "$r"
+        echo "sanitize.sh: sanitizer report above, from $1"
+        rm -f "$r"
+        status=1
+    done
+}
 for t in tests/test_cli.sh tests/test_bad_data.sh tests/fuzz/cli_bad_inputs.sh; do
     [ -f "$t" ] || continue
     echo "== sanitized: $t"
@@ -55,13 +65,7 @@ for t in tests/test_cli.sh tests/test_bad_data.sh tests/fuzz/cli_bad_inputs.sh; 
         echo "sanitize.sh: $t failed under the sanitizers (exit $rc)"
         status=1
     fi
-    for r in "$logs"/report*; do
-        [ -e "$r" ] || continue
-        cat "$r"
-        echo "sanitize.sh: sanitizer report above, from $t"
-        rm -f "$r"
-        status=1
-    done
+    reports "$t"
 done
 # The dist_* kvstores as MPI jobs (every mode, several sessions, keys split over servers).
 # Leaks are not checked here: Open MPI's components, unloaded at MPI_Finalize, leave
@@ -82,13 +86,7 @@ if command -v mpirun >/dev/null 2>&1; then
         rc=0
         "${mpi[@]}" "${launch[@]}" "$mx" "${a[@]}" "${opts[@]}" >"$logs/out" 2>&1 || rc=$?
         if [ $rc -ne 0 ]; then cat "$logs/out"; echo "sanitize.sh: mpirun ${job} failed (exit $rc)"; status=1; fi
-        for r in "$logs"/report*; do
-            [ -e "$r" ] || continue
-            cat "$r"
-            echo "sanitize.sh: sanitizer report above, from mpirun ${job}"
-            rm -f "$r"
-            status=1
-        done
+        reports "mpirun ${job}"
     done
     echo "dist_* jobs: done"
     export ASAN_OPTIONS=$saved

@@ -11,6 +11,7 @@
  * device pulls only after it pushed every key of the pulled key's bucket for that round. */
 #include "kv_mode.h"
 #include "cluster.h"
+#include "engine/limits.h"
 #include "engine/status.h"
 #include "engine/timer.h"
 
@@ -49,9 +50,9 @@ static int allreduce_create(mx_kvstore *kv)
         return mx_error(MX_EINVAL, "kvstore dist_allreduce needs the world comm of every worker rank (an mpi comm); got %s",
                         world ? world->ops->name : "none");
     /* MPI counts are ints: a bucket beyond 2^31-1 bytes could not be all-reduced at once */
-    if (!(mb >= 0 && mb < 2048))
-        return mx_error(MX_EINVAL, "kvstore dist_allreduce: bucket size %g MiB; accepted: 0 (25, as DDP) or more, below 2048",
-                        mb);
+    if (!(mb >= 0 && mb <= MX_MAX_BUCKET_MB))
+        return mx_error(MX_EINVAL, "kvstore dist_allreduce: bucket size %g MiB; accepted: 0 (25, as DDP) up to %d", mb,
+                        MX_MAX_BUCKET_MB);
     const mx_cluster *cl = kv->opt.cluster;
     if (cl && (cl->nservers != 0 || cl->nworkers != world->n))
         return mx_error(MX_EINVAL, "kvstore dist_allreduce: the job has %d workers and %d servers, the world comm %d members; "
@@ -167,7 +168,6 @@ static int reduce_bucket(mx_kvstore *kv, kv_allreduce *m, int b)
 static int allreduce_process(mx_kvstore *kv, int worker, int key)
 {
     kv_allreduce *m = kv->mode;
-    const mx_kv_key *k = &kv->keys[key];
     const int b = m->bucket_of[key], round = ++m->key_round[key];
     pthread_mutex_lock(&m->lock);
     const int failed = m->failed, done = m->done[b];
@@ -180,16 +180,7 @@ static int allreduce_process(mx_kvstore *kv, int worker, int key)
         return fail(m, mx_error(MX_EINVAL, "key %d pushed for round %d while its bucket (keys %d..%d) is still "
                                 "in round %d: push every key once per round", key, round,
                                 m->b[b].lo, m->b[b].hi - 1, done + 1));
-    const size_t bytes = sizeof(float) * k->count;
-    float *merge = m->merge + k->offset, *tmp = m->tmp + k->offset;
-    /* Summed in device order, so the result does not depend on who pushed first. */
-    for (int d = 0; d < kv->ndev; d++) {
-        mx_backend *be = kv->dev[d].be;
-        const float *g = (const float *)kv->dev[d].g + k->offset;
-        be->ops->copy(be, d ? tmp : merge, g, bytes, MX_COPY_D2H);
-        if (d) m->host->ops->add(m->host, k->count, merge, tmp);
-    }
-    mx_kv_count_bytes(kv, (double)bytes * kv->ndev);
+    mx_kv_sum_on_host(kv, m->host, key, m->merge, m->tmp);
     if (++m->filled[b] < m->b[b].hi - m->b[b].lo) return MX_OK;
     m->filled[b] = 0;
     const int rc = reduce_bucket(kv, m, b);

@@ -167,7 +167,7 @@ static int reduce_local(mx_kvstore *kv, kv_dist *m, int worker, int key)
 {
     const mx_kv_key *k = &kv->keys[key];
     const size_t bytes = sizeof(float) * k->count;
-    float *merge = m->merge + k->offset, *tmp = m->tmp + k->offset;
+    float *merge = m->merge + k->offset;
     if (m->device_reduce) {
         mx_comm *lc = kv->comm;
         const mx_kv_device *dv = &kv->dev[worker];
@@ -177,12 +177,7 @@ static int reduce_local(mx_kvstore *kv, kv_dist *m, int worker, int key)
         mx_kv_count_bytes(kv, (double)bytes * (worker == 0 ? 2 : 1));
         return MX_OK;
     }
-    for (int d = 0; d < kv->ndev; d++) {
-        mx_backend *be = kv->dev[d].be;
-        be->ops->copy(be, d ? tmp : merge, (const float *)kv->dev[d].g + k->offset, bytes, MX_COPY_D2H);
-        if (d) m->host->ops->add(m->host, k->count, merge, tmp);
-    }
-    mx_kv_count_bytes(kv, (double)bytes * kv->ndev);
+    mx_kv_sum_on_host(kv, m->host, key, m->merge, m->tmp);
     return MX_OK;
 }
 

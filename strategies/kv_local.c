@@ -48,18 +48,10 @@ static int local_process(mx_kvstore *kv, int worker, int key)
 {
     kv_local *m = kv->mode;
     const mx_kv_key *k = &kv->keys[key];
-    const size_t bytes = sizeof(float) * k->count;
-    float *merge = m->merge + k->offset, *tmp = m->tmp + k->offset;
-    /* Summed in device order, so the result does not depend on who pushed first. */
-    for (int d = 0; d < kv->ndev; d++) {
-        mx_backend *be = kv->dev[d].be;
-        const float *g = (const float *)kv->dev[d].g + k->offset;
-        be->ops->copy(be, d ? tmp : merge, g, bytes, MX_COPY_D2H);
-        if (d) m->host->ops->add(m->host, k->count, merge, tmp);
-    }
+    mx_kv_sum_on_host(kv, m->host, key, m->merge, m->tmp);
     if (kv->updater)
-        kv->updater(kv->updater_user, m->host, key, 0, k->count, m->w + k->offset, m->mom + k->offset, merge);
-    mx_kv_count_bytes(kv, (double)bytes * kv->ndev);
+        kv->updater(kv->updater_user, m->host, key, 0, k->count, m->w + k->offset, m->mom + k->offset,
+                    m->merge + k->offset);
     return MX_OK;
 }
 

@@ -77,5 +77,9 @@ struct mx_kvstore {
 int mx_kv_all_pushed(const mx_kvstore *kv, int key, int round);
 /* Adds to the bytes statistic (takes the lock). */
 void mx_kv_count_bytes(mx_kvstore *kv, double bytes);
+/* Sums every device's gradient of key into merge on the host, in device order (so the result
+ * does not depend on who pushed first), each copy made by the owning device's backend;
+ * merge and tmp are host buffers laid out by the key table; counts the bytes copied. */
+void mx_kv_sum_on_host(mx_kvstore *kv, mx_backend *host, int key, float *merge, float *tmp);
 
 #endif

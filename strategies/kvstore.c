@@ -48,6 +48,18 @@ void mx_kv_count_bytes(mx_kvstore *kv, double bytes)
     pthread_mutex_unlock(&kv->lock);
 }
 
+void mx_kv_sum_on_host(mx_kvstore *kv, mx_backend *host, int key, float *merge, float *tmp)
+{
+    const mx_kv_key *k = &kv->keys[key];
+    const size_t bytes = sizeof(float) * k->count;
+    for (int d = 0; d < kv->ndev; d++) {
+        mx_backend *be = kv->dev[d].be;
+        be->ops->copy(be, (d ? tmp : merge) + k->offset, (const float *)kv->dev[d].g + k->offset, bytes, MX_COPY_D2H);
+        if (d) host->ops->add(host, k->count, merge + k->offset, tmp + k->offset);
+    }
+    mx_kv_count_bytes(kv, (double)bytes * kv->ndev);
+}
+
 mx_kv_stats mx_kv_stats_get(mx_kvstore *kv)
 {
     pthread_mutex_lock(&kv->lock);

@@ -42,13 +42,17 @@ int mx_comm_create(mx_comm **out, const char *kind, int n)
     const size_t bytes = (size_t)n * ROW * sizeof *c->counts;
     c->counts = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (c->counts) memset(c->counts, 0, bytes);
-    if (!c->counts) {
+    c->arrival = calloc((size_t)n, sizeof *c->arrival);
+    if (!c->counts || !c->arrival) {
+        free(c->counts);
+        free(c->arrival);
         free(c);
         return mx_error(MX_ENOMEM, "out of memory creating a communicator");
     }
     int rc = ops->create(c);
     if (rc < 0) {
         free(c->counts);
+        free(c->arrival);
         free(c);
         return rc;
     }
@@ -61,6 +65,7 @@ void mx_comm_destroy(mx_comm *c)
     if (!c) return;
     c->ops->destroy(c);
     free(c->counts);
+    free(c->arrival);
     free(c);
 }
 
@@ -101,6 +106,8 @@ static void count_call(mx_comm *c, int member, mx_comm_verb v, size_t count, mx_
     k->calls++;
     k->bytes += (double)count * (double)mx_dtype_size(t);
     k->seconds += mx_now() - t0;
+    k->wait += c->arrival[member];
+    c->arrival[member] = 0;
 }
 
 int mx_comm_allreduce(mx_comm *c, int member, const void *send, void *recv, size_t count, mx_dtype t)

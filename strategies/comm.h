@@ -62,6 +62,8 @@ typedef struct {
     long calls;
     double bytes;   /* sum of S = count x element size over the calls */
     double seconds; /* wall clock inside the calls, waiting for the others included */
+    double wait;    /* of seconds, waiting for the other members to arrive, where the
+                     * implementation can tell (mpi: its agreement); the rest moved data */
 } mx_comm_count;
 
 struct mx_comm {
@@ -69,6 +71,7 @@ struct mx_comm {
     int n;                   /* members in the group */
     int local_first, nlocal; /* members hosted by this process: threads all, mpi its rank */
     mx_comm_count *counts;   /* a row per member, written only by it: read with mx_comm_counts */
+    double *arrival;         /* [n] an implementation's arrival wait in the call in progress */
     void *impl;              /* implementation-private state */
 };
 
@@ -104,7 +107,8 @@ void mx_comm_counts_reset(mx_comm *c, int member);
 /* nccl-tests' bus bandwidth factor for n members: allreduce 2(n-1)/n, reduce-scatter and
  * all-gather (n-1)/n, broadcast, send and recv 1, barrier 0. */
 double mx_comm_busbw_factor(mx_comm_verb v, int n);
-/* algbw = S / t and busbw = algbw x factor, in bytes per second (0 when no time counted). */
+/* algbw = S / t and busbw = algbw x factor, in bytes per second (0 when no time counted);
+ * t is the whole time in the calls (seconds), arrival waits included. */
 double mx_comm_algbw(const mx_comm_count *k);
 double mx_comm_busbw(const mx_comm_count *k, mx_comm_verb v, int n);
 

@@ -119,8 +119,10 @@ static int agree(mx_comm *c, mx_comm_verb v, size_t count, mx_dtype t, int root)
     long long both[8], got[8];
     for (int i = 0; i < 4; i++) both[i] = mine[i], both[4 + i] = -mine[i];
     MPI_Request r;
+    const double t0 = MPI_Wtime();
     int e = MPI_Iallreduce(both, got, 8, MPI_LONG_LONG, MPI_MAX, M->world, &r);
     if (e == MPI_SUCCESS) e = mx_mpi_wait(&r);
+    c->arrival[c->local_first] = MPI_Wtime() - t0; /* every member is here once it completes */
     if (e != MPI_SUCCESS) return mpi_fail(mx_comm_verb_name(v), e);
     for (int i = 0; i < 4; i++)
         if (got[i] != -got[4 + i])

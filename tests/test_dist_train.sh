@@ -145,14 +145,20 @@ expect2 "one-process kvstore under mpirun" "accepted under mpirun" "${MPI[@]}" -
     --quiet >"$T/kill.out" 2>"$T/kill.err" &
 job=$!
 sleep 3
-victim=$(pgrep -f "mxbench train --workload lenet --dataset synthetic --steps 100000" | sed -n 2p)
+# the second rank's pid, from /proc (procps may be absent)
+victim=$(for f in /proc/[0-9]*/cmdline; do
+    tr '\0' ' ' <"$f" 2>/dev/null | grep -q "^$MX train --workload lenet --dataset synthetic --steps 100000" &&
+        basename "$(dirname "$f")"
+done | sort -n | sed -n 2p)
 t0=$(date +%s)
 [ -n "$victim" ] && kill -9 "$victim"
 for _ in $(seq 60); do kill -0 $job 2>/dev/null || break; sleep 0.5; done
 if kill -0 $job 2>/dev/null; then
     fail "a killed rank: the job still runs 30 s later"
     kill -9 $job
-    pkill -9 -f "steps 100000"
+    for f in /proc/[0-9]*/cmdline; do
+        tr '\0' ' ' <"$f" 2>/dev/null | grep -q "steps 100000" && kill -9 "$(basename "$(dirname "$f")")"
+    done
 else
     wait $job
     rc=$?

@@ -283,8 +283,12 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
         mx_counter_acc_add(&st->counters, ss->counter);
     }
     if (!isfinite(loss)) {
-        mark_diverged(st, step, loss, "the loss is not finite (rule: a NaN or inf loss stops the run)");
-        return STEP_NONFINITE;
+        /* A dist_* worker sees its own slice only: one that stopped alone would leave the
+         * others waiting for its pushes, so every worker runs to the end (worker 0 records) */
+        mark_diverged(st, step, loss, c->cluster ? "the loss is not finite (rule: a NaN or inf loss stops the run; an "
+                      "MPI job's workers run on to the end together)" : "the loss is not finite (rule: a NaN or inf "
+                      "loss stops the run)");
+        return c->cluster ? MX_OK : STEP_NONFINITE;
     }
     double first, last;
     if (!st->diverged && watch_add(&st->watch, loss, &first, &last)) {

@@ -140,6 +140,15 @@ expect2 "DMLC_NUM_WORKER disagreeing" "DMLC_NUM_WORKER=3" "${MPI[@]}" -x DMLC_NU
 expect2 "more servers than mlp's 6 keys can use" "accepted 1..6 servers" "${MPI[@]}" -np 9 "$MX" "${T1[@]}" --kvstore dist_sync --servers 7
 expect2 "one-process kvstore under mpirun" "accepted under mpirun" "${MPI[@]}" -np 2 "$MX" "${T1[@]}" --kvstore local
 
+# a loss that turns inf on one worker's slice must not stop that worker alone (the others
+# would wait for its pushes for ever): the job runs to its end, recorded diverged, exit 1
+timeout 120 "${MPI[@]}" -np 4 "$MX" train --workload lenet --dataset synthetic --steps 30 --kvstore dist_sync \
+    --batch 16 --lr 1000 --quiet --record "$T/div.h5" >"$T/div.out" 2>"$T/div.err"
+rc=$?
+st=$(attr "$T/div.h5" status | tr -d '"')
+[ $rc = 1 ] && [ "$st" = diverged ] && pass "a diverging MPI job ends (exit 1, recorded '$st')" ||
+    { fail "a diverging MPI job: exit $rc (124: it hung), status '$st'"; indent "$T/div.err"; }
+
 # ---- 5. a worker killed mid-run ends the job, naming the rank
 "${MPI[@]}" -np 4 "$MX" train --workload lenet --dataset synthetic --steps 100000 --kvstore dist_sync --batch 16 \
     --quiet >"$T/kill.out" 2>"$T/kill.err" &

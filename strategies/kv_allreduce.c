@@ -27,8 +27,7 @@ typedef struct {
 } bucket;
 
 typedef struct {
-    mx_backend *host;    /* one-thread CPU backend for the host-side sums and updates */
-    float *w, *mom, *merge, *tmp;
+    mx_kv_host h;        /* host-side sums, weights and momentum */
     bucket *b;
     int nb;
     int *bucket_of;      /* [nkeys] */
@@ -101,16 +100,8 @@ static int allreduce_create(mx_kvstore *kv)
         if (m->b[b].count * sizeof(float) > (size_t)INT32_MAX)
             return mx_error(MX_EINVAL, "kvstore dist_allreduce: keys %d..%d need %zu floats at once, beyond MPI's 2^31-1 "
                             "bytes per call", m->b[b].lo, m->b[b].hi - 1, m->b[b].count);
-    MX_TRY(mx_backend_create(&m->host, "cpu", -1, 1));
-    /* Zero-filled: the padding between keys of a bucket is all-reduced too and stays 0. */
-    const size_t bytes = sizeof(float) * kv->total;
-    m->w = m->host->ops->alloc(m->host, bytes);
-    m->mom = m->host->ops->alloc(m->host, bytes);
-    m->merge = m->host->ops->alloc(m->host, bytes);
-    m->tmp = m->host->ops->alloc(m->host, bytes);
-    if (!m->w || !m->mom || !m->merge || !m->tmp)
-        return mx_error(MX_ENOMEM, "out of memory for kvstore dist_allreduce host buffers (4 x %zu floats)", kv->total);
-    return MX_OK;
+    /* zero-filled: the padding between keys of a bucket is all-reduced too and stays 0 */
+    return mx_kv_host_create(kv, &m->h);
 }
 
 static int allreduce_nworkers(const mx_kvstore *kv) { return 1; }
@@ -120,8 +111,7 @@ static int allreduce_follows(const mx_kvstore *kv, int worker) { return 0; }
 static int allreduce_init(mx_kvstore *kv)
 {
     kv_allreduce *m = kv->mode;
-    mx_backend *be = kv->dev[0].be;
-    be->ops->copy(be, m->w, kv->dev[0].w, sizeof(float) * kv->total, MX_COPY_D2H);
+    mx_kv_host_init(kv, &m->h);
     return MX_OK;
 }
 
@@ -144,7 +134,7 @@ static int reduce_bucket(mx_kvstore *kv, kv_allreduce *m, int b)
 {
     const bucket *bk = &m->b[b];
     mx_comm *world = kv->opt.world;
-    float *range = m->merge + bk->off;
+    float *range = m->h.merge + bk->off;
     const double t0 = mx_now();
     const int rc = mx_comm_allreduce(world, world->local_first, range, range, bk->count, MX_F32);
     const double t1 = mx_now();
@@ -159,8 +149,8 @@ static int reduce_bucket(mx_kvstore *kv, kv_allreduce *m, int b)
     if (kv->updater)
         for (int k = bk->hi - 1; k >= bk->lo; k--) {
             const mx_kv_key *key = &kv->keys[k];
-            kv->updater(kv->updater_user, m->host, k, 0, key->count, m->w + key->offset, m->mom + key->offset,
-                        m->merge + key->offset);
+            kv->updater(kv->updater_user, m->h.host, k, 0, key->count, m->h.w + key->offset, m->h.mom + key->offset,
+                        m->h.merge + key->offset);
         }
     return MX_OK;
 }
@@ -180,7 +170,7 @@ static int allreduce_process(mx_kvstore *kv, int worker, int key)
         return fail(m, mx_error(MX_EINVAL, "key %d pushed for round %d while its bucket (keys %d..%d) is still "
                                 "in round %d: push every key once per round", key, round,
                                 m->b[b].lo, m->b[b].hi - 1, done + 1));
-    mx_kv_sum_on_host(kv, m->host, key, m->merge, m->tmp);
+    mx_kv_sum_on_host(kv, m->h.host, key, m->h.merge, m->h.tmp);
     if (++m->filled[b] < m->b[b].hi - m->b[b].lo) return MX_OK;
     m->filled[b] = 0;
     const int rc = reduce_bucket(kv, m, b);
@@ -219,7 +209,7 @@ static int allreduce_pull(mx_kvstore *kv, int key, int dev)
     /* Without an updater the store holds the summed gradient, and it lands where the
      * device's gradient was. */
     float *dst = (float *)(kv->updater ? kv->dev[dev].w : kv->dev[dev].g) + k->offset;
-    const float *src = (kv->updater ? m->w : m->merge) + k->offset;
+    const float *src = (kv->updater ? m->h.w : m->h.merge) + k->offset;
     be->ops->copy(be, dst, src, sizeof(float) * k->count, MX_COPY_H2D);
     mx_kv_count_bytes(kv, sizeof(float) * (double)k->count);
     return MX_OK;
@@ -228,13 +218,7 @@ static int allreduce_pull(mx_kvstore *kv, int key, int dev)
 static void allreduce_destroy(mx_kvstore *kv)
 {
     kv_allreduce *m = kv->mode;
-    if (m->host) {
-        m->host->ops->free(m->host, m->w);
-        m->host->ops->free(m->host, m->mom);
-        m->host->ops->free(m->host, m->merge);
-        m->host->ops->free(m->host, m->tmp);
-        mx_backend_destroy(m->host);
-    }
+    mx_kv_host_destroy(&m->h);
     free(m->b);
     free(m->bucket_of);
     free(m->key_round);

@@ -8,10 +8,7 @@
 
 #include <stdlib.h>
 
-typedef struct {
-    mx_backend *host;       /* one-thread CPU backend for the host-side sums and update */
-    float *w, *mom, *merge, *tmp;
-} kv_local;
+typedef mx_kv_host kv_local;
 
 static int local_create(mx_kvstore *kv)
 {
@@ -22,15 +19,7 @@ static int local_create(mx_kvstore *kv)
     kv_local *m = calloc(1, sizeof *m);
     if (!m) return mx_error(MX_ENOMEM, "out of memory creating kvstore local");
     kv->mode = m;
-    MX_TRY(mx_backend_create(&m->host, "cpu", -1, 1));
-    const size_t bytes = sizeof(float) * kv->total;
-    m->w = m->host->ops->alloc(m->host, bytes);
-    m->mom = m->host->ops->alloc(m->host, bytes);
-    m->merge = m->host->ops->alloc(m->host, bytes);
-    m->tmp = m->host->ops->alloc(m->host, bytes);
-    if (!m->w || !m->mom || !m->merge || !m->tmp)
-        return mx_error(MX_ENOMEM, "out of memory for kvstore local host buffers (%zu floats)", kv->total);
-    return MX_OK;
+    return mx_kv_host_create(kv, m);
 }
 
 static int local_nworkers(const mx_kvstore *kv) { return 1; }
@@ -38,9 +27,7 @@ static int local_follows(const mx_kvstore *kv, int worker) { return 0; }
 
 static int local_init(mx_kvstore *kv)
 {
-    kv_local *m = kv->mode;
-    mx_backend *be = kv->dev[0].be;
-    be->ops->copy(be, m->w, kv->dev[0].w, sizeof(float) * kv->total, MX_COPY_D2H);
+    mx_kv_host_init(kv, kv->mode);
     return MX_OK;
 }
 
@@ -71,15 +58,8 @@ static int local_pull(mx_kvstore *kv, int key, int dev)
 
 static void local_destroy(mx_kvstore *kv)
 {
-    kv_local *m = kv->mode;
-    if (m->host) {
-        m->host->ops->free(m->host, m->w);
-        m->host->ops->free(m->host, m->mom);
-        m->host->ops->free(m->host, m->merge);
-        m->host->ops->free(m->host, m->tmp);
-        mx_backend_destroy(m->host);
-    }
-    free(m);
+    mx_kv_host_destroy(kv->mode);
+    free(kv->mode);
 }
 
 const mx_kvstore_ops mx_kv_local_ops = {

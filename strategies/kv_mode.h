@@ -77,6 +77,18 @@ struct mx_kvstore {
 int mx_kv_all_pushed(const mx_kvstore *kv, int key, int round);
 /* Adds to the bytes statistic (takes the lock). */
 void mx_kv_count_bytes(mx_kvstore *kv, double bytes);
+/* The host side of a mode that sums and updates on the host (local, dist_allreduce): a
+ * one-thread CPU backend, and weights, momentum, summed gradients and a scratch buffer laid
+ * out by the key table (zero-filled by the CPU backend). */
+typedef struct {
+    mx_backend *host;
+    float *w, *mom, *merge, *tmp;
+} mx_kv_host;
+int mx_kv_host_create(mx_kvstore *kv, mx_kv_host *h);
+void mx_kv_host_destroy(mx_kv_host *h);
+/* The replicas start equal (the same seed): device 0's weights become the host copy. */
+void mx_kv_host_init(mx_kvstore *kv, mx_kv_host *h);
+
 /* Sums every device's gradient of key into merge on the host, in device order (so the result
  * does not depend on who pushed first), each copy made by the owning device's backend;
  * merge and tmp are host buffers laid out by the key table; counts the bytes copied. */

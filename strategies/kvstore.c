@@ -48,6 +48,36 @@ void mx_kv_count_bytes(mx_kvstore *kv, double bytes)
     pthread_mutex_unlock(&kv->lock);
 }
 
+int mx_kv_host_create(mx_kvstore *kv, mx_kv_host *h)
+{
+    MX_TRY(mx_backend_create(&h->host, "cpu", -1, 1));
+    const size_t bytes = sizeof(float) * kv->total;
+    h->w = h->host->ops->alloc(h->host, bytes);
+    h->mom = h->host->ops->alloc(h->host, bytes);
+    h->merge = h->host->ops->alloc(h->host, bytes);
+    h->tmp = h->host->ops->alloc(h->host, bytes);
+    if (!h->w || !h->mom || !h->merge || !h->tmp)
+        return mx_error(MX_ENOMEM, "out of memory for kvstore %s host buffers (4 x %zu floats)", kv->ops->name,
+                        kv->total);
+    return MX_OK;
+}
+
+void mx_kv_host_destroy(mx_kv_host *h)
+{
+    if (!h->host) return;
+    float *const bufs[4] = {h->w, h->mom, h->merge, h->tmp};
+    for (int i = 0; i < 4; i++)
+        if (bufs[i]) h->host->ops->free(h->host, bufs[i]);
+    mx_backend_destroy(h->host);
+    h->host = NULL;
+}
+
+void mx_kv_host_init(mx_kvstore *kv, mx_kv_host *h)
+{
+    mx_backend *be = kv->dev[0].be;
+    be->ops->copy(be, h->w, kv->dev[0].w, sizeof(float) * kv->total, MX_COPY_D2H);
+}
+
 void mx_kv_sum_on_host(mx_kvstore *kv, mx_backend *host, int key, float *merge, float *tmp)
 {
     const mx_kv_key *k = &kv->keys[key];

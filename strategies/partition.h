@@ -6,6 +6,9 @@
 #ifndef MX_PARTITION_H
 #define MX_PARTITION_H
 
+#include "engine/backend.h"
+#include "engine/layer.h"
+
 /* The contiguous cut into k non-empty stages whose largest stage cost (the pipeline's
  * bottleneck) is least; among such cuts, the one whose earlier stages end first (under 1F1B
  * stage r holds k-r micro-batches in flight, so early stages had better be light). MX_EINVAL
@@ -15,6 +18,13 @@ int mx_partition_balance(const double *cost, int n, int k, int *first);
 /* A hand partition "6,3,3": k positive counts of layers per stage that add up to n.
  * MX_EINVAL naming what is wrong and what is accepted. */
 int mx_partition_parse(const char *spec, int n, int k, int *first);
+
+/* The cost of each of the nspecs top-level layers of a model for inputs of shape in (cost
+ * has nspecs entries): with rounds > 0, the median seconds of `rounds` forward + backward
+ * passes of each layer alone at batch `batch` on be (after one untimed pass); with rounds 0,
+ * its forward FLOPs per sample (where no profile can run). */
+int mx_partition_costs(mx_backend *be, const mx_layer_spec *specs, int nspecs, mx_shape in, int batch, int rounds,
+                       double *cost);
 
 /* The largest stage cost of a cut (for messages and the record). */
 double mx_partition_bottleneck(const double *cost, int k, const int *first);

@@ -4,6 +4,7 @@
  * name the wrong number of stages are refused. */
 #include "strategies/partition.h"
 #include "engine/status.h"
+#include "workloads/workloads.h"
 #include "check.h"
 
 #include <math.h>
@@ -66,6 +67,27 @@ int main(void)
         CHECK(got == want, "trial %d (%d layers, %d stages): bottleneck %g, the best cut has %g", trial, n, k, got,
               want);
     }
+    /* real layers, profiled and by FLOPs: mlp's first dense layer (784 x 256) costs more
+     * than the rest together, so two stages give it one of its own (with the free flatten
+     * before it) */
+    mx_backend *be = NULL;
+    CHECK(mx_backend_create(&be, "cpu", -1, 1) == MX_OK, "%s", mx_last_error());
+    mx_layer_spec specs[MX_MAX_LAYERS];
+    const mx_shape in = {1, 28, 28};
+    const int n = mx_workload_find("mlp")->build(specs, in, 10);
+    for (int rounds = 0; be && rounds <= 3; rounds += 3) {
+        double cost[MX_MAX_LAYERS];
+        CHECK(mx_partition_costs(be, specs, n, in, 32, rounds, cost) == MX_OK, "%s", mx_last_error());
+        int heavy = 0;
+        for (int i = 1; i < n; i++) heavy = cost[i] > cost[heavy] ? i : heavy;
+        /* the layers before it (the flatten) cost nothing: the first stage ends right after it */
+        CHECK(mx_partition_balance(cost, n, 2, first) == MX_OK && first[1] == heavy + 1,
+              "mlp (%d layers) over 2 stages by %s: the first stage ends at %d, expected %d (after the heavy layer "
+              "%d; costs %g, %g, %g ...)", n, rounds ? "profile" : "FLOPs", first[1], heavy + 1, heavy, cost[0],
+              cost[1], n > 2 ? cost[2] : 0);
+        for (int i = 0; i < n; i++) CHECK(cost[i] >= 0, "layer %d costs %g", i, cost[i]);
+    }
+    mx_backend_destroy(be);
     /* refused: more stages than layers, bad costs */
     CHECK(mx_partition_balance(even, 3, 4, first) == MX_EINVAL, "4 stages of 3 layers accepted");
     const double bad[2] = {1, NAN};

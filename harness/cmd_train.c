@@ -140,9 +140,9 @@ static int check_config(train_args *a, int launching)
     }
     /* auto: CUDA where this build has it and a GPU is present, else the CPU */
     c->backend = want_cuda || (!(a->device && strcmp(a->device, "cpu") == 0) && have_cuda && cu.count > 0) ? "cuda" : "cpu";
-    /* the ranks mpirun started on this host share its cores */
-    const int cores = mx_cpu_cores(), share = c->devices * (dist ? mx_dist_local_ranks() : 1);
-    if (!a->threads_given) c->threads_per_device = cores / share > 1 ? cores / share : 1;
+    /* a dist_* worker's default is set again once it knows the workers of its host (join_job) */
+    const int cores = mx_cpu_cores();
+    if (!a->threads_given) c->threads_per_device = cores / c->devices > 1 ? cores / c->devices : 1;
     if (mx_train_config_check(c) < 0) {
         fprintf(stderr, "mxbench train: %s\n(see 'mxbench train --help')\n", mx_last_error());
         return 2;

@@ -34,17 +34,18 @@ int mx_dist_start(const char *mode, int servers, mx_cluster **out)
 
 /* ---- the end of the job: one row per rank */
 
-typedef struct {
-    mx_rank_row row;
-    double pad; /* the row travels as bytes: equal sizes on every rank of one build */
-} wire_row;
-
-static void worker_row(const mx_cluster *c, const mx_run_record *rec, mx_rank_row *r)
+/* What every row starts with: which rank, where, in which role. */
+static void row_head(const mx_cluster *c, mx_rank_row *r)
 {
     memset(r, 0, sizeof *r);
     r->rank = c->rank;
     snprintf(r->host, sizeof r->host, "%s", c->host);
-    snprintf(r->role, sizeof r->role, "worker");
+    snprintf(r->role, sizeof r->role, "%s", mx_role_name(c->role));
+}
+
+static void worker_row(const mx_cluster *c, const mx_run_record *rec, mx_rank_row *r)
+{
+    row_head(c, r);
     r->steps = rec->nsteps;
     r->step_min = r->step_max = NAN;
     for (int i = 0; i < rec->nsteps; i++) {
@@ -61,10 +62,7 @@ static void worker_row(const mx_cluster *c, const mx_run_record *rec, mx_rank_ro
 
 static void server_row(const mx_cluster *c, const mx_ps_stats *st, mx_rank_row *r)
 {
-    memset(r, 0, sizeof *r);
-    r->rank = c->rank;
-    snprintf(r->host, sizeof r->host, "%s", c->host);
-    snprintf(r->role, sizeof r->role, "server");
+    row_head(c, r);
     r->step_min = r->step_median = r->step_p90 = r->step_max = NAN;
     r->push_time = r->pull_time = NAN;
     const double rounds = st->rounds > 0 ? (double)st->rounds : NAN;
@@ -101,13 +99,13 @@ static void staleness(const long *hist, long max, double *fig)
  * histograms are summed, and a sum of maxima would mean nothing. */
 static int gather(mx_cluster *c, const mx_rank_row *mine, const mx_ps_stats *ps, mx_run_record *rec)
 {
-    wire_row w = {*mine, 0};
-    if (ps) w.row.steps = (int)(ps->stale_max < 2147483647L ? ps->stale_max : 2147483647L);
+    mx_rank_row w = *mine; /* travels as bytes: the same struct on every rank of one build */
+    if (ps) w.steps = (int)(ps->stale_max < 2147483647L ? ps->stale_max : 2147483647L);
     static long hist[MX_PS_STALE_BINS], hist_sum[MX_PS_STALE_BINS];
     if (ps) memcpy(hist, ps->stale, sizeof hist);
     else memset(hist, 0, sizeof hist);
     const int root = c->rank == c->worker_rank[0];
-    wire_row *rows = root ? calloc(c->size, sizeof *rows) : NULL;
+    mx_rank_row *rows = root ? calloc(c->size, sizeof *rows) : NULL;
     double *med = root ? calloc(c->size, sizeof *med) : NULL;
     int rc = root && (!rows || !med) ? mx_error(MX_ENOMEM, "out of memory for %d ranks' figures", c->size) : MX_OK;
     /* collective: a rank that failed to allocate still takes part, and fails after */
@@ -122,12 +120,12 @@ static int gather(mx_cluster *c, const mx_rank_row *mine, const mx_ps_stats *ps,
         long stale_max = 0;
         int nmed = 0;
         for (int r = 0; r < c->size; r++) {
-            rec->ranks[r] = rows[r].row;
-            if (strcmp(rows[r].row.role, "server") == 0) {
-                if (rows[r].row.steps > stale_max) stale_max = rows[r].row.steps;
+            rec->ranks[r] = rows[r];
+            if (strcmp(rows[r].role, mx_role_name(MX_ROLE_SERVER)) == 0) {
+                if (rows[r].steps > stale_max) stale_max = rows[r].steps;
                 rec->ranks[r].steps = 0;
-            } else if (!isnan(rows[r].row.step_median)) {
-                med[nmed++] = rows[r].row.step_median;
+            } else if (!isnan(rows[r].step_median)) {
+                med[nmed++] = rows[r].step_median;
             }
         }
         if (c->nservers > 0 && strcmp(rec->kvstore, "dist_async") == 0) staleness(hist_sum, stale_max, rec->metrics);

@@ -14,6 +14,7 @@
 #include "harness/commands.h"
 #include "results/results.h"
 #include "tests/fuzz/fuzz.h"
+#include "tests/results_fixture.h"
 
 #include <hdf5.h>
 
@@ -82,33 +83,6 @@ static void fill_record(mx_run_record *r, const char *id, int gpus, const char *
     mx_record_derive(r);
 }
 
-/* The second run of the 3-run template: a dist_sync MPI job of 2 workers and 1 server, with
- * its rank table (the reader's checks of /runs/<id>/ranks) and its dist figures. */
-static void make_dist(mx_run_record *r)
-{
-    snprintf(r->kvstore, sizeof r->kvstore, "dist_sync");
-    r->workers = 2;
-    r->servers = 1;
-    r->oversubscribed = 1;
-    r->nranks = 3;
-    r->ranks = calloc(3, sizeof *r->ranks);
-    if (!r->ranks) abort();
-    for (int i = 0; i < 3; i++) {
-        mx_rank_row *x = &r->ranks[i];
-        x->rank = i;
-        snprintf(x->host, sizeof x->host, "node%d", i);
-        snprintf(x->role, sizeof x->role, "%s", i < 2 ? "worker" : "server");
-        x->steps = i < 2 ? 4 : 0;
-        x->step_min = x->step_median = x->step_p90 = x->step_max = i < 2 ? 0.01 * (i + 1) : NAN;
-        x->bytes_per_step = 1e5;
-        x->push_time = x->pull_time = i < 2 ? 1e-3 : NAN;
-        x->busy_time = i < 2 ? NAN : 2e-3;
-    }
-    r->metrics[MX_COUNTER_WORKER_STEP_MIN] = 0.01;
-    r->metrics[MX_COUNTER_WORKER_STEP_MAX] = 0.02;
-    r->metrics[MX_COUNTER_NET_BYTES] = 1e5;
-}
-
 static int make_template(int k, const char *path)
 {
     if (k == 0) { /* an HDF5 file with nothing in it */
@@ -126,8 +100,9 @@ static int make_template(int k, const char *path)
         mx_run_record r;
         char id[16];
         snprintf(id, sizeof id, "r%04d", i + 1);
-        fill_record(&r, id, 1 << i, status[i], 4);
-        if (i == 1) make_dist(&r);
+        /* the second of 3: a dist_sync MPI job of 2 workers and 1 server, with its rank table */
+        if (i == 1) fixture_dist_record(&r, i + 1, 2, 1);
+        else fill_record(&r, id, 1 << i, status[i], 4);
         int rc = mx_results_append(path, &r);
         mx_record_free(&r);
         if (rc != MX_OK) return -1;

@@ -19,6 +19,12 @@ struct mx_backend_status {
     pthread_mutex_t lock; /* orders writers; readers need only the atomic code */
     atomic_int code;      /* stored after msg is complete, so a reader seeing it sees msg */
     char msg[512];
+    /* the allocator's count (counted_alloc): bytes live now and at most since the last
+     * mx_backend_mem_reset_peak, and the size of each live block (few: buffers are made
+     * once per run, so a linear search on free is cheap) */
+    size_t live, peak;
+    struct mem_block { void *p; size_t bytes; } *blocks;
+    size_t nblocks, cap;
 };
 
 void mx_backend_fail(mx_backend *be, int code, const char *fmt, ...)
@@ -257,7 +263,8 @@ static void default_gemm_ex(mx_backend *be, int ta, int tb, int m, int n, int k,
 
 static struct {
     pthread_mutex_t lock;
-    mx_backend_ops ops[MX_MAX_BACKENDS]; /* copies with defaults filled; never move */
+    mx_backend_ops ops[MX_MAX_BACKENDS]; /* copies with defaults filled and alloc/free counted; never move */
+    mx_backend_ops raw[MX_MAX_BACKENDS]; /* the same with the backend's own alloc and free */
     int n;
     char names[256];
 } reg = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -322,6 +329,72 @@ static int check_and_fill(mx_backend_ops *o)
     return MX_OK;
 }
 
+/* ---- the allocator's count: every registered table's alloc and free go through these, so
+ * memory per device is measured (parameters, optimizer state, activations) whatever the
+ * backend, rather than derived from sizes */
+
+static const mx_backend_ops *raw_ops(const mx_backend *be) { return &reg.raw[be->ops - reg.ops]; }
+
+static void *counted_alloc(mx_backend *be, size_t bytes)
+{
+    void *p = raw_ops(be)->alloc(be, bytes);
+    struct mx_backend_status *st = be->status;
+    if (!p || !st) return p;
+    pthread_mutex_lock(&st->lock);
+    if (st->nblocks == st->cap) {
+        const size_t cap = st->cap ? 2 * st->cap : 64;
+        struct mem_block *b = realloc(st->blocks, cap * sizeof *b);
+        if (!b) { /* uncounted rather than failed: the count is a measurement, not a resource */
+            pthread_mutex_unlock(&st->lock);
+            return p;
+        }
+        st->blocks = b;
+        st->cap = cap;
+    }
+    st->blocks[st->nblocks++] = (struct mem_block){p, bytes};
+    st->live += bytes;
+    if (st->live > st->peak) st->peak = st->live;
+    pthread_mutex_unlock(&st->lock);
+    return p;
+}
+
+static void counted_free(mx_backend *be, void *p)
+{
+    struct mx_backend_status *st = be->status;
+    if (p && st) {
+        pthread_mutex_lock(&st->lock);
+        for (size_t i = st->nblocks; i-- > 0;)
+            if (st->blocks[i].p == p) {
+                st->live -= st->blocks[i].bytes;
+                st->blocks[i] = st->blocks[--st->nblocks];
+                break;
+            }
+        pthread_mutex_unlock(&st->lock);
+    }
+    raw_ops(be)->free(be, p);
+}
+
+mx_backend_mem mx_backend_mem_get(mx_backend *be)
+{
+    mx_backend_mem m = {0, 0};
+    struct mx_backend_status *st = be->status;
+    if (!st) return m;
+    pthread_mutex_lock(&st->lock);
+    m.live = st->live;
+    m.peak = st->peak;
+    pthread_mutex_unlock(&st->lock);
+    return m;
+}
+
+void mx_backend_mem_reset_peak(mx_backend *be)
+{
+    struct mx_backend_status *st = be->status;
+    if (!st) return;
+    pthread_mutex_lock(&st->lock);
+    st->peak = st->live;
+    pthread_mutex_unlock(&st->lock);
+}
+
 static int register_locked(const mx_backend_ops *ops)
 {
     if (!ops->name || !ops->name[0]) return mx_error(MX_EINVAL, "a backend table needs a name");
@@ -333,6 +406,9 @@ static int register_locked(const mx_backend_ops *ops)
                         MX_MAX_BACKENDS);
     mx_backend_ops o = *ops;
     MX_TRY(check_and_fill(&o));
+    reg.raw[reg.n] = o;
+    o.alloc = counted_alloc;
+    o.free = counted_free;
     reg.ops[reg.n++] = o;
     size_t at = 0;
     for (int i = 0; i < reg.n; i++)
@@ -400,6 +476,7 @@ int mx_backend_create(mx_backend **out, const char *kind, int device, int nthrea
     const int rc = ops->open(be);
     if (rc < 0) {
         pthread_mutex_destroy(&st->lock);
+        free(st->blocks);
         free(st);
         free(be);
         return rc;
@@ -415,6 +492,7 @@ void mx_backend_destroy(mx_backend *be)
     be->ops->close(be);
     if (be->status) {
         pthread_mutex_destroy(&be->status->lock);
+        free(be->status->blocks);
         free(be->status);
     }
     free(be);

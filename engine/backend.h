@@ -190,6 +190,16 @@ void mx_backend_destroy(mx_backend *be);
  * across devices: each device has its own backend). NULL on allocation failure. */
 void *mx_backend_scratch(mx_backend *be, size_t bytes);
 
+/* The allocator's count of one device (every alloc and free of a created backend goes
+ * through it): bytes held now, and the most held since creation or the last reset. A
+ * strategy reads it after building parameters and optimizer state, and after steps, to
+ * report memory per device as measured. */
+typedef struct {
+    size_t live, peak;
+} mx_backend_mem;
+mx_backend_mem mx_backend_mem_get(mx_backend *be);
+void mx_backend_mem_reset_peak(mx_backend *be);
+
 /* ---- the sticky error */
 
 /* For implementations: records the first failure of be (code: a negative MX_E*; the

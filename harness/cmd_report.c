@@ -15,7 +15,7 @@
 
 /* ---- a small table of preformatted cells, printed aligned or as Markdown */
 
-enum { MAXCOLS = 40, CELL = 112 };
+enum { MAXCOLS = 56, CELL = 112 };
 
 typedef struct {
     int ncols, nrows;

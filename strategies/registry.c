@@ -4,19 +4,29 @@
 #include "results/axes.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+/* One line per strategy: its table, defined in its own file. */
 extern const mx_strategy_ops mx_strategy_data;
 static const mx_strategy_ops *const strategies[] = {&mx_strategy_data};
+#define NSTRATEGIES (sizeof strategies / sizeof *strategies)
 
 const mx_strategy_ops *mx_strategy_find(const char *name)
 {
-    for (size_t i = 0; i < sizeof strategies / sizeof *strategies; i++)
+    for (size_t i = 0; i < NSTRATEGIES; i++)
         if (strcmp(strategies[i]->name, name) == 0) return strategies[i];
     return NULL;
 }
 
-const char *mx_strategy_names(void) { return "data"; }
+const char *mx_strategy_names(void)
+{
+    static char names[64];
+    if (!names[0])
+        for (size_t i = 0, at = 0; i < NSTRATEGIES; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? "|" : "", strategies[i]->name);
+    return names;
+}
 /* The strategies the mission plans are the sweep axis's choices (results/axes.c): one list. */
 const char *mx_strategy_planned(void) { return mx_axis_find("strategy")->choices; }
 

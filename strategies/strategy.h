@@ -6,6 +6,7 @@
 #include "engine/limits.h"
 #include "engine/net.h"
 #include "engine/optim.h"
+#include "workloads/workloads.h"
 #include "results/metrics.h"
 
 #include <stdint.h>
@@ -34,7 +35,37 @@ typedef struct {
      * its own devices' slices (the same split as one process with all the devices) */
     mx_cluster *cluster;
     double bucket_mb;          /* dist_allreduce's bucket size in MiB (0: 25) */
+    /* model (pipeline): how the top-level layers are cut into `devices` stages, "auto" or
+     * NULL (balanced by a short profile, FLOPs where none can run) or counts per stage
+     * "6,3,3" (partition.h); micro-batches per batch (0 or 1: one); schedule "gpipe"
+     * (NULL) or "1f1b" */
+    const char *partition;
+    int micro_batches;
+    const char *schedule;
 } mx_strategy_config;
+
+/* What a strategy measured over the steps since it was created, per device and per
+ * top-level layer, for the run record and plots (mx_strategy_ops.detail). NaN where a
+ * figure does not apply. */
+typedef struct {
+    int first, last;        /* model: the stage's top-level layers [first, last); else 0, nlayers */
+    double bubble;          /* model: idle share of the step windows (sum of idle / sum of windows) */
+    double mem_params;      /* bytes of parameters and their gradients on the device (allocator count) */
+    double mem_optim;       /* bytes of optimizer state (momentum) */
+    double mem_peak;        /* the most bytes the device held during any step (allocator count) */
+    double bytes_sent;      /* bytes per step this device sent to others (stages, shards, kvstore) */
+    int held_max;           /* model: most micro-batches in flight on the stage at once (0: n/a) */
+} mx_device_detail;
+
+typedef struct {
+    int ndevices;
+    mx_device_detail dev[MX_MAX_DEVICES];
+    int nlayers;
+    /* bytes per step moved for each top-level layer: layer strategy, its collectives summed
+     * over devices; model, the activations and gradients crossing the stage boundary after it
+     * (0 inside a stage); NaN where the strategy moves nothing per layer (data) */
+    double layer_bytes[MX_MAX_LAYERS];
+} mx_strategy_detail;
 
 typedef struct {
     double loss_sum;           /* summed over the samples this process trained */
@@ -71,6 +102,9 @@ typedef struct {
     int (*get_params)(mx_strategy *s, float *host);
     /* Forward FLOPs per sample of the whole model. */
     double (*flops_per_sample)(mx_strategy *s);
+    /* OPTIONAL (NULL: nothing beyond the step counters): per device and per layer figures
+     * over the steps so far. */
+    int (*detail)(mx_strategy *s, mx_strategy_detail *out);
     void (*destroy)(mx_strategy *s);
 } mx_strategy_ops;
 

@@ -56,6 +56,7 @@ static void *dev_alloc(mx_params *ps, size_t bytes)
         ps->be->ops->free(ps->be, p);
         return NULL;
     }
+    if (p) ps->bytes += bytes;
     return p;
 }
 

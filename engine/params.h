@@ -34,6 +34,7 @@ typedef struct mx_params {
     int param_lo, param_hi; /* the tensors held: those of layers [layer_lo, layer_hi) */
     size_t nweights;     /* floats in w (and g): the held tensors, each 16-float aligned */
     float *w, *g;        /* device: values and gradients of the held tensors */
+    size_t bytes;        /* device bytes the set allocated: w, g and model state (batch-norm statistics) */
     struct mx_allocs *allocs;
 } mx_params;
 

@@ -229,6 +229,7 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
     int rc = create_replicas(s);
     if (rc == MX_OK) rc = create_store(s);
     if (rc == MX_OK) s->be[0]->ops->bind_thread(s->be[0]); /* device 0 runs on the caller's thread */
+    for (int d = 0; rc == MX_OK && d < s->k; d++) mx_backend_mem_reset_peak(s->be[d]);
     for (int d = 1; rc == MX_OK && d < s->k; d++) {
         push_ctx *c = malloc(sizeof *c);
         if (!c) {
@@ -247,6 +248,23 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
     }
     *out = s;
     return MX_OK;
+}
+
+/* Memory per device as the allocator counted it: the replica's parameters and gradients,
+ * momentum where the device updates (one device; a kvstore keeps its own in host memory),
+ * and the most the device held during the step (activations and workspace on top). */
+static void memory_counters(mx_strategy *s, mx_step_stats *st)
+{
+    double peak = 0, params = 0;
+    for (int d = 0; d < s->k; d++) {
+        const mx_backend_mem m = mx_backend_mem_get(s->be[d]);
+        if (m.peak > peak) peak = (double)m.peak;
+        if (s->net[d]->ps->bytes > params) params = (double)s->net[d]->ps->bytes;
+        mx_backend_mem_reset_peak(s->be[d]);
+    }
+    st->counter[MX_COUNTER_MEM_PEAK] = peak;
+    st->counter[MX_COUNTER_MEM_PARAMS] = params;
+    if (s->mom) st->counter[MX_COUNTER_MEM_OPTIM] = sizeof(float) * (double)(s->net[0]->nweights ? s->net[0]->nweights : 1);
 }
 
 /* What crossed between ranks this step, and the all-reduce path's bus bytes (nccl-tests'
@@ -324,6 +342,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
         mx_kv_work_before(s->kv, bwd_end, &st->counter[MX_COUNTER_COMM_WORK], &st->counter[MX_COUNTER_COMM_HIDDEN]);
     }
     if (s->cfg.cluster) dist_counters(s, st);
+    memory_counters(s, st);
     return MX_OK;
 }
 

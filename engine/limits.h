@@ -22,5 +22,6 @@
 #define MX_MAX_LOG_INTERVAL 1000000   /* batches */
 #define MX_MAX_BUCKET_MB 2047         /* dist_allreduce --bucket-mb (MPI counts are ints: below 2 GiB) */
 #define MX_MAX_SERVERS 64             /* --servers: parameter-server ranks */
+#define MX_MAX_MICRO_BATCHES 4096     /* --micro-batches: each holds its activations */
 
 #endif

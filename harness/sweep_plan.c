@@ -4,6 +4,7 @@
 #include "engine/status.h"
 #include "strategies/kvstore.h"
 #include "strategies/strategy.h"
+#include "workloads/workloads.h"
 
 #include <assert.h>
 #include <math.h>
@@ -59,6 +60,24 @@ static const struct {
     {"amp", "mixed precision", built_amps},
 };
 
+/* What the strategy itself refuses (more stages than layers, more shards than channels, a
+ * partition that does not cover the model), in its own words. The layer list does not depend
+ * on the data set's image size, and every data set mxbench reads has 10 classes. */
+static const char *strategy_refuses(const mx_run_record *r, char *buf, size_t n)
+{
+    const mx_workload *w = mx_workload_find(r->workload);
+    if (!w) return NULL;
+    mx_layer_spec specs[MX_MAX_LAYERS];
+    const mx_shape in = {1, 28, 28};
+    const mx_strategy_config sc = {
+        .workload = r->workload, .specs = specs, .nspecs = w->build(specs, in, 10), .in = in, .nclasses = 10,
+        .devices = r->gpus, .max_batch = r->global_batch, .partition = r->partition,
+        .micro_batches = r->micro_batches, .schedule = r->schedule};
+    if (mx_strategy_check(r->strategy, &sc) == MX_OK) return NULL;
+    snprintf(buf, n, "%s", mx_last_error());
+    return buf;
+}
+
 /* Why this combination cannot run in this build, or NULL. */
 static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
 {
@@ -84,7 +103,7 @@ static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
                  "device, each on global batch / workers)", r->global_batch, r->gpus);
         return buf;
     }
-    return NULL;
+    return strategy_refuses(r, buf, n);
 }
 
 /* 1 when runs[0..n) already holds r's configuration (one-device rows of several kvstores). */
@@ -105,7 +124,16 @@ static void derive(const mx_sweep_axes *ax, mx_run_record *r)
     /* one device uses no kvstore (as MXNet): the row is the first point of every kvstore's
      * series, planned once. A dist_* row is an MPI job of one worker per device, one device
      * included, plus its servers */
-    if (mx_kv_mode_is_dist(r->kvstore)) {
+    /* the pipeline's settings belong to model rows, and a kvstore to data rows: the other
+     * strategies' rows hold the defaults, so that each such configuration is planned once */
+    if (strcmp(r->strategy, "model") != 0) {
+        r->micro_batches = 1;
+        snprintf(r->schedule, sizeof r->schedule, "gpipe");
+        snprintf(r->partition, sizeof r->partition, "auto");
+    }
+    if (strcmp(r->strategy, "data") != 0) {
+        snprintf(r->kvstore, sizeof r->kvstore, "none");
+    } else if (mx_kv_mode_is_dist(r->kvstore)) {
         r->workers = r->gpus;
         r->servers = strcmp(r->kvstore, "dist_allreduce") == 0 ? 0 : ax->servers > 0 ? ax->servers : r->gpus;
         if (ax->dist_threads > 0) r->threads_per_device = ax->dist_threads;

@@ -26,7 +26,7 @@ void mx_sweep_run_label(const mx_run_record *r, char *buf, size_t n)
             const mx_axis *a = &mx_axes[i];
             if (a->label_rank != rank) continue;
             found = 1;
-            if (a->label_if_set && !mx_axis_is_set(a, r)) continue;
+            if (!mx_axis_in_label(a, r)) continue;
             const char *p = (const char *)r + a->off;
             char part[160];
             if (a->type == MX_AXIS_STR) snprintf(part, sizeof part, a->label_fmt, p);
@@ -67,8 +67,7 @@ void mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *
     const int dist = mx_kv_mode_is_dist(r->kvstore) && r->gpus > 0;
     for (int i = 0; i < mx_naxes; i++) {
         const mx_axis *a = &mx_axes[i];
-        if (!a->train_opt || a->child == MX_CHILD_NO || (a->child == MX_CHILD_IF_SET && !mx_axis_is_set(a, r)))
-            continue;
+        if (!mx_axis_to_child(a, r)) continue;
         char v[256];
         mx_axis_text(a, r, v, sizeof v);
         if (dist && strcmp(a->name, "gpus") == 0) snprintf(v, sizeof v, "1");

@@ -97,7 +97,11 @@ static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_
     snprintf(rec->strategy, sizeof rec->strategy, "%s", c->strategy);
     /* one device uses no kvstore (as MXNet): recorded as such, so that `--kvstore local,device`
      * cannot make two different-looking one-device rows of one configuration */
-    snprintf(rec->kvstore, sizeof rec->kvstore, "%s", c->devices > 1 || c->cluster ? c->kvstore : "none");
+    const int kv = strcmp(c->strategy, "data") == 0 && (c->devices > 1 || c->cluster); /* model, layer: none */
+    snprintf(rec->kvstore, sizeof rec->kvstore, "%s", kv ? c->kvstore : "none");
+    rec->micro_batches = c->micro_batches > 1 ? c->micro_batches : 1;
+    snprintf(rec->schedule, sizeof rec->schedule, "%s", c->schedule ? c->schedule : "gpipe");
+    snprintf(rec->partition, sizeof rec->partition, "%s", c->partition ? c->partition : "auto");
     /* what the backend says it is, not what was asked for (auto) */
     const mx_backend_ops *be = mx_backend_find(c->backend ? c->backend : "cpu");
     snprintf(rec->device_type, sizeof rec->device_type, "%s", be ? be->device_type : "?");
@@ -480,6 +484,20 @@ int mx_train_config_check(const mx_train_config *c)
         if (!(c->work_load[i] > 0 && c->work_load[i] <= MX_MAX_WORK_LOAD))
             return mx_error(MX_EINVAL, "work-load %g for device %d: accepted above 0 and at most %g", c->work_load[i],
                             i, MX_MAX_WORK_LOAD);
+    const int model = strcmp(c->strategy, "model") == 0, data = strcmp(c->strategy, "data") == 0;
+    if (!model && (c->micro_batches > 1 || c->schedule || (c->partition && strcmp(c->partition, "auto") != 0)))
+        return mx_error(MX_EINVAL, "--%s applies to the pipeline of --strategy model, not %s", c->micro_batches > 1
+                        ? "micro-batches" : c->schedule ? "schedule" : "partition", c->strategy);
+    if (c->micro_batches < 0 || c->micro_batches > MX_MAX_MICRO_BATCHES)
+        return mx_error(MX_EINVAL, "micro-batches %d: accepted 1..%d", c->micro_batches, MX_MAX_MICRO_BATCHES);
+    if (!data && c->nwork_load)
+        return mx_error(MX_EINVAL, "--work-load with --strategy %s: a work-load list splits the batch of data "
+                        "parallelism; the %s strategy gives every device %s", c->strategy, c->strategy,
+                        model ? "a stage of layers" : "a share of every layer");
+    if (!data && (c->cluster || mx_kv_mode_is_dist(c->kvstore)))
+        return mx_error(MX_EINVAL, "--kvstore %s with --strategy %s: the dist_* kvstores aggregate data-parallel "
+                        "gradients; the %s strategy runs in one process and needs no kvstore", c->kvstore, c->strategy,
+                        c->strategy);
     if (strcmp(c->init, "xavier") != 0 && strcmp(c->init, "normal") != 0)
         return mx_error(MX_EINVAL, "initialiser '%s': accepted xavier or normal", c->init);
     return MX_OK;
@@ -561,7 +579,14 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         .max_batch = global_batch(c), .work_load = c->nwork_load ? c->work_load : NULL,
         .cluster = c->cluster, .bucket_mb = c->bucket_mb,
         .opt = {(float)c->lr, (float)c->momentum, (float)c->wd}, .seed = (uint64_t)c->seed,
-        .init = strcmp(c->init, "normal") == 0 ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER};
+        .init = strcmp(c->init, "normal") == 0 ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER,
+        .partition = c->partition, .micro_batches = c->micro_batches, .schedule = c->schedule};
+    rc = mx_strategy_check(c->strategy, &sc);
+    if (rc < 0) {
+        mx_dataset_free(&ds.train);
+        mx_dataset_free(&ds.test);
+        return rc;
+    }
     run_state st = {.c = c, .ds = &ds, .ops = ops, .rec = rec, .progress_every = progress_every()};
     mx_counter_acc_init(&st.counters);
     st.bx = malloc(sizeof(float) * global_batch(c) * ds.train.c * ds.train.h * ds.train.w);

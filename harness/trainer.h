@@ -36,6 +36,11 @@ typedef struct {
     /* if set, the trained weights of the last repeat are written there (worker 0 of a dist_*
      * job): raw little-endian f32, in the model's parameter order, crash-safe */
     const char *save_params;
+    /* model (pipeline) only: the stage cut ("auto" or NULL: balanced; "6,3,3"), micro-batches
+     * per batch (0: one) and the schedule (NULL: gpipe; "1f1b") */
+    const char *partition;
+    int micro_batches;
+    const char *schedule;
 } mx_train_config;
 
 void mx_train_config_defaults(mx_train_config *c);

@@ -81,6 +81,18 @@ const mx_axis mx_axes[] = {
      * the series key: they grow along a series with the device count, as global_batch does */
     {AX(workers, INT), NULL, 0, NULL, 0, 0, 0, "1", NULL, NULL, NULL, NULL, MX_CHILD_NO, 1, 0, 0, 0, NULL, 0},
     {AX(servers, INT), NULL, 0, NULL, 0, 0, 0, "0", NULL, NULL, NULL, NULL, MX_CHILD_NO, 1, 0, 0, 9, "srv=%d", 1},
+    /* the model strategy's pipeline (issue: model and layer parallelism). Every other row holds
+     * the defaults (one micro-batch is what a data or layer step is), so that rows of the other
+     * strategies keep the keys they had; the child gets them only when they differ */
+    {AX(micro_batches, INT), "micro-batches", 35, NULL, 1, MX_MAX_MICRO_BATCHES, 0, "1", "LIST",
+     "model rows: micro-batches each batch is split into (default 1)", "micro-batches", NULL, MX_CHILD_IF_DIFFERS, 1,
+     1, 0, 10, "m=%d", 2},
+    {AX(schedule, STR), "schedule", 36, "gpipe|1f1b", 0, 0, 0, "gpipe", "LIST",
+     "model rows: pipeline schedules, gpipe or 1f1b (default gpipe)", "schedule", NULL, MX_CHILD_IF_DIFFERS, 1, 1, 0,
+     11, "%s", 2},
+    {AX(partition, STR), "partition", 0, NULL, 0, 0, 0, "auto", "CUT",
+     "model rows: auto (stages balanced by a short profile) or top-level layers per stage, e.g. 6,3,3 (default auto)",
+     "partition", NULL, MX_CHILD_IF_DIFFERS, 1, 1, 0, 12, "cut=%s", 2},
 };
 const int mx_naxes = (int)(sizeof mx_axes / sizeof mx_axes[0]);
 
@@ -105,6 +117,33 @@ int mx_axis_is_set(const mx_axis *a, const void *record)
     if (a->type == MX_AXIS_INT) return *(const int *)p != 0;
     if (a->type == MX_AXIS_DBL) return *(const double *)p != 0;
     return p[0] && strcmp(p, "none") != 0 && strcmp(p, "off") != 0;
+}
+
+int mx_axis_is_default(const mx_axis *a, const void *record)
+{
+    /* the default as the field would hold it, so that 0.05 and "0.05" compare equal */
+    mx_run_record def;
+    mx_axis_set(a, &def, a->def);
+    char v[256], d[256];
+    mx_axis_text(a, record, v, sizeof v);
+    mx_axis_text(a, &def, d, sizeof d);
+    return strcmp(v, d) == 0;
+}
+
+int mx_axis_to_child(const mx_axis *a, const void *record)
+{
+    if (!a->train_opt || a->child == MX_CHILD_NO) return 0;
+    if (a->child == MX_CHILD_IF_SET) return mx_axis_is_set(a, record);
+    if (a->child == MX_CHILD_IF_DIFFERS) return !mx_axis_is_default(a, record);
+    return 1;
+}
+
+int mx_axis_in_label(const mx_axis *a, const void *record)
+{
+    if (a->label_rank <= 0) return 0;
+    if (a->label_if_set == 1) return mx_axis_is_set(a, record);
+    if (a->label_if_set == 2) return !mx_axis_is_default(a, record);
+    return 1;
 }
 
 void mx_axis_set(const mx_axis *a, void *record, const char *text)

@@ -15,6 +15,8 @@ typedef enum {
     MX_CHILD_NO,     /* not passed: the sweep derives other fields from it (batch_mode) */
     MX_CHILD_ALWAYS, /* --train_opt VALUE */
     MX_CHILD_IF_SET, /* only when set: a number other than 0, a string other than "", "none", "off" */
+    MX_CHILD_IF_DIFFERS, /* only when not the default (def): options of one strategy, which the
+                          * planner sets to their defaults on the other strategies' rows */
 } mx_child_rule;
 
 typedef struct {
@@ -41,7 +43,8 @@ typedef struct {
                             * only when they differ from def, so old files still match */
     int label_rank;        /* place in the run label ("lenet data x2 kv=device ..."); 0: absent */
     const char *label_fmt; /* printf format of the label part, e.g. "kv=%s" */
-    int label_if_set;      /* label part only when set (MX_CHILD_IF_SET's sense of set) */
+    int label_if_set;      /* 1: label part only when set (MX_CHILD_IF_SET's sense of set);
+                            * 2: only when not the default */
 } mx_axis;
 
 extern const mx_axis mx_axes[];
@@ -53,6 +56,12 @@ const mx_axis *mx_axis_find(const char *name);
 void mx_axis_text(const mx_axis *a, const void *record, char *buf, size_t n);
 /* 1 when the value is "set" in the MX_CHILD_IF_SET sense. */
 int mx_axis_is_set(const mx_axis *a, const void *record);
+/* 1 when the value is the entry's default (def). */
+int mx_axis_is_default(const mx_axis *a, const void *record);
+/* Whether the child's command line carries the value, as the entry's child rule says. */
+int mx_axis_to_child(const mx_axis *a, const void *record);
+/* Whether the run label shows the value, as label_if_set says. */
+int mx_axis_in_label(const mx_axis *a, const void *record);
 /* Sets the field of record from text (the default, or one item of a parsed list). */
 void mx_axis_set(const mx_axis *a, void *record, const char *text);
 

@@ -50,6 +50,9 @@ typedef struct {
     int test_samples;      /* size of the test set behind test_acc (for its binomial error) */
     int workers;           /* processes that train (1 without MPI) */
     int servers;           /* parameter-server processes (0 without) */
+    int micro_batches;     /* model: micro-batches per batch (1 on every other strategy) */
+    char schedule[8];      /* model: gpipe | 1f1b (gpipe on every other strategy) */
+    char partition[64];    /* model: "auto" or top-level layers per stage as asked, "6,3,3" */
 
     /* ---- outcome */
     char status[12];       /* one of mx_record_statuses: ok, failed, skipped, diverged */

@@ -19,6 +19,13 @@ const mx_strategy_ops *mx_strategy_find(const char *name)
     return NULL;
 }
 
+int mx_strategy_check(const char *name, const mx_strategy_config *cfg)
+{
+    const mx_strategy_ops *ops = mx_strategy_find(name);
+    if (!ops) return mx_error(MX_EINVAL, "strategy '%s' is not in this build (available: %s)", name, mx_strategy_names());
+    return ops->check ? ops->check(cfg) : MX_OK;
+}
+
 const char *mx_strategy_names(void)
 {
     static char names[64];

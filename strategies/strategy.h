@@ -92,6 +92,11 @@ typedef struct mx_strategy mx_strategy;
 typedef struct {
     const char *name;
     const char *summary;
+    /* OPTIONAL: whether cfg makes sense for this strategy, decided from the model and the
+     * counts alone (no devices touched): MX_EINVAL naming the value and what is accepted.
+     * The trainer and the sweep's planner (a skipped row with that reason) ask before create;
+     * create asks too. */
+    int (*check)(const mx_strategy_config *cfg);
     int (*create)(mx_strategy **out, const mx_strategy_config *cfg);
     /* One step on a global batch of n samples (host memory) at learning rate lr. */
     int (*step)(mx_strategy *s, const float *x, const uint8_t *y, int n, float lr, mx_step_stats *st);
@@ -109,6 +114,11 @@ typedef struct {
 } mx_strategy_ops;
 
 const mx_strategy_ops *mx_strategy_find(const char *name);
+/* The named strategy's check of cfg (MX_OK where it has none; MX_EINVAL if unknown). */
+int mx_strategy_check(const char *name, const mx_strategy_config *cfg);
+/* The checks of the model and layer strategies (strategy_check.c). */
+int mx_model_check(const mx_strategy_config *cfg);
+int mx_layer_check(const mx_strategy_config *cfg);
 const char *mx_strategy_names(void);     /* those built: "data" */
 const char *mx_strategy_planned(void);   /* those known to the CLI: "data|model|layer" */
 

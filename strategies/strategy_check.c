@@ -1,0 +1,43 @@
+/* What the model and layer strategies refuse, decided from the layer list and the counts
+ * alone, so that `train` says it before building anything and a sweep records the row as
+ * skipped with the same words. */
+#include "strategy.h"
+#include "partition.h"
+#include "engine/status.h"
+
+#include <string.h>
+
+int mx_model_check(const mx_strategy_config *cfg)
+{
+    const int k = cfg->devices, n = cfg->nspecs;
+    if (k > n)
+        return mx_error(MX_EINVAL, "model strategy on %d devices: %s has %d top-level layers (a residual block is one), "
+                        "and each stage needs at least one; accepted 1..%d devices", k, cfg->workload, n, n);
+    if (cfg->partition && strcmp(cfg->partition, "auto") != 0) {
+        int first[MX_MAX_DEVICES + 1];
+        MX_TRY(mx_partition_parse(cfg->partition, n, k, first));
+    }
+    const int m = cfg->micro_batches > 1 ? cfg->micro_batches : 1;
+    if (m > cfg->max_batch)
+        return mx_error(MX_EINVAL, "%d micro-batches of a batch of %d: each needs a sample; accepted 1..%d", m,
+                        cfg->max_batch, cfg->max_batch);
+    if (cfg->schedule && strcmp(cfg->schedule, "gpipe") != 0 && strcmp(cfg->schedule, "1f1b") != 0)
+        return mx_error(MX_EINVAL, "pipeline schedule '%s': accepted gpipe or 1f1b", cfg->schedule);
+    return MX_OK;
+}
+
+int mx_layer_check(const mx_strategy_config *cfg)
+{
+    /* every convolution's output channels and dense layer's units are split over the devices
+     * (residual blocks' convolutions have the block's channels): each device needs one */
+    for (int i = 0; i < cfg->nspecs; i++) {
+        const mx_layer_spec *l = &cfg->specs[i];
+        const int split = strcmp(l->kind, "conv2d") == 0 || strcmp(l->kind, "dense") == 0 ||
+                          strcmp(l->kind, "residual") == 0;
+        if (split && l->units < cfg->devices)
+            return mx_error(MX_EINVAL, "layer strategy on %d devices: layer %d of %s (%s) has %d %s to split; "
+                            "accepted 1..%d devices", cfg->devices, i, cfg->workload, l->kind, l->units,
+                            strcmp(l->kind, "dense") == 0 ? "units" : "channels", l->units);
+    }
+    return MX_OK;
+}

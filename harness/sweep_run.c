@@ -98,6 +98,9 @@ static void adopt(mx_run_record *r, mx_run_record *got)
     r->exit_status = got->exit_status;
     r->nranks = got->nranks, r->ranks = got->ranks; /* dist_*: every rank's row */
     got->nranks = 0, got->ranks = NULL;
+    r->ndevices = got->ndevices, r->devices = got->devices; /* per device and per layer */
+    r->nlayers = got->nlayers, r->layers = got->layers;
+    got->ndevices = got->nlayers = 0, got->devices = NULL, got->layers = NULL;
     r->oversubscribed = r->oversubscribed || got->oversubscribed;
     snprintf(r->status, sizeof r->status, "%s", got->status);
     snprintf(r->reason, sizeof r->reason, "%s", got->reason);

@@ -534,6 +534,41 @@ static int save_params(run_state *st, const mx_train_config *c)
     return rc;
 }
 
+/* The strategy's per-device and per-layer figures into the record's tables (the last repeat). */
+static int record_detail(run_state *st, const mx_strategy_config *sc)
+{
+    if (!st->ops->detail) return MX_OK;
+    mx_strategy_detail *d = calloc(1, sizeof *d);
+    if (!d) return mx_error(MX_ENOMEM, "out of memory for the strategy's figures");
+    int rc = st->ops->detail(st->s, d);
+    mx_run_record *rec = st->rec;
+    free(rec->devices);
+    free(rec->layers);
+    rec->devices = NULL, rec->layers = NULL, rec->ndevices = rec->nlayers = 0;
+    if (rc == MX_OK && d->ndevices > 0 && !(rec->devices = calloc((size_t)d->ndevices, sizeof *rec->devices)))
+        rc = mx_error(MX_ENOMEM, "out of memory for %d device rows", d->ndevices);
+    const int nl = d->nlayers < sc->nspecs ? d->nlayers : sc->nspecs;
+    if (rc == MX_OK && nl > 0 && !(rec->layers = calloc((size_t)nl, sizeof *rec->layers)))
+        rc = mx_error(MX_ENOMEM, "out of memory for %d layer rows", nl);
+    for (int i = 0; rc == MX_OK && i < d->ndevices; i++) {
+        const mx_device_detail *x = &d->dev[i];
+        rec->devices[i] = (mx_device_row){i, x->first, x->last, x->bubble, x->mem_params, x->mem_optim, x->mem_peak,
+                                          x->bytes_sent, x->held_max};
+    }
+    if (rc == MX_OK) rec->ndevices = d->ndevices;
+    for (int i = 0; rc == MX_OK && i < nl; i++) {
+        mx_layer_row *l = &rec->layers[i];
+        *l = (mx_layer_row){.layer = i, .device = -1, .bytes_per_step = d->layer_bytes[i]};
+        snprintf(l->kind, sizeof l->kind, "%s", sc->specs[i].kind);
+        /* a pipeline stage holds the layers of its cut */
+        for (int s = 0; strcmp(st->c->strategy, "model") == 0 && s < d->ndevices; s++)
+            if (i >= d->dev[s].first && i < d->dev[s].last) l->device = s;
+    }
+    if (rc == MX_OK) rec->nlayers = nl;
+    free(d);
+    return rc;
+}
+
 static int run_all(run_state *st, const mx_train_config *c, const mx_strategy_config *sc)
 {
     const int per_epoch = steps_per_epoch(c, st->ds->train.n);
@@ -544,6 +579,7 @@ static int run_all(run_state *st, const mx_train_config *c, const mx_strategy_co
         if (c->flops_out) *c->flops_out = st->ops->flops_per_sample(st->s);
         int rc = run_repeat(st);
         if (rc == MX_OK && st->repeat == c->repeats - 1) rc = save_params(st, c);
+        if (rc == MX_OK && st->repeat == c->repeats - 1) rc = record_detail(st, sc);
         st->ops->destroy(st->s);
         st->s = NULL;
         MX_TRY(rc);

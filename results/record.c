@@ -67,6 +67,11 @@ void mx_record_free(mx_run_record *r)
     free(r->test_acc);
     free(r->epoch_time);
     free(r->ranks);
+    free(r->devices);
+    free(r->layers);
+    r->devices = NULL;
+    r->layers = NULL;
+    r->ndevices = r->nlayers = 0;
     r->step_time = r->phase_time = r->test_acc = r->epoch_time = NULL;
     r->loss = NULL;
     r->ranks = NULL;
@@ -95,6 +100,10 @@ int mx_record_copy(mx_run_record *dst, const mx_run_record *src)
     bad |= dup_array((void **)&dst->test_acc, src->test_acc, (size_t)src->nepochs, sizeof(double));
     bad |= dup_array((void **)&dst->epoch_time, src->epoch_time, (size_t)src->nepochs, sizeof(double));
     bad |= dup_array((void **)&dst->ranks, src->ranks, (size_t)(src->nranks > 0 ? src->nranks : 0), sizeof(mx_rank_row));
+    bad |= dup_array((void **)&dst->devices, src->devices, (size_t)(src->ndevices > 0 ? src->ndevices : 0),
+                     sizeof(mx_device_row));
+    bad |= dup_array((void **)&dst->layers, src->layers, (size_t)(src->nlayers > 0 ? src->nlayers : 0),
+                     sizeof(mx_layer_row));
     if (bad) {
         mx_record_free(dst);
         return mx_error(MX_ENOMEM, "copying run record '%s': out of memory (%d steps)", src->id,

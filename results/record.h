@@ -21,6 +21,25 @@ typedef struct {
     double busy_time;        /* servers: seconds per step summing and updating (workers: NaN) */
 } mx_rank_row;
 
+/* One device of a run, as its strategy measured it over the timed and untimed steps. */
+typedef struct {
+    int device;              /* 0..gpus-1 */
+    int first_layer, last_layer; /* model: the stage's top-level layers [first, last) (the cut); else all */
+    double bubble;           /* model: idle share of its step windows; NaN otherwise */
+    double mem_params, mem_optim, mem_peak; /* bytes, as the allocator counted them (NaN: not measured) */
+    double bytes_per_step;   /* sent to the other devices per step */
+    int inflight_max;        /* model: most micro-batches held at once; 0 otherwise */
+} mx_device_row;
+
+/* One top-level layer of a run's model (a residual block is one). */
+typedef struct {
+    int layer;               /* its index */
+    char kind[16];           /* conv2d, dense, residual, ... */
+    int device;              /* model: the stage (device) holding it; -1 otherwise */
+    double bytes_per_step;   /* layer: its collectives, all devices; model: what crosses the stage
+                              * boundary after it (0 inside a stage); NaN where nothing moves per layer */
+} mx_layer_row;
+
 typedef struct {
     /* ---- configuration: attributes of /runs/<id>; axes.c lists these fields as a table */
     char id[32];           /* group name under /runs, e.g. "r0007" */
@@ -72,6 +91,10 @@ typedef struct {
     int nranks;            /* dist_* runs: every rank of the MPI job (0 otherwise) */
     mx_rank_row *ranks;    /* [nranks] */
     int oversubscribed;    /* 1: more ranks x threads than a host has cores (timings not meaningful) */
+    int ndevices;          /* strategies that report per device (model, layer, data): one row each */
+    mx_device_row *devices;/* [ndevices] */
+    int nlayers;           /* the model's top-level layers, where the strategy reports them */
+    mx_layer_row *layers;  /* [nlayers] */
 
     /* ---- derived (mx_record_derive, mx_records_derive_scaling); NaN where undefined */
     double throughput;          /* samples/s, median over timed steps and repeats */

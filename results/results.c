@@ -27,7 +27,7 @@ static int write_run(hid_t runs, const char *path, const mx_run_record *r)
         return mx_error(MX_EINVAL, "%s: run id '%s' is already in the file; ids must be unique", path, r->id);
     hid_t g = there == 0 ? H5Gcreate2(runs, r->id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
     int ok = g >= 0 && mx_fields_write(g, mx_run_fields, mx_nrun_fields, r) == 0 && mx_series_write(g, r) == 0 &&
-             mx_ranks_write(g, r) == 0;
+             mx_ranks_write(g, r) == 0 && mx_detail_write(g, r) == 0;
     if (g >= 0 && H5Gclose(g) < 0) ok = 0;
     return ok ? MX_OK : mx_error(MX_EIO, "%s: HDF5 cannot add run '%s' to the file (out of memory?)", path, r->id);
 }
@@ -50,6 +50,8 @@ static int read_run(hid_t runs, const char *path, const char *id, int with_serie
     if (rc == MX_OK && with_series) rc = mx_series_read(g, where, r);
     if (rc == MX_OK && with_series) rc = mx_ranks_read(g, where, r);
     if (rc == MX_OK && with_series) rc = mx_ranks_check(r, path, MX_EFORMAT);
+    if (rc == MX_OK && with_series) rc = mx_detail_read(g, where, r);
+    if (rc == MX_OK && with_series) rc = mx_detail_check(r, path, MX_EFORMAT);
     H5Gclose(g);
     return rc;
 }
@@ -273,7 +275,9 @@ static int update(hid_t fid, const char *path, const mx_run_record *rec, int rep
         r->step_time = r->phase_time = r->test_acc = r->epoch_time = NULL;
         r->loss = NULL;
         r->ranks = NULL;
-        r->nsteps = r->nloss = r->nepochs = r->nranks = 0;
+        r->devices = NULL;
+        r->layers = NULL;
+        r->nsteps = r->nloss = r->nepochs = r->nranks = r->ndevices = r->nlayers = 0;
         if (slot == cur.nruns) cur.nruns++;
         mx_records_derive_scaling(cur.runs, cur.nruns);
     }
@@ -292,6 +296,7 @@ static int update_file(const char *path, const mx_run_record *rec, int replace)
     /* never write what a reader would refuse */
     MX_TRY(mx_run_check_values(rec, path, MX_EINVAL));
     MX_TRY(mx_ranks_check(rec, path, MX_EINVAL));
+    MX_TRY(mx_detail_check(rec, path, MX_EINVAL));
     MX_TRY(file_check(path));
     void *data = NULL;
     size_t size = 0;

@@ -76,6 +76,31 @@ int mx_series_write(hid_t group, const mx_run_record *r);
 /* Reads every series of a run group into r (which then owns them, even on failure). */
 int mx_series_read(hid_t group, const char *where, mx_run_record *r);
 
+/* ---- tables of a run (table.c): /runs/<id>/<name>, a compound dataset of rows of a struct */
+typedef struct {
+    const char *name;     /* the dataset's name in the run group */
+    const char *row_noun; /* what a row is, for messages: "rank" */
+    const mx_field *cols; /* the columns, in file order; required ones must be in a file */
+    int ncols;
+    size_t row_size;      /* sizeof the C struct of a row */
+    int max_rows;         /* a reader refuses more */
+    const char *units;    /* the dataset's units attribute (NULL: none) */
+} mx_table_def;
+/* Writes n rows (nothing when n is 0): 0 or -1 on an HDF5 failure. */
+int mx_table_write(hid_t group, const mx_table_def *t, const void *rows, int n);
+/* Reads the table into *rows (malloc'd, *n rows); absent: none and MX_OK; MX_EFORMAT naming
+ * "<where>/<name>" for a table mxbench cannot have written. */
+int mx_table_read(hid_t group, const char *where, const mx_table_def *t, void **rows, int *n);
+
+/* ---- the device and layer tables of a run (detail.c): /runs/<id>/devices and
+ * /runs/<id>/layers, only when the run has rows */
+enum { MX_DEVICE_ROWS_MAX = 1 << 12, MX_LAYER_ROWS_MAX = 1 << 12 };
+int mx_detail_write(hid_t group, const mx_run_record *r);
+/* Reads both tables into r (owned by r); absent: none, MX_OK. */
+int mx_detail_read(hid_t group, const char *where, mx_run_record *r);
+/* Refuses rows no run can have (devices and layers in order, ranges in bounds). */
+int mx_detail_check(const mx_run_record *r, const char *path, int code);
+
 /* ---- the rank table of a dist_* run (ranks.c): /runs/<id>/ranks, only when nranks > 0 */
 enum { MX_RANKS_MAX = 1 << 16 }; /* ranks of one MPI job a file may hold */
 int mx_ranks_write(hid_t group, const mx_run_record *r);

@@ -9,6 +9,7 @@
 #include "engine/status.h"
 #include "engine/timer.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ struct mx_strategy {
     mx_net *net[MX_MAX_DEVICES];
     float *mom; /* one device: momentum next to the weights */
     mx_kvstore *kv;
+    double mem_peak[MX_MAX_DEVICES]; /* the most each device held in any step so far */
     mx_comm *comm; /* the devices' group, which the kvstore moves gradients through */
     mx_comm *world; /* dist_allreduce: every worker rank */
     int *decay;    /* [nparams] dist_*: the servers' weight decay flags */
@@ -259,6 +261,7 @@ static void memory_counters(mx_strategy *s, mx_step_stats *st)
     for (int d = 0; d < s->k; d++) {
         const mx_backend_mem m = mx_backend_mem_get(s->be[d]);
         if (m.peak > peak) peak = (double)m.peak;
+        if ((double)m.peak > s->mem_peak[d]) s->mem_peak[d] = (double)m.peak;
         if (s->net[d]->ps->bytes > params) params = (double)s->net[d]->ps->bytes;
         mx_backend_mem_reset_peak(s->be[d]);
     }
@@ -362,6 +365,24 @@ static int data_get_params(mx_strategy *s, float *host)
 
 static double data_flops(mx_strategy *s) { return mx_net_flops(s->net[0]); }
 
+/* Each replica's memory (the peak since the last step's reading is what the step counters
+ * already took; this is the whole run's, so the allocator is read again, not reset). */
+static int data_detail(mx_strategy *s, mx_strategy_detail *out)
+{
+    const mx_net *n0 = s->net[0];
+    out->ndevices = s->k;
+    out->nlayers = 0; /* a replica moves whole gradients, not per layer: the kvstore's figures say it */
+    for (int d = 0; d < s->k; d++) {
+        mx_device_detail *x = &out->dev[d];
+        *x = (mx_device_detail){.first = 0, .last = n0->nlayers, .bubble = NAN, .mem_optim = NAN,
+                                .bytes_sent = NAN};
+        x->mem_params = (double)s->net[d]->ps->bytes;
+        x->mem_peak = s->mem_peak[d];
+        if (s->mom && d == 0) x->mem_optim = sizeof(float) * (double)(n0->nweights ? n0->nweights : 1);
+    }
+    return MX_OK;
+}
+
 static void data_destroy(mx_strategy *s)
 {
     if (!s) return;
@@ -392,5 +413,6 @@ const mx_strategy_ops mx_strategy_data = {
     .param_count = data_param_count,
     .get_params = data_get_params,
     .flops_per_sample = data_flops,
+    .detail = data_detail,
     .destroy = data_destroy,
 };

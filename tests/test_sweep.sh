@@ -88,10 +88,11 @@ else
     tail -20 "$T/a.err" "$T/a.out"
 fi
 n=$(nrows "$A")
-# 2 strategies x (one one-device row, kvstore none, + 2 kvstores at 2 devices): the one-device
-# row is planned once, not once per kvstore
-[ "$n" = 6 ] && pass "/summary has 6 rows (one one-device row per strategy)" ||
-    fail "h5dump -d /summary $A: expected 6 rows, saw '${n}'"
+# data: one one-device row (kvstore none, planned once, not once per kvstore) + 2 kvstores at 2
+# devices; model uses no kvstore: one row per device count
+[ "$n" = 5 ] && pass "/summary has 5 rows (one one-device row per strategy, no kvstore axis for model)" ||
+    fail "h5dump -d /summary $A: expected 5 rows, saw '${n}'"
+
 h5dump -d /summary "$A" >"$T/summary.txt" 2>&1
 missing=""
 for field in workload strategy gpus batch lr kvstore compression amp status throughput throughput_ci_low \
@@ -102,12 +103,12 @@ done
     fail "h5dump -d /summary: expected fields missing:$missing (saw: $(grep -o '"[a-z_]*";' "$T/summary.txt" | tr -d '";\n' | tr '\n' ' '))"
 
 nok=0 nskip=0 bad_rows=""
-for i in 0 1 2 3 4 5; do
+for i in 0 1 2 3 4; do
     g=/runs/r000$i
     strategy=$(attr "$A" $g strategy) status=$(attr "$A" $g status) reason=$(attr "$A" $g reason)
     gpus=$(attr "$A" $g gpus) kv=$(attr "$A" $g kvstore)
-    case $gpus/$kv in
-        1/none | 2/local | 2/device) ;;
+    case $strategy/$gpus/$kv in
+        */1/none | data/2/local | data/2/device | model/2/none) ;;
         *) bad_rows+=" $g: $gpus device(s) with kvstore '$kv' (one device records 'none');" ;;
     esac
     case $strategy/$status in
@@ -128,21 +129,21 @@ for fmt in text md csv json; do
     rc=$?
     [ $rc -eq 0 ] || { fail "report --format $fmt: expected exit 0, saw $rc: $(head -3 "$T/report.$fmt.err")"; continue; }
     case $fmt in
-        text) grep -q "6 runs" "$T/report.text" && pass "report text lists 6 runs" ||
-                  fail "report text: expected '6 runs', saw: $(head -2 "$T/report.text")" ;;
+        text) grep -q "5 runs" "$T/report.text" && pass "report text lists 5 runs" ||
+                  fail "report text: expected '5 runs', saw: $(head -2 "$T/report.text")" ;;
         md) n=$(grep -c '^| r00' "$T/report.md")
-            grep -q '^| id |' "$T/report.md" && [ "$n" = 6 ] && pass "report md is a table of 6 rows" ||
-                fail "report md: expected a header '| id |' and 6 rows, saw $n rows" ;;
+            grep -q '^| id |' "$T/report.md" && [ "$n" = 5 ] && pass "report md is a table of 5 rows" ||
+                fail "report md: expected a header '| id |' and 5 rows, saw $n rows" ;;
         csv) n=$(($(wc -l <"$T/report.csv") - 1))
-             head -1 "$T/report.csv" | grep -q '^id,workload,' && [ "$n" = 6 ] && pass "report csv has a header and 6 rows" ||
-                 fail "report csv: expected header 'id,workload,...' and 6 rows, saw $n rows: $(head -1 "$T/report.csv")" ;;
+             head -1 "$T/report.csv" | grep -q '^id,workload,' && [ "$n" = 5 ] && pass "report csv has a header and 5 rows" ||
+                 fail "report csv: expected header 'id,workload,...' and 5 rows, saw $n rows: $(head -1 "$T/report.csv")" ;;
         json)
             if command -v jq >/dev/null 2>&1; then
                 n=$(jq '.runs | length' "$T/report.json" 2>&1)
-                [ "$n" = 6 ] && pass "report json parses (jq) and has 6 runs" || fail "report json: expected 6 runs (jq), saw '$n'"
+                [ "$n" = 5 ] && pass "report json parses (jq) and has 5 runs" || fail "report json: expected 5 runs (jq), saw '$n'"
             elif command -v python3 >/dev/null 2>&1; then
                 n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["runs"]))' "$T/report.json" 2>&1)
-                [ "$n" = 6 ] && pass "report json parses (python3) and has 6 runs" || fail "report json: expected 6 runs, saw '$n'"
+                [ "$n" = 5 ] && pass "report json parses (python3) and has 5 runs" || fail "report json: expected 5 runs, saw '$n'"
             else
                 grep -q '"runs": \[' "$T/report.json" && pass "report json has a runs array (no JSON parser to check more)" ||
                     fail "report json: expected '\"runs\": [', saw: $(head -3 "$T/report.json")"

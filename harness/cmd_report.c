@@ -6,82 +6,13 @@
 #include "harness/opts.h"
 #include "results/results.h"
 #include "results/stats.h"
+#include "harness/report_table.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- a small table of preformatted cells, printed aligned or as Markdown */
-
-enum { MAXCOLS = 56, CELL = 112 };
-
-typedef struct {
-    int ncols, nrows;
-    const char *head[MAXCOLS];
-    int right[MAXCOLS];           /* numbers align right */
-    char (*cell)[MAXCOLS][CELL];  /* [nrows][ncols] */
-} table;
-
-static void table_print_text(const table *t, FILE *f)
-{
-    int w[MAXCOLS];
-    for (int c = 0; c < t->ncols; c++) {
-        w[c] = (int)strlen(t->head[c]);
-        for (int r = 0; r < t->nrows; r++)
-            if ((int)strlen(t->cell[r][c]) > w[c]) w[c] = (int)strlen(t->cell[r][c]);
-    }
-    for (int r = -1; r < t->nrows; r++) {
-        char line[MAXCOLS * (CELL + 2)];
-        int len = 0;
-        for (int c = 0; c < t->ncols && len < (int)sizeof line; c++) {
-            const char *s = r < 0 ? t->head[c] : t->cell[r][c];
-            int last = c == t->ncols - 1;
-            len += snprintf(line + len, sizeof line - (size_t)len, t->right[c] ? "%*s%s" : "%-*s%s",
-                            last && !t->right[c] ? 0 : w[c], s, last ? "" : "  ");
-        }
-        if (len >= (int)sizeof line) len = (int)sizeof line - 1;
-        while (len > 0 && line[len - 1] == ' ') line[--len] = '\0'; /* an empty last column */
-        fprintf(f, "%s\n", line);
-    }
-}
-
-static void md_cell(FILE *f, const char *s)
-{
-    fputc(' ', f);
-    for (; *s; s++) {
-        if (*s == '|') fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputs(" |", f);
-}
-
-static void table_print_md(const table *t, FILE *f)
-{
-    fputc('|', f);
-    for (int c = 0; c < t->ncols; c++) md_cell(f, t->head[c]);
-    fputs("\n|", f);
-    for (int c = 0; c < t->ncols; c++) fputs(t->right[c] ? " ---: |" : " --- |", f);
-    fputc('\n', f);
-    for (int r = 0; r < t->nrows; r++) {
-        fputc('|', f);
-        for (int c = 0; c < t->ncols; c++) md_cell(f, t->cell[r][c]);
-        fputc('\n', f);
-    }
-}
-
-/* ---- human-readable cells */
-
-static void fmt_num_n(char *buf, size_t n, double x, const char *fmt)
-{
-    if (isnan(x))
-        snprintf(buf, n, "-");
-    else
-        snprintf(buf, n, fmt, x);
-}
-
-static void fmt_num(char *buf, double x, const char *fmt) { fmt_num_n(buf, CELL, x, fmt); }
 
 /* Three significant digits at least, no exponent for ordinary throughputs. */
 static void fmt_rate_n(char *buf, size_t n, double x) { fmt_num_n(buf, n, x, fabs(x) >= 100 ? "%.0f" : "%.3g"); }
@@ -305,6 +236,14 @@ static int print_table(const char *path, const mx_results *res, int md)
                "median step time over the median of every worker's (a straggler shows above 1); MB/step: bytes it\n"
                "sent and received per step; push, pull ms: per step sending pushes and waiting for pulls\n"
                "(workers); busy ms: per step summing and updating (servers).\n");
+    int ndetailed = 0;
+    for (int i = 0; i < res->nruns && rc == MX_OK; i++)
+        if (res->runs[i].nlayers > 0) rc = report_print_detail(&res->runs[i], md), ndetailed++;
+    if (ndetailed && rc == MX_OK)
+        printf("\nlayers: a device's top-level layers (model: its stage); bubble: the stage's idle share of its step\n"
+               "windows; param, optim, peak MB: parameters and gradients, momentum, and the most the device held\n"
+               "(allocator count); sent MB/step: to other devices; inflight: most micro-batches held at once. A\n"
+               "layer's MB/step: its collectives (layer) or what crosses the stage boundary after it (model).\n");
     return rc;
 }
 
@@ -435,32 +374,6 @@ static void print_csv_ranks(const mx_results *res)
         }
 }
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') printf("\\%c", ch);
-        else if (ch == '\n') printf("\\n");
-        else if (ch < 0x20) printf("\\u%04x", ch);
-        else putchar(ch);
-    }
-    putchar('"');
-}
-
-/* The shortest text that reads back as the same double: 0.05, not 0.050000000000000003. */
-static void json_number(double x)
-{
-    if (!isfinite(x)) {
-        printf("null"); /* JSON has no NaN; undefined figures are null */
-        return;
-    }
-    char buf[32];
-    snprintf(buf, sizeof buf, "%.15g", x);
-    if (strtod(buf, NULL) != x) snprintf(buf, sizeof buf, "%.17g", x);
-    printf("%s", buf);
-}
-
 static void print_json(const char *path, const mx_results *res)
 {
     const mx_results_meta *m = &res->meta;
@@ -505,7 +418,9 @@ static void print_json(const char *path, const mx_results *res)
             }
             printf("}");
         }
-        printf("]}");
+        printf("]");
+        report_json_detail(r);
+        printf("}");
     }
     printf("%s]\n}\n", res->nruns ? "\n  " : "");
 }

@@ -1,0 +1,117 @@
+/* The device and layer tables of a model or layer run in `mxbench report` (report_table.h):
+ * where a pipeline is cut, how idle each stage was, what each device holds, and what moves
+ * per layer. A data run's device rows (memory only) stay in the file: its summary row says it. */
+#include "report_table.h"
+
+#include "engine/status.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const device_heads[] = {"device", "layers", "bubble", "param MB", "optim MB", "peak MB",
+                                           "sent MB/step", "inflight"};
+enum { DEVICE_COLS = sizeof device_heads / sizeof device_heads[0] };
+static const char *const layer_heads[] = {"layer", "kind", "device", "MB/step"};
+enum { LAYER_COLS = sizeof layer_heads / sizeof layer_heads[0] };
+
+static void print_one(const table *t, int md, const char *title_md, const char *title_text)
+{
+    if (md) {
+        printf("\n#### %s\n\n", title_md);
+        table_print_md(t, stdout);
+    } else {
+        printf("\n%s:\n", title_text);
+        table_print_text(t, stdout);
+    }
+}
+
+static int print_devices(const mx_run_record *r, int md)
+{
+    table t = {.ncols = DEVICE_COLS, .nrows = r->ndevices};
+    for (int c = 0; c < DEVICE_COLS; c++) t.head[c] = device_heads[c], t.right[c] = 1;
+    t.cell = calloc((size_t)r->ndevices, sizeof *t.cell);
+    if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d devices", r->ndevices);
+    for (int i = 0; i < r->ndevices; i++) {
+        const mx_device_row *x = &r->devices[i];
+        char(*row)[CELL] = t.cell[i];
+        int c = 0;
+        snprintf(row[c++], CELL, "%d", x->device);
+        snprintf(row[c++], CELL, "%d-%d", x->first_layer, x->last_layer - 1);
+        fmt_num(row[c++], x->bubble * 100, "%.1f%%");
+        fmt_num(row[c++], x->mem_params * 1e-6, "%.4g");
+        fmt_num(row[c++], x->mem_optim * 1e-6, "%.4g");
+        fmt_num(row[c++], x->mem_peak * 1e-6, "%.4g");
+        fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
+        snprintf(row[c++], CELL, "%d", x->inflight_max);
+    }
+    char md_title[160], text_title[160];
+    snprintf(md_title, sizeof md_title, "Devices of `%s` (%s, %d micro-batch%s, %s)", r->id, r->strategy,
+             r->micro_batches, r->micro_batches == 1 ? "" : "es", r->schedule);
+    snprintf(text_title, sizeof text_title, "devices of %s (%s, %d micro-batch%s, %s)", r->id, r->strategy,
+             r->micro_batches, r->micro_batches == 1 ? "" : "es", r->schedule);
+    print_one(&t, md, md_title, text_title);
+    free(t.cell);
+    return MX_OK;
+}
+
+static int print_layers(const mx_run_record *r, int md)
+{
+    table t = {.ncols = LAYER_COLS, .nrows = r->nlayers};
+    for (int c = 0; c < LAYER_COLS; c++) t.head[c] = layer_heads[c], t.right[c] = c != 1;
+    t.cell = calloc((size_t)r->nlayers, sizeof *t.cell);
+    if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d layers", r->nlayers);
+    for (int i = 0; i < r->nlayers; i++) {
+        const mx_layer_row *x = &r->layers[i];
+        char(*row)[CELL] = t.cell[i];
+        snprintf(row[0], CELL, "%d", x->layer);
+        snprintf(row[1], CELL, "%.*s", (int)sizeof x->kind, x->kind);
+        if (x->device >= 0) snprintf(row[2], CELL, "%d", x->device);
+        else snprintf(row[2], CELL, "all");
+        fmt_num(row[3], x->bytes_per_step * 1e-6, "%.3g");
+    }
+    char md_title[96], text_title[96];
+    snprintf(md_title, sizeof md_title, "Layers of `%s`", r->id);
+    snprintf(text_title, sizeof text_title, "layers of %s", r->id);
+    print_one(&t, md, md_title, text_title);
+    free(t.cell);
+    return MX_OK;
+}
+
+int report_print_detail(const mx_run_record *r, int md)
+{
+    if (r->nlayers <= 0) return MX_OK; /* a data run: the summary row has its memory */
+    if (r->ndevices > 0) MX_TRY(print_devices(r, md));
+    return print_layers(r, md);
+}
+
+void report_json_detail(const mx_run_record *r)
+{
+    printf(", \"devices\": [");
+    for (int i = 0; i < r->ndevices; i++) {
+        const mx_device_row *x = &r->devices[i];
+        printf("%s{\"device\": %d, \"first_layer\": %d, \"last_layer\": %d, \"bubble\": ", i ? ", " : "", x->device,
+               x->first_layer, x->last_layer);
+        json_number(x->bubble);
+        printf(", \"mem_params\": ");
+        json_number(x->mem_params);
+        printf(", \"mem_optim\": ");
+        json_number(x->mem_optim);
+        printf(", \"mem_peak\": ");
+        json_number(x->mem_peak);
+        printf(", \"bytes_per_step\": ");
+        json_number(x->bytes_per_step);
+        printf(", \"inflight_max\": %d}", x->inflight_max);
+    }
+    printf("], \"layers\": [");
+    for (int i = 0; i < r->nlayers; i++) {
+        const mx_layer_row *x = &r->layers[i];
+        printf("%s{\"layer\": %d, \"kind\": ", i ? ", " : "", x->layer);
+        json_string(x->kind);
+        printf(", \"device\": %d, \"bytes_per_step\": ", x->device);
+        json_number(x->bytes_per_step);
+        printf("}");
+    }
+    printf("]");
+}

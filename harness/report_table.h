@@ -1,0 +1,36 @@
+/* A small table of preformatted cells, printed aligned or as Markdown: the summary of
+ * `mxbench report`, and the rank, device and layer tables of a run. */
+#ifndef MX_REPORT_TABLE_H
+#define MX_REPORT_TABLE_H
+
+#include "results/record.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+enum { MAXCOLS = 56, CELL = 112 };
+
+typedef struct {
+    int ncols, nrows;
+    const char *head[MAXCOLS];
+    int right[MAXCOLS];           /* numbers align right */
+    char (*cell)[MAXCOLS][CELL];  /* [nrows][ncols] */
+} table;
+
+void table_print_text(const table *t, FILE *f);
+void table_print_md(const table *t, FILE *f);
+/* x with printf format fmt, or "-" for NaN (a figure not measured). */
+void fmt_num_n(char *buf, size_t n, double x, const char *fmt);
+void fmt_num(char *buf, double x, const char *fmt);
+
+/* JSON: a string with its escapes; a number that reads back as the same double, null for
+ * NaN and infinities (JSON has neither). */
+void json_string(const char *s);
+void json_number(double x);
+
+/* The device and layer tables of a model or layer run (report_detail.c), as text or md;
+ * and as JSON members ', "devices": [...], "layers": [...]'. */
+int report_print_detail(const mx_run_record *r, int md);
+void report_json_detail(const mx_run_record *r);
+
+#endif

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 const char *const mx_plot_names[MX_NPLOTS] = {"throughput", "speedup", "efficiency", "accuracy", "breakdown", "loss",
-                                                  "staleness"};
+                                                  "staleness", "memory", "moved", "bubble"};
 
 /* ---- setup: directories, title, the axis wording ---- */
 

@@ -14,6 +14,9 @@ enum {
     MX_PLOT_BREAKDOWN,
     MX_PLOT_LOSS,
     MX_PLOT_STALENESS, /* dist_async only: drawn when some ok run measured staleness */
+    MX_PLOT_MEMORY,    /* memory per device: drawn when some ok run counted it */
+    MX_PLOT_MOVED,     /* bytes moved per step: drawn when some ok run moved any */
+    MX_PLOT_BUBBLE,    /* model only: measured bubble against theory */
     MX_NPLOTS
 };
 extern const char *const mx_plot_names[MX_NPLOTS];

@@ -423,6 +423,9 @@ static const struct {
     [MX_PLOT_BREAKDOWN] = {"breakdown.dat", write_breakdown},
     [MX_PLOT_LOSS] = {"loss.dat", write_loss},
     [MX_PLOT_STALENESS] = {"staleness.dat", plot_write_staleness},
+    [MX_PLOT_MEMORY] = {"memory.dat", plot_write_memory},
+    [MX_PLOT_MOVED] = {"moved.dat", plot_write_moved},
+    [MX_PLOT_BUBBLE] = {"bubble.dat", plot_write_bubble},
 };
 
 

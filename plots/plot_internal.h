@@ -91,6 +91,10 @@ void plot_put_num(FILE *f, double x);
 /* data/staleness.dat (plot_dist.c): the staleness figures of dist_async runs per series
  * against device count; a data writer as plot_write_data */
 int plot_write_staleness(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+/* plot_parallel.c: memory per device, bytes moved, the pipeline's bubble */
+int plot_write_memory(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+int plot_write_moved(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+int plot_write_bubble(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* data/<file> of a figure */
 const char *plot_data_file(int plot);
 /* Writes the figure's data file and its variables: 1 written, 0 nothing to plot (why says

@@ -77,9 +77,8 @@ LOG=$OUT/bench-dist-$STAMP.txt ERR=$OUT/stderr-$STAMP.log
 : >"$ERR"
 exec > >(tee "$LOG") 2>&1
 NCPU=$(nproc)
-load1() { cut -d' ' -f1 /proc/loadavg; }
-high_load() { awk -v l="$(load1)" -v n="$NCPU" 'BEGIN {exit !(l > 0.5 * n)}'; }
-
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
 echo "uptime: $(uptime)"
 high_load && echo "warning: load average $(load1) on $NCPU cores: other processes compete for the cores; rerun on a quiet machine"
 if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUILD" -j"$NCPU" --target mxbench comm_bench; } >"$OUT/build.log" 2>&1; then
@@ -111,28 +110,6 @@ for m in "${MDS[@]}"; do
     fi
 done
 
-# One record's figures: "mxbench report --format csv" (header + one row), fields by name; a
-# quoted field may hold commas. Prints the values asked for, "nan" for an empty or missing one.
-csv_get() { # file field...
-    "$MX" report "$1" --format csv 2>>"$ERR" | awk -v want="${*:2}" '
-        function parse(line, out,   n, i, c, f, q) {
-            n = 0; f = ""; q = 0
-            for (i = 1; i <= length(line); i++) {
-                c = substr(line, i, 1)
-                if (q) { if (c == "\"") { if (substr(line, i + 1, 1) == "\"") { f = f c; i++ } else q = 0 } else f = f c }
-                else if (c == "\"") q = 1
-                else if (c == ",") { out[++n] = f; f = "" }
-                else f = f c
-            }
-            out[++n] = f
-            return n
-        }
-        NR == 1 { n = parse($0, h); for (i = 1; i <= n; i++) col[h[i]] = i; next }
-        NR == 2 { parse($0, v); m = split(want, w, " "); s = ""
-                  for (i = 1; i <= m; i++) { x = (w[i] in col) ? v[col[w[i]]] : ""; s = s (i > 1 ? " " : "") (x == "" ? "nan" : x) }
-                  print s; done = 1; exit }
-        END { if (!done) print "nan" }'
-}
 train_run() { # workload mode workers: appends "thr net_bytes busbw allreduce_time" to $TMP/<wl>-<mode>-<w>
     local wl=$1 m=$2 w=$3 key=$1-$2-$3 f=$TMP/$1-$2-$3-$ROUND.h5 np vals
     np=$(ranks_of "$m" "$w")
@@ -176,34 +153,12 @@ done
 N=${#CONFIGS[@]}
 echo
 echo "runs: $ROUNDS round(s) of $N; each round starts further along the list, odd rounds run it backwards"
-for ((ROUND = 0; ROUND < ROUNDS; ROUND++)); do
-    start=$((ROUND * N / ROUNDS))
-    for ((i = 0; i < N; i++)); do
-        if ((ROUND % 2)); then j=$(((start - i + N) % N)); else j=$(((start + i) % N)); fi
-        read -r kind args <<<"${CONFIGS[j]}"
-        # shellcheck disable=SC2086
-        if [[ $kind == train ]]; then train_run $args; else comm_run $args; fi
-    done
-done
-
-# ---- figures: column c of a file, its median over the rounds (nan rows left out)
-med() { # file column
-    [[ -s $1 ]] || { echo nan; return; }
-    awk -v c="$2" '$c != "nan" && $c != "-nan" {print $c}' "$1" | sort -g |
-        awk '{v[NR] = $1} END {if (!NR) print "nan"; else printf "%.10g\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+run_one() { # one configuration of CONFIGS
+    read -r kind args <<<"$1"
+    # shellcheck disable=SC2086
+    if [[ $kind == train ]]; then train_run $args; else comm_run $args; fi
 }
-# per-round ratio of column ca of file a to column cb of file b, times k: its median
-med_ratio() { # a ca b cb k
-    [[ -s $1 && -s $3 ]] || { echo nan; return; }
-    paste -d' ' "$1" "$3" | awk -v ca="$2" -v cb="$(($4 + $(head -1 "$1" | wc -w)))" -v k="$5" \
-        '$ca != "nan" && $cb != "nan" && $cb > 0 {print $ca / ($cb * k)}' >"$TMP/ratio"
-    med "$TMP/ratio" 1
-}
-# shellcheck disable=SC2059 # the format is the caller's
-fmt() { # printf format, value (nan prints as -)
-    if [[ $2 == nan || $2 == -nan || -z $2 ]]; then printf -- -; else printf "$1" "$2"; fi
-}
-scale() { awk -v x="$1" -v k="$2" 'BEGIN {print x == "nan" ? "nan" : x * k}'; }
+interleave_rounds
 
 echo
 echo "results: medians over $ROUNDS round(s); efficiency = thr(2) / (2 x thr(1)); busbw in GB/s (2(n-1)/n x bytes / time);"

@@ -1,0 +1,64 @@
+# shellcheck shell=bash disable=SC2153 # ROUNDS, CONFIGS, MX, ERR, TMP: the sourcing script sets them
+# Shared by the benchmark scripts (sourced): reading figures from records, medians over
+# rounds, formatting, and the machine's load. Expects MX (the mxbench binary), ERR (a log for
+# stderr), TMP (a scratch directory) and NCPU.
+
+load1() { cut -d' ' -f1 /proc/loadavg; }
+high_load() { awk -v l="$(load1)" -v n="$NCPU" 'BEGIN {exit !(l > 0.5 * n)}'; }
+
+# Runs every entry of the array CONFIGS once per round, ROUNDS rounds, calling run_one with
+# the entry (ROUND is set): each round starts further along the list and odd rounds run it
+# backwards, so that no configuration always runs first, last or after the same neighbour on
+# a machine whose speed drifts.
+interleave_rounds() {
+    local n=${#CONFIGS[@]} start i j
+    for ((ROUND = 0; ROUND < ROUNDS; ROUND++)); do
+        start=$((ROUND * n / ROUNDS))
+        for ((i = 0; i < n; i++)); do
+            if ((ROUND % 2)); then j=$(((start - i + n) % n)); else j=$(((start + i) % n)); fi
+            run_one "${CONFIGS[j]}"
+        done
+    done
+}
+
+# One record's figures: "mxbench report --format csv" (header + one row), fields by name; a
+# quoted field may hold commas. Prints the values asked for, "nan" for an empty or missing one.
+csv_get() { # file field...
+    "$MX" report "$1" --format csv 2>>"$ERR" | awk -v want="${*:2}" '
+        function parse(line, out,   n, i, c, f, q) {
+            n = 0; f = ""; q = 0
+            for (i = 1; i <= length(line); i++) {
+                c = substr(line, i, 1)
+                if (q) { if (c == "\"") { if (substr(line, i + 1, 1) == "\"") { f = f c; i++ } else q = 0 } else f = f c }
+                else if (c == "\"") q = 1
+                else if (c == ",") { out[++n] = f; f = "" }
+                else f = f c
+            }
+            out[++n] = f
+            return n
+        }
+        NR == 1 { n = parse($0, h); for (i = 1; i <= n; i++) col[h[i]] = i; next }
+        NR == 2 { parse($0, v); m = split(want, w, " "); s = ""
+                  for (i = 1; i <= m; i++) { x = (w[i] in col) ? v[col[w[i]]] : ""; s = s (i > 1 ? " " : "") (x == "" ? "nan" : x) }
+                  print s; done = 1; exit }
+        END { if (!done) print "nan" }'
+}
+# ---- figures: column c of a file, its median over the rounds (nan rows left out)
+med() { # file column
+    [[ -s $1 ]] || { echo nan; return; }
+    awk -v c="$2" '$c != "nan" && $c != "-nan" {print $c}' "$1" | sort -g |
+        awk '{v[NR] = $1} END {if (!NR) print "nan"; else printf "%.10g\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+# per-round ratio of column ca of file a to column cb of file b, times k: its median
+med_ratio() { # a ca b cb k
+    [[ -s $1 && -s $3 ]] || { echo nan; return; }
+    paste -d' ' "$1" "$3" | awk -v ca="$2" -v cb="$(($4 + $(head -1 "$1" | wc -w)))" -v k="$5" \
+        '$ca != "nan" && $cb != "nan" && $cb > 0 {print $ca / ($cb * k)}' >"$TMP/ratio"
+    med "$TMP/ratio" 1
+}
+# shellcheck disable=SC2059 # the format is the caller's
+fmt() { # printf format, value (nan prints as -)
+    if [[ $2 == nan || $2 == -nan || -z $2 ]]; then printf -- -; else printf "$1" "$2"; fi
+}
+scale() { awk -v x="$1" -v k="$2" 'BEGIN {print x == "nan" ? "nan" : x * k}'; }
+

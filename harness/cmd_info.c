@@ -2,6 +2,11 @@
 #include "buildinfo.h"
 #include "commands.h"
 #include "opts.h"
+#include "engine/backend.h"
+#include "strategies/kvstore.h"
+#include "strategies/strategy.h"
+
+#include <stdio.h>
 
 int mx_cmd_info(int argc, char **argv)
 {
@@ -12,5 +17,7 @@ int mx_cmd_info(int argc, char **argv)
     int npos, rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
     mx_buildinfo_print(stdout);
+    printf("\nbuilt:\n  %-10s %s\n  %-10s %s\n  %-10s %s\n", "strategies", mx_strategy_names(), "kvstores", mx_kv_modes(),
+           "backends", mx_backend_names());
     return 0;
 }

@@ -53,8 +53,12 @@ static const char *shown_kvstore(const mx_run_record *r)
 
 /* Samples per device per step: the --batch value in per-device mode, the global batch split
  * evenly otherwise (an uneven --work-load split has the same mean). */
+/* The samples each device computes on per step: a data-parallel replica its slice; a pipeline
+ * stage or a layer-parallel shard the whole global batch. */
 static double batch_per_device(const mx_run_record *r)
 {
+    if (strcmp(r->strategy, "model") == 0 || strcmp(r->strategy, "layer") == 0)
+        return r->global_batch > 0 ? r->global_batch : NAN;
     if (strcmp(r->batch_mode, "per-device") == 0 && r->batch > 0) return r->batch;
     return r->gpus > 0 && r->global_batch > 0 ? (double)r->global_batch / r->gpus : NAN;
 }

@@ -9,7 +9,8 @@
 
 /* One line per strategy: its table, defined in its own file. */
 extern const mx_strategy_ops mx_strategy_data;
-static const mx_strategy_ops *const strategies[] = {&mx_strategy_data};
+extern const mx_strategy_ops mx_strategy_layer;
+static const mx_strategy_ops *const strategies[] = {&mx_strategy_data, &mx_strategy_layer};
 #define NSTRATEGIES (sizeof strategies / sizeof *strategies)
 
 const mx_strategy_ops *mx_strategy_find(const char *name)

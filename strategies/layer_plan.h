@@ -1,0 +1,131 @@
+/* Tensor (Megatron-style) parallelism, internals shared by the layer strategy (layer.c) and
+ * its tests: a plan says how a model is cut into per-device shards and where the
+ * collectives go (layer_plan.c); a device program runs one device's part of it
+ * (layer_run.c).
+ *
+ * The plan is a small straight-line program of steps over tensors. A tensor is, on every
+ * device, one of:
+ *   FULL     the whole activation [n][C][h][w], the same on every device (replicated);
+ *   SHARD    the device's channels [bound[d], bound[d+1]) of it: [n][c_d][h][w];
+ *   PARTIAL  the whole shape, but a partial sum whose sum over devices is the activation
+ *            (a row-parallel dense layer's output before its all-reduce).
+ * A step is an engine layer set up over the device's shard (LAYER), or a collective
+ * (GATHER: SHARD -> FULL, ALLREDUCE: PARTIAL -> FULL), or the residual add (ADD). Gradients
+ * keep the same invariants: a FULL tensor's gradient is whole and replicated, a SHARD's the
+ * device's channels, a PARTIAL's the (replicated) gradient of the sum. Column-parallel
+ * layers give only partial input gradients, so the tensor they read is marked `gpart`: its
+ * gradient is summed over the devices before anything reads it (a reduce-scatter where the
+ * tensor was gathered from shards, an all-reduce otherwise). */
+#ifndef MX_LAYER_PLAN_H
+#define MX_LAYER_PLAN_H
+
+#include "comm.h"
+#include "engine/limits.h"
+#include "engine/optim.h"
+#include "engine/params.h"
+#include "workloads/workloads.h"
+
+typedef enum { TP_FULL, TP_SHARD, TP_PARTIAL } tp_layout;
+
+typedef struct {
+    mx_shape shape;   /* the whole tensor's per-sample shape */
+    tp_layout layout;
+    int bound[MX_MAX_DEVICES + 1]; /* SHARD: device d holds channels [bound[d], bound[d+1]) */
+    int producer;     /* step writing it; -1 for the model's input */
+    int needs_grad;   /* some parameter lies upstream (or the caller wants the input gradient) */
+    int gpart;        /* its consumers are column-parallel: their input gradients are partial sums */
+    int gpart_layer;  /* the top-level layer whose collective sums that gradient */
+    int col_uses, other_uses; /* consumers that need its gradient, by kind (never mixed) */
+} tp_tensor;
+
+typedef enum { TP_LAYER, TP_GATHER, TP_ALLREDUCE, TP_ADD } tp_op;
+
+/* How a LAYER step's work is split over the devices. */
+typedef enum {
+    TP_REPL, /* every device computes the whole layer (no parameters in these models) */
+    TP_COL,  /* output channels / units split: the weight's row block, the bias' slice */
+    TP_ROW,  /* dense over the device's input shard: the weight's column block; the bias on
+              * device 0 only, so that it is added once to the sum */
+    TP_CHAN  /* per channel on the shard (batch norm, relu, pooling, flatten) */
+} tp_par;
+
+typedef struct {
+    tp_op op;
+    tp_par par;
+    mx_layer_spec spec;  /* the whole layer's spec (units: the whole count) */
+    int in, in2, out;    /* tensors; in2: ADD's second operand (-1 otherwise) */
+    int acc, acc2;       /* backward adds into the input's gradient (a later consumer wrote it) */
+    int layer;           /* the top-level layer it belongs to (collectives' bytes, names) */
+    int param_first;     /* whole-model index of its first parameter tensor */
+    int nparams;         /* parameter tensors of the layer */
+} tp_step;
+
+typedef struct {
+    int k;               /* devices */
+    int nsteps, ntensors;
+    tp_step *steps;
+    tp_tensor *tensors;  /* tensor 0 is the model's input (FULL) */
+    int out;             /* the model's output, FULL */
+    int nlayers;         /* top-level layers */
+    /* the whole model's tensor table, and each tensor's offset in the one-device layout
+     * (mx_net's w: 16-float aligned), so shards can be drawn from and put back into it */
+    mx_param *whole;
+    int nwhole;
+    size_t *offset;
+    size_t nweights;
+    double flops;        /* forward FLOPs per sample of the whole model */
+} mx_tp_plan;
+
+/* The plan of specs (inputs of shape in) over k devices. with_loss: the output feeds the
+ * loss, so the last layer is column-parallel and its logits gathered (a row-parallel last
+ * layer would be cheaper but the loss wants the classes split as the units are); without,
+ * a last dense layer on a sharded input is row-parallel and all-reduced. input_grad: the
+ * caller wants the input's gradient (tests). be: where the whole model is set up once,
+ * briefly, for its shapes and tensor table. MX_EINVAL when some layer has fewer channels
+ * or units than devices; MX_EUNSUPPORTED for a layer kind it cannot shard. */
+int mx_tp_plan_create(mx_tp_plan **out, mx_backend *be, const mx_layer_spec *specs, int nspecs, mx_shape in,
+                      int k, int with_loss, int input_grad);
+void mx_tp_plan_destroy(mx_tp_plan *p);
+
+/* Elements per sample of tensor t on device d. */
+size_t mx_tp_local_size(const mx_tp_plan *p, int t, int d);
+
+/* ---- one device's program (layer_run.c) */
+
+typedef struct mx_tp_dev mx_tp_dev;
+
+/* Sets up device d's shards of every layer on be (its parameters drawn from seed exactly
+ * as the one-device tensors, mx_param_init_block), momentum, and buffers for batches of up
+ * to max_batch. comm: the k devices' communicator (member d is this device). */
+int mx_tp_dev_create(mx_tp_dev **out, const mx_tp_plan *p, int d, mx_backend *be, mx_comm *comm, int max_batch,
+                     uint64_t seed, mx_weight_init init);
+void mx_tp_dev_destroy(mx_tp_dev *t);
+
+/* The device's input buffer [max_batch][in] (device memory): the whole batch. */
+float *mx_tp_input(mx_tp_dev *t);
+/* Forward over n samples of the input; *out: the output, FULL [n][out] (device). Fails only
+ * when a collective fails (on every member alike). */
+int mx_tp_forward(mx_tp_dev *t, int n, int training, const float **out);
+/* Backward from dout (device, FULL [n][out], the same on every device); parameter gradients
+ * accumulate; din (device [n][in], may be NULL) gets the input's gradient when the plan was
+ * made with input_grad. */
+int mx_tp_backward(mx_tp_dev *t, int n, const float *dout, float *din);
+void mx_tp_zero_grad(mx_tp_dev *t);
+/* SGD on the device's own shards (a tensor held only to keep shapes, the row-parallel bias
+ * off device 0, is left at zero). */
+void mx_tp_update(mx_tp_dev *t, const mx_sgd *opt);
+/* Writes the tensors this device owns (grads: their gradients) into host, the whole model
+ * in the one-device layout. */
+int mx_tp_get_params(mx_tp_dev *t, float *host, int grads);
+
+/* What the device measured: bytes of parameters and gradients (allocator count, model state
+ * such as batch-norm statistics included), of momentum, and its collectives' bytes (count x
+ * element size per call, as mx_comm counts them) per top-level layer since the last reset. */
+typedef struct {
+    double mem_params, mem_optim;
+    double layer_bytes[MX_MAX_LAYERS];
+} mx_tp_dev_stats;
+const mx_tp_dev_stats *mx_tp_stats(const mx_tp_dev *t);
+void mx_tp_stats_reset(mx_tp_dev *t);
+
+#endif

@@ -1,0 +1,417 @@
+/* One device's part of a tensor-parallel plan (layer_plan.h): its shards of every layer,
+ * each an engine layer set up over the shard's shape in a parameter set of its own (a
+ * convolution with the device's output channels is exactly a shard of the whole one, a
+ * dense layer over the input shard is a row-parallel one), and a small interpreter that
+ * runs the plan's steps forward and backward, calling the communicator where the plan puts
+ * a collective. Every device runs the same steps, so the collectives meet in one order. */
+#include "layer_plan.h"
+#include "engine/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Where one shard tensor lies in its whole-model tensor, viewed as [rows][cols]: the block
+ * rows [r0, r1) x columns [c0, c1). */
+typedef struct {
+    int whole;
+    size_t cols, r0, r1, c0, c1;
+    int owner; /* get_params takes this copy (a replicated tensor: device 0's) */
+    int train; /* 0: held only for its shape (the row-parallel bias off device 0), kept zero */
+} tp_map;
+
+struct mx_tp_dev {
+    const mx_tp_plan *p;
+    int d, k, max_batch;
+    mx_backend *be;
+    mx_comm *comm;
+    mx_params **ps;     /* [nsteps] LAYER steps: the shard layer and its tensors */
+    tp_map **map;       /* [nsteps][ps->nparams] */
+    float **mom;        /* [nsteps] momentum of ps's tensors */
+    void **state;       /* [nsteps] the layer's saved state */
+    float **act, **grad;/* [ntensors] the device's part of each tensor and of its gradient */
+    float *stage;       /* all-gather / reduce-scatter staging: k blocks of one shard each */
+    float *scratch;     /* a gradient to be added rather than written */
+    mx_tp_dev_stats stats;
+};
+
+static mx_shape local_shape(const mx_tp_plan *p, int t, int d)
+{
+    const tp_tensor *x = &p->tensors[t];
+    mx_shape s = x->shape;
+    if (x->layout == TP_SHARD) s.c = x->bound[d + 1] - x->bound[d];
+    return s;
+}
+
+static void *dev_alloc(mx_tp_dev *t, size_t bytes)
+{
+    return t->be->ops->alloc(t->be, bytes ? bytes : 1);
+}
+
+/* ---- setting up the shards */
+
+/* The block of whole tensor `w` that tensor j of step s's shard layer is on device d. */
+static int map_tensor(const mx_tp_plan *p, const tp_step *s, int j, int d, size_t count, tp_map *m)
+{
+    const int w = s->param_first + j;
+    const mx_param *whole = &p->whole[w];
+    const tp_tensor *in = &p->tensors[s->in], *out = &p->tensors[s->out];
+    *m = (tp_map){.whole = w, .owner = 1, .train = 1};
+    switch (s->par) {
+    case TP_COL:  /* rows: output channels or units (conv [oc][c*k*k], dense [units][inputs], bias [oc]) */
+    case TP_CHAN: /* per-channel tensors (batch norm's gamma and beta) */
+        m->cols = whole->count / out->shape.c;
+        m->r0 = out->bound[d], m->r1 = out->bound[d + 1];
+        m->c0 = 0, m->c1 = m->cols;
+        break;
+    case TP_ROW: /* dense [units][inputs]: the columns of the device's input features */
+        if (j == 0) {
+            const size_t per = mx_shape_size(in->shape) / in->shape.c;
+            m->cols = whole->count / out->shape.c;
+            m->r0 = 0, m->r1 = out->shape.c;
+            m->c0 = in->bound[d] * per, m->c1 = in->bound[d + 1] * per;
+            break;
+        }
+        /* the bias: added once, by device 0, to its partial sum */
+        m->owner = m->train = d == 0;
+        /* fall through */
+    case TP_REPL:
+        m->cols = 1, m->r0 = 0, m->r1 = whole->count, m->c0 = 0, m->c1 = 1;
+        if (s->par == TP_REPL) m->owner = d == 0;
+        break;
+    }
+    if ((m->r1 - m->r0) * (m->c1 - m->c0) != count || m->cols * (whole->count / m->cols) != whole->count)
+        return mx_error(MX_EUNSUPPORTED, "layer strategy: shard of '%s' on device %d has %zu elements, its block "
+                        "%zu (internal)", whole->name, d, count, (m->r1 - m->r0) * (m->c1 - m->c0));
+    return MX_OK;
+}
+
+static int setup_step(mx_tp_dev *t, int i, uint64_t seed, mx_weight_init init, float *host)
+{
+    const mx_tp_plan *p = t->p;
+    const tp_step *s = &p->steps[i];
+    mx_layer_spec spec = s->spec;
+    if (s->par == TP_COL) spec.units = p->tensors[s->out].bound[t->d + 1] - p->tensors[s->out].bound[t->d];
+    MX_TRY(mx_params_create(&t->ps[i], t->be, &spec, 1, local_shape(p, s->in, t->d), 0, 1));
+    mx_params *ps = t->ps[i];
+    const mx_shape want = local_shape(p, s->out, t->d), got = ps->layers[0].out;
+    if (got.c != want.c || got.h != want.h || got.w != want.w || ps->nparams != s->nparams)
+        return mx_error(MX_EUNSUPPORTED, "layer strategy: the shard of layer %d (%s) gives %dx%dx%d, the plan "
+                        "%dx%dx%d (internal)", s->layer, spec.kind, got.c, got.h, got.w, want.c, want.h, want.w);
+    t->map[i] = calloc(ps->nparams ? ps->nparams : 1, sizeof *t->map[i]);
+    if (!t->map[i]) return mx_error(MX_ENOMEM, "out of memory setting up the layer strategy");
+    for (int j = 0; j < ps->nparams; j++) {
+        tp_map *m = &t->map[i][j];
+        MX_TRY(map_tensor(p, s, j, t->d, ps->params[j].count, m));
+        if (!m->train) continue; /* stays zero, as allocated */
+        /* drawn as the whole tensor is: the union of the shards is the one-device tensor */
+        MX_TRY(mx_param_init_block(&p->whole[m->whole], m->whole, seed, init, 0.01f, m->cols, m->r0, m->r1, m->c0,
+                                   m->c1, host));
+        t->be->ops->copy(t->be, ps->w + ps->params[j].offset, host, sizeof(float) * ps->params[j].count,
+                         MX_COPY_H2D);
+    }
+    return MX_OK;
+}
+
+static int alloc_buffers(mx_tp_dev *t)
+{
+    const mx_tp_plan *p = t->p;
+    const size_t nb = (size_t)t->max_batch;
+    size_t stage = 0, scratch = 0;
+    for (int x = 0; x < p->ntensors; x++) {
+        const size_t n = nb * mx_tp_local_size(p, x, t->d);
+        if (!(t->act[x] = dev_alloc(t, sizeof(float) * n))) return MX_ENOMEM;
+        if (p->tensors[x].needs_grad && x != p->out && !(t->grad[x] = dev_alloc(t, sizeof(float) * n)))
+            return MX_ENOMEM;
+    }
+    for (int i = 0; i < p->nsteps; i++) {
+        const tp_step *s = &p->steps[i];
+        if (s->op == TP_LAYER) {
+            const size_t sb = mx_layer_state_bytes(&t->ps[i]->layers[0], t->max_batch);
+            if (sb && !(t->state[i] = dev_alloc(t, sb))) return MX_ENOMEM;
+        }
+        if (s->op == TP_GATHER) {
+            size_t most = 0;
+            for (int m = 0; m < t->k; m++)
+                if (mx_tp_local_size(p, s->in, m) > most) most = mx_tp_local_size(p, s->in, m);
+            if ((most * nb + 15) / 16 * 16 * t->k > stage) stage = (most * nb + 15) / 16 * 16 * t->k;
+        }
+        if (s->acc || s->acc2) {
+            const size_t n = nb * mx_tp_local_size(p, s->acc ? s->in : s->in2, t->d);
+            if (n > scratch) scratch = n;
+        }
+    }
+    if (stage && !(t->stage = dev_alloc(t, sizeof(float) * stage))) return MX_ENOMEM;
+    if (scratch && !(t->scratch = dev_alloc(t, sizeof(float) * scratch))) return MX_ENOMEM;
+    return MX_OK;
+}
+
+int mx_tp_dev_create(mx_tp_dev **out, const mx_tp_plan *p, int d, mx_backend *be, mx_comm *comm, int max_batch,
+                     uint64_t seed, mx_weight_init init)
+{
+    *out = NULL;
+    mx_tp_dev *t = calloc(1, sizeof *t);
+    if (!t) return mx_error(MX_ENOMEM, "out of memory setting up the layer strategy");
+    *t = (mx_tp_dev){.p = p, .d = d, .k = p->k, .max_batch = max_batch, .be = be, .comm = comm};
+    t->ps = calloc(p->nsteps, sizeof *t->ps);
+    t->map = calloc(p->nsteps, sizeof *t->map);
+    t->mom = calloc(p->nsteps, sizeof *t->mom);
+    t->state = calloc(p->nsteps, sizeof *t->state);
+    t->act = calloc(p->ntensors, sizeof *t->act);
+    t->grad = calloc(p->ntensors, sizeof *t->grad);
+    size_t most = 1; /* the largest whole tensor: init's host buffer holds any shard of it */
+    for (int w = 0; w < p->nwhole; w++)
+        if (p->whole[w].count > most) most = p->whole[w].count;
+    float *host = malloc(sizeof(float) * most);
+    int rc = t->ps && t->map && t->mom && t->state && t->act && t->grad && host
+                 ? MX_OK : mx_error(MX_ENOMEM, "out of memory setting up the layer strategy");
+    /* memory as the allocator counts it: parameters with gradients (and batch-norm
+     * statistics, model state), then momentum */
+    const size_t live0 = mx_backend_mem_get(be).live;
+    for (int i = 0; rc == MX_OK && i < p->nsteps; i++)
+        if (p->steps[i].op == TP_LAYER) rc = setup_step(t, i, seed, init, host);
+    const size_t live1 = mx_backend_mem_get(be).live;
+    for (int i = 0; rc == MX_OK && i < p->nsteps; i++)
+        if (t->ps[i] && t->ps[i]->nparams && !(t->mom[i] = dev_alloc(t, sizeof(float) * t->ps[i]->nweights)))
+            rc = mx_error(MX_ENOMEM, "out of device memory for momentum");
+    t->stats.mem_params = (double)(live1 - live0);
+    t->stats.mem_optim = (double)(mx_backend_mem_get(be).live - live1);
+    if (rc == MX_OK && alloc_buffers(t) < 0)
+        rc = mx_error(MX_ENOMEM, "out of device memory for the layer strategy's activations (batch %d)", max_batch);
+    free(host);
+    if (rc < 0) {
+        mx_tp_dev_destroy(t);
+        return rc;
+    }
+    *out = t;
+    return MX_OK;
+}
+
+void mx_tp_dev_destroy(mx_tp_dev *t)
+{
+    if (!t) return;
+    mx_backend *be = t->be;
+#define FREE_DEV(ptr) do { if (ptr) be->ops->free(be, ptr); } while (0)
+    for (int i = 0; i < t->p->nsteps; i++) {
+        if (t->ps) mx_params_destroy(t->ps[i]);
+        if (t->map) free(t->map[i]);
+        if (t->mom) FREE_DEV(t->mom[i]);
+        if (t->state) FREE_DEV(t->state[i]);
+    }
+    for (int x = 0; x < t->p->ntensors; x++) {
+        if (t->act) FREE_DEV(t->act[x]);
+        if (t->grad) FREE_DEV(t->grad[x]);
+    }
+    FREE_DEV(t->stage);
+    FREE_DEV(t->scratch);
+#undef FREE_DEV
+    free(t->ps);
+    free(t->map);
+    free(t->mom);
+    free(t->state);
+    free(t->act);
+    free(t->grad);
+    free(t);
+}
+
+float *mx_tp_input(mx_tp_dev *t) { return t->act[0]; }
+const mx_tp_dev_stats *mx_tp_stats(const mx_tp_dev *t) { return &t->stats; }
+void mx_tp_stats_reset(mx_tp_dev *t) { memset(t->stats.layer_bytes, 0, sizeof t->stats.layer_bytes); }
+
+/* ---- the collectives */
+
+static void count_bytes(mx_tp_dev *t, int layer, size_t count)
+{
+    if (layer >= 0 && layer < MX_MAX_LAYERS) t->stats.layer_bytes[layer] += sizeof(float) * (double)count;
+}
+
+/* One shard's block in the staging buffer: 16-float aligned, so that mx_comm_shard of the
+ * whole staging buffer (k blocks) is exactly block m for member m. */
+static size_t stage_block(const mx_tp_dev *t, int x, int n)
+{
+    size_t most = 0;
+    for (int m = 0; m < t->k; m++)
+        if (mx_tp_local_size(t->p, x, m) > most) most = mx_tp_local_size(t->p, x, m);
+    return (most * n + 15) / 16 * 16;
+}
+
+/* Moves between a whole NCHW tensor [n][C][hw] and the staging buffer, where member m's
+ * block holds its channels [n][c_m][hw]: a shard is a channel range of every sample. */
+static void stage_permute(mx_tp_dev *t, int x, int n, float *whole, int to_stage)
+{
+    const tp_tensor *s = &t->p->tensors[x];
+    const size_t hw = mx_shape_size(s->shape) / s->shape.c, C = s->shape.c, S = stage_block(t, x, n);
+    for (int m = 0; m < t->k; m++) {
+        const size_t cm = s->bound[m + 1] - s->bound[m];
+        for (int i = 0; i < n; i++) {
+            float *a = whole + (i * C + s->bound[m]) * hw, *b = t->stage + m * S + i * cm * hw;
+            t->be->ops->copy(t->be, to_stage ? b : a, to_stage ? a : b, sizeof(float) * cm * hw, MX_COPY_D2D);
+        }
+    }
+}
+
+static int gather_forward(mx_tp_dev *t, const tp_step *s, int n)
+{
+    const size_t S = stage_block(t, s->in, n), mine = n * mx_tp_local_size(t->p, s->in, t->d);
+    t->be->ops->copy(t->be, t->stage + t->d * S, t->act[s->in], sizeof(float) * mine, MX_COPY_D2D);
+    count_bytes(t, s->layer, t->k * S);
+    MX_TRY(mx_comm_allgather(t->comm, t->d, t->stage, t->k * S, MX_F32));
+    stage_permute(t, s->in, n, t->act[s->out], 0);
+    return MX_OK;
+}
+
+/* dst (+)= src over count floats. */
+static void put_grad(mx_tp_dev *t, float *dst, const float *src, size_t count, int acc)
+{
+    if (acc)
+        t->be->ops->add(t->be, count, dst, src);
+    else if (dst != src)
+        t->be->ops->copy(t->be, dst, src, sizeof(float) * count, MX_COPY_D2D);
+}
+
+/* The shard's gradient from the whole one: summed over the devices (reduce-scatter) where
+ * column-parallel layers gave partial sums, else the device's own channels of it. */
+static int gather_backward(mx_tp_dev *t, const tp_step *s, int n)
+{
+    const tp_tensor *x = &t->p->tensors[s->in], *g = &t->p->tensors[s->out];
+    const size_t S = stage_block(t, s->in, n), mine = n * mx_tp_local_size(t->p, s->in, t->d);
+    const float *src;
+    if (g->gpart) {
+        stage_permute(t, s->in, n, t->grad[s->out], 1);
+        count_bytes(t, s->layer, t->k * S);
+        /* in place: the threads comm sums each shard through a buffer of its own */
+        MX_TRY(mx_comm_reduce_scatter(t->comm, t->d, t->stage, t->stage, t->k * S, MX_F32));
+        src = t->stage + t->d * S;
+    } else {
+        const size_t hw = mx_shape_size(x->shape) / x->shape.c, C = x->shape.c, c = x->bound[t->d + 1] - x->bound[t->d];
+        float *tmp = s->acc ? t->scratch : t->grad[s->in];
+        for (int i = 0; i < n; i++)
+            t->be->ops->copy(t->be, tmp + i * c * hw, t->grad[s->out] + (i * C + x->bound[t->d]) * hw,
+                             sizeof(float) * c * hw, MX_COPY_D2D);
+        src = tmp;
+    }
+    put_grad(t, t->grad[s->in], src, mine, s->acc);
+    return MX_OK;
+}
+
+/* A whole tensor read by column-parallel layers holds partial gradients: sum them before
+ * its producer's backward reads them (Megatron's f: identity forward, all-reduce backward). */
+static int sum_partial_grad(mx_tp_dev *t, int x, int n)
+{
+    const tp_tensor *s = &t->p->tensors[x];
+    if (!s->gpart || !s->needs_grad) return MX_OK;
+    const size_t count = n * mx_shape_size(s->shape);
+    count_bytes(t, s->gpart_layer, count);
+    return mx_comm_allreduce(t->comm, t->d, t->grad[x], t->grad[x], count, MX_F32);
+}
+
+/* ---- the interpreter */
+
+int mx_tp_forward(mx_tp_dev *t, int n, int training, const float **out)
+{
+    const mx_tp_plan *p = t->p;
+    mx_backend *be = t->be;
+    for (int i = 0; i < p->nsteps; i++) {
+        const tp_step *s = &p->steps[i];
+        const size_t count = n * mx_tp_local_size(p, s->out, t->d);
+        switch (s->op) {
+        case TP_LAYER: {
+            mx_layer *l = &t->ps[i]->layers[0];
+            l->ops->forward(l, be, t->state[i], n, t->act[s->out], t->act[s->in], training);
+            break;
+        }
+        case TP_GATHER:
+            MX_TRY(gather_forward(t, s, n));
+            break;
+        case TP_ALLREDUCE: /* the row-parallel layer's partial outputs summed */
+            count_bytes(t, s->layer, count);
+            MX_TRY(mx_comm_allreduce(t->comm, t->d, t->act[s->in], t->act[s->out], count, MX_F32));
+            break;
+        case TP_ADD:
+            be->ops->copy(be, t->act[s->out], t->act[s->in], sizeof(float) * count, MX_COPY_D2D);
+            be->ops->add(be, count, t->act[s->out], t->act[s->in2]);
+            break;
+        }
+    }
+    *out = t->act[p->out];
+    return MX_OK;
+}
+
+int mx_tp_backward(mx_tp_dev *t, int n, const float *dout, float *din)
+{
+    const mx_tp_plan *p = t->p;
+    mx_backend *be = t->be;
+    t->grad[p->out] = (float *)dout; /* read only: nothing downstream of the output */
+    int rc = MX_OK;
+    for (int i = p->nsteps - 1; rc == MX_OK && i >= 0; i--) {
+        const tp_step *s = &p->steps[i];
+        if (!p->tensors[s->out].needs_grad) continue;
+        const int need_in = p->tensors[s->in].needs_grad;
+        const size_t count = n * mx_tp_local_size(p, s->out, t->d);
+        if (s->op != TP_GATHER) rc = sum_partial_grad(t, s->out, n);
+        if (rc < 0) break;
+        switch (s->op) {
+        case TP_LAYER: {
+            mx_layer *l = &t->ps[i]->layers[0];
+            float *dx = need_in ? (s->acc ? t->scratch : t->grad[s->in]) : NULL;
+            l->ops->backward(l, be, t->state[i], n, dx, t->grad[s->out], t->act[s->in], t->act[s->out]);
+            if (dx && s->acc) put_grad(t, t->grad[s->in], dx, n * mx_tp_local_size(p, s->in, t->d), 1);
+            break;
+        }
+        case TP_GATHER:
+            if (need_in) rc = gather_backward(t, s, n);
+            break;
+        case TP_ALLREDUCE: /* d(sum)/d(part) = 1: the partial's gradient is the sum's */
+            if (need_in) put_grad(t, t->grad[s->in], t->grad[s->out], count, s->acc);
+            break;
+        case TP_ADD:
+            if (need_in) put_grad(t, t->grad[s->in], t->grad[s->out], count, s->acc);
+            if (p->tensors[s->in2].needs_grad) put_grad(t, t->grad[s->in2], t->grad[s->out], count, s->acc2);
+            break;
+        }
+    }
+    t->grad[p->out] = NULL;
+    if (rc == MX_OK && p->tensors[0].needs_grad) {
+        rc = sum_partial_grad(t, 0, n);
+        if (din && rc == MX_OK)
+            be->ops->copy(be, din, t->grad[0], sizeof(float) * n * mx_tp_local_size(p, 0, t->d), MX_COPY_D2D);
+    }
+    return rc;
+}
+
+void mx_tp_zero_grad(mx_tp_dev *t)
+{
+    for (int i = 0; i < t->p->nsteps; i++)
+        if (t->ps[i] && t->ps[i]->nparams) mx_params_zero_grad(t->ps[i]);
+}
+
+void mx_tp_update(mx_tp_dev *t, const mx_sgd *opt)
+{
+    for (int i = 0; i < t->p->nsteps; i++) {
+        mx_params *ps = t->ps[i];
+        if (!ps) continue;
+        for (int j = 0; j < ps->nparams; j++)
+            if (t->map[i][j].train) mx_sgd_update(t->be, opt, ps->params, j, 1, ps->w, t->mom[i], ps->g);
+    }
+}
+
+int mx_tp_get_params(mx_tp_dev *t, float *host, int grads)
+{
+    const mx_tp_plan *p = t->p;
+    for (int i = 0; i < p->nsteps; i++) {
+        const mx_params *ps = t->ps[i];
+        for (int j = 0; ps && j < ps->nparams; j++) {
+            const tp_map *m = &t->map[i][j];
+            if (!m->owner) continue;
+            const size_t w = m->c1 - m->c0;
+            float *shard = malloc(sizeof(float) * (ps->params[j].count ? ps->params[j].count : 1));
+            if (!shard) return mx_error(MX_ENOMEM, "out of memory reading the layer strategy's parameters");
+            t->be->ops->copy(t->be, shard, (grads ? ps->g : ps->w) + ps->params[j].offset, sizeof(float) * ps->params[j].count,
+                             MX_COPY_D2H);
+            float *whole = host + p->offset[m->whole];
+            for (size_t r = m->r0; r < m->r1; r++)
+                memcpy(whole + r * m->cols + m->c0, shard + (r - m->r0) * w, sizeof(float) * w);
+            free(shard);
+        }
+    }
+    return MX_OK;
+}

@@ -46,11 +46,14 @@ static int print_devices(const mx_run_record *r, int md)
         fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
         snprintf(row[c++], CELL, "%d", x->inflight_max);
     }
-    char md_title[160], text_title[160];
-    snprintf(md_title, sizeof md_title, "Devices of `%s` (%s, %d micro-batch%s, %s)", r->id, r->strategy,
-             r->micro_batches, r->micro_batches == 1 ? "" : "es", r->schedule);
-    snprintf(text_title, sizeof text_title, "devices of %s (%s, %d micro-batch%s, %s)", r->id, r->strategy,
-             r->micro_batches, r->micro_batches == 1 ? "" : "es", r->schedule);
+    char about[96], md_title[160], text_title[160];
+    if (strcmp(r->strategy, "model") == 0)
+        snprintf(about, sizeof about, "model, %d micro-batch%s, %s", r->micro_batches,
+                 r->micro_batches == 1 ? "" : "es", r->schedule);
+    else
+        snprintf(about, sizeof about, "%s", r->strategy);
+    snprintf(md_title, sizeof md_title, "Devices of `%s` (%s)", r->id, about);
+    snprintf(text_title, sizeof text_title, "devices of %s (%s)", r->id, about);
     print_one(&t, md, md_title, text_title);
     free(t.cell);
     return MX_OK;

@@ -45,6 +45,7 @@ static int in_list(const char *list, const char *name)
 static const char *built_strategies(const mx_run_record *r) { (void)r; return mx_strategy_names(); }
 static const char *built_kvstores(const mx_run_record *r)
 {
+    if (strcmp(r->strategy, "data") != 0) return NULL; /* model and layer rows use none */
     return r->gpus > 1 || mx_kv_mode_is_dist(r->kvstore) ? mx_kv_modes() : NULL;
 }
 static const char *built_compressions(const mx_run_record *r) { (void)r; return "none"; }

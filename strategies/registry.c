@@ -9,8 +9,9 @@
 
 /* One line per strategy: its table, defined in its own file. */
 extern const mx_strategy_ops mx_strategy_data;
+extern const mx_strategy_ops mx_strategy_model;
 extern const mx_strategy_ops mx_strategy_layer;
-static const mx_strategy_ops *const strategies[] = {&mx_strategy_data, &mx_strategy_layer};
+static const mx_strategy_ops *const strategies[] = {&mx_strategy_data, &mx_strategy_model, &mx_strategy_layer};
 #define NSTRATEGIES (sizeof strategies / sizeof *strategies)
 
 const mx_strategy_ops *mx_strategy_find(const char *name)

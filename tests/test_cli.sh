@@ -122,7 +122,6 @@ expect 2 "train --work-load of the wrong length" --stderr "work-load list has 3 
 expect 2 "train --momentum 1" --stderr "momentum 1: accepted 0 <= momentum < 1" -- "$MX" train --momentum 1 "${S[@]}"
 expect 2 "train --wd 1" --stderr "weight decay 1" -- "$MX" train --wd 1 "${S[@]}"
 expect 2 "train --lr above the bound" --stderr "--lr: 1e7 is out of range; accepted 0..1e+06" -- "$MX" train --lr 1e7 "${S[@]}"
-expect 2 "train --strategy model: planned, refused at parsing" --stderr "strategy 'model' is planned but not in this build yet" -- "$MX" train --strategy model "${S[@]}"
 expect 2 "train --strategy bogus" --stderr "'bogus' is not accepted" --stderr "data|model|layer" -- "$MX" train --strategy bogus "${S[@]}"
 # the model and layer strategies: what makes no sense is refused before anything runs
 expect 2 "train --micro-batches with data" --stderr "--micro-batches applies to the pipeline of --strategy model, not data" -- "$MX" train --micro-batches 4 "${S[@]}"
@@ -130,6 +129,11 @@ expect 2 "train --schedule with layer" --stderr "--schedule applies to the pipel
 expect 2 "train --partition with data" --stderr "--partition applies to the pipeline" -- "$MX" train --partition 3,3 --gpus 2 "${S[@]}"
 expect 2 "train --schedule bogus" --stderr "'bogus'" --stderr "gpipe|1f1b" -- "$MX" train --strategy model --schedule bogus "${S[@]}"
 expect 2 "train --micro-batches 0" --stderr "--micro-batches: 0 is out of range" -- "$MX" train --strategy model --micro-batches 0 "${S[@]}"
+expect 2 "train --work-load with model" --stderr "--work-load with --strategy model" -- "$MX" train --strategy model --gpus 2 --work-load 3,1 "${S[@]}"
+expect 2 "train model on more devices than layers" --stderr "model strategy on 8 devices: mlp has 6 top-level layers" --stderr "accepted 1..6 devices" -- "$MX" train --strategy model --gpus 8 --workload mlp "${S[@]}"
+expect 2 "train model with a partition that does not cover the layers" --stderr "--partition 3,2: covers 5 layers, the model has 6" -- "$MX" train --strategy model --gpus 2 --workload mlp --partition 3,2 "${S[@]}"
+expect 2 "train model with a partition of the wrong length" --stderr "--partition 2,2,2: more than the 2 stages" -- "$MX" train --strategy model --gpus 2 --workload mlp --partition 2,2,2 "${S[@]}"
+expect 2 "train model with more micro-batches than samples" --stderr "64 micro-batches of a batch of 32" -- "$MX" train --strategy model --gpus 2 --batch 32 --micro-batches 64 "${S[@]}"
 expect 2 "train layer on more devices than the last layer's units" --stderr "layer strategy on 16 devices" --stderr "10 units" -- "$MX" train --strategy layer --gpus 16 --workload mlp --batch 32 "${S[@]}"
 expect 2 "train --warmup-steps past the epoch's steps" --stderr "--warmup-steps 40 leaves no timed step of the 32 steps" -- "$MX" train --warmup-steps 40 --epochs 1 --dataset synthetic
 expect 2 "sweep --epochs with --steps" --stderr "--epochs 2 and --steps 3: give one of them" -- "$MX" sweep --epochs 2 --steps 3 --dataset synthetic --out "$T/never.h5"

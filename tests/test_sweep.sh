@@ -161,6 +161,26 @@ bad=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
 [ -z "$bad" ] && pass "throughputs lie in their intervals, 1-device speedup is 1, skipped runs have none" ||
     fail "report csv figures: $bad"
 
+# ---- (a2) what a strategy refuses is a skipped row with its reason; the pipeline's axes
+section "(a2) sweep rows a strategy refuses, and the pipeline's axes"
+P=$T/pipe.h5
+"$MX" sweep --strategies data,model,layer --gpus 1,8,16 --workload mlp --dataset synthetic --steps 10 --batch 32 \
+    --micro-batches 1,2 --schedule gpipe,1f1b --dry-run --out "$P" >"$T/a2.out" 2>"$T/a2.err"
+rc=$?
+plan=$(cat "$T/a2.out")
+# data: 1,8,16 (3); model: 1,8,16 x m 1,2 x gpipe,1f1b (12); layer: 1,8,16 (3)
+nrows=$(grep -c '^ *[0-9]\+  mlp' "$T/a2.out")
+[ $rc -eq 0 ] && [ "$nrows" = 18 ] && pass "the pipeline's axes multiply model rows only (18 rows)" ||
+    fail "sweep --dry-run (a2): exit $rc, $nrows rows, expected 0 and 18: $plan"
+grep -q 'mlp model x8 .*skipped: model strategy on 8 devices: mlp has 6 top-level layers' "$T/a2.out" &&
+    grep -q 'mlp layer x16 .*skipped: layer strategy on 16 devices: .*10 units' "$T/a2.out" &&
+    ! grep -q 'mlp layer x8 .*skipped' "$T/a2.out" && ! grep -q 'mlp data x.*skipped' "$T/a2.out" &&
+    pass "rows the strategy refuses are skipped with its reason (model x8 on 6 layers, layer x16 on 10 units)" ||
+    fail "sweep --dry-run (a2): expected model x8 and layer x16 skipped with reasons, nothing else: $plan"
+grep -q 'mlp model x1 .* m=2 1f1b' "$T/a2.out" &&
+    pass "model rows are labelled with their micro-batches and schedule" ||
+    fail "sweep --dry-run (a2): expected a row labelled 'm=2 1f1b': $plan"
+
 # ---- (b) crash safety: kill -9 mid-sweep, then --resume
 section "(b) kill -9 during a sweep of 6 runs, then --resume"
 C=$T/crash.h5

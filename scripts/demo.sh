@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, runs a scaling sweep of LeNet on
-# Fashion-MNIST over 1 and 2 devices with every kvstore (local and device in one process;
-# dist_sync, dist_device_sync, dist_async and dist_allreduce as MPI jobs of CPU workers, with
-# parameter servers where the mode has them), draws the plots (staleness for dist_async), and
-# prints where the HDF5 file and the plots are.
+# The main job: installs what is missing, builds, runs a scaling study of LeNet on
+# Fashion-MNIST over 1 and 2 devices: the three strategies (data-parallel replicas, a
+# model-parallel pipeline, layer-parallel shards) on the same global batch, data parallelism
+# with every kvstore (local and device in one process; dist_sync, dist_device_sync,
+# dist_async and dist_allreduce as MPI jobs of CPU workers, with parameter servers where the
+# mode has them); draws the plots (memory per device and bytes moved per strategy, the
+# pipeline's bubble, staleness for dist_async), and prints where the HDF5 file and the plots
+# are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -13,7 +16,7 @@ out=${MXBENCH_DEMO_OUT:-out/demo}
 mkdir -p "$out"
 $mx info
 echo
-$mx sweep --strategies data --gpus 1,2 --batch-mode global --batch 128 \
+$mx sweep --strategies data,model,layer --gpus 1,2 --batch-mode global --batch 128 \
           --kvstore local,device,dist_sync,dist_device_sync,dist_async,dist_allreduce \
           --workload lenet --epochs 1 --out "$out/sweep.h5" --force
 echo

@@ -6,6 +6,7 @@
 #include "strategy.h"
 #include "cluster.h"
 #include "kvstore.h"
+#include "device_threads.h"
 #include "engine/status.h"
 #include "engine/timer.h"
 
@@ -49,11 +50,8 @@ struct mx_strategy {
     int error;
     char errmsg[512]; /* the failing thread's message: mx_last_error is per thread */
 
-    pthread_t threads[MX_MAX_DEVICES];
-    pthread_mutex_t lock;
-    pthread_cond_t go, finished;
-    long generation;
-    int pending, stopping;
+    pthread_mutex_t errlock; /* guards error and errmsg */
+    mx_device_threads threads;
 };
 
 typedef struct {
@@ -65,12 +63,12 @@ typedef struct {
 
 static void record_error(mx_strategy *s)
 {
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->errlock);
     if (!s->error) {
         s->error = MX_ERUNTIME;
         snprintf(s->errmsg, sizeof s->errmsg, "%s", mx_last_error());
     }
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->errlock);
 }
 
 static void push_ready(void *user, int first, int count)
@@ -109,29 +107,15 @@ static void run_device(mx_strategy *s, int d)
     r->t_end = mx_now();
 }
 
-static void *device_thread(void *p)
+/* Without this, BLAS on this device would use every core and the devices would fight over
+ * them. */
+static void bind_device(void *user, int d)
 {
-    push_ctx *c = p;
-    mx_strategy *s = c->s;
-    const int d = c->dev;
-    free(c);
-    /* Without this, BLAS on this device would use every core and the devices would fight
-     * over them. */
+    mx_strategy *s = user;
     s->be[d]->ops->bind_thread(s->be[d]);
-    long seen = 0;
-    pthread_mutex_lock(&s->lock);
-    for (;;) {
-        while (!s->stopping && s->generation == seen) pthread_cond_wait(&s->go, &s->lock);
-        if (s->stopping) break;
-        seen = s->generation;
-        pthread_mutex_unlock(&s->lock);
-        run_device(s, d);
-        pthread_mutex_lock(&s->lock);
-        if (--s->pending == 0) pthread_cond_signal(&s->finished);
-    }
-    pthread_mutex_unlock(&s->lock);
-    return NULL;
 }
+
+static void run_device_cb(void *user, int d) { run_device(user, d); }
 
 /* ---- strategy ops */
 
@@ -225,25 +209,11 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
     s->workers = cfg->cluster ? cfg->cluster->nworkers : 1;
     s->worker = cfg->cluster ? cfg->cluster->index : 0;
     s->sgd.opt = cfg->opt;
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->go, NULL);
-    pthread_cond_init(&s->finished, NULL);
+    pthread_mutex_init(&s->errlock, NULL);
     int rc = create_replicas(s);
     if (rc == MX_OK) rc = create_store(s);
-    if (rc == MX_OK) s->be[0]->ops->bind_thread(s->be[0]); /* device 0 runs on the caller's thread */
     for (int d = 0; rc == MX_OK && d < s->k; d++) mx_backend_mem_reset_peak(s->be[d]);
-    for (int d = 1; rc == MX_OK && d < s->k; d++) {
-        push_ctx *c = malloc(sizeof *c);
-        if (!c) {
-            rc = mx_error(MX_ENOMEM, "out of memory starting device thread %d", d);
-            break;
-        }
-        *c = (push_ctx){s, d};
-        if (pthread_create(&s->threads[d], NULL, device_thread, c) != 0) {
-            free(c);
-            rc = mx_error(MX_ERUNTIME, "cannot start device thread %d of %d", d, s->k);
-        }
-    }
+    if (rc == MX_OK) rc = mx_device_threads_start(&s->threads, s->k, bind_device, run_device_cb, s);
     if (rc < 0) {
         data_destroy(s);
         return rc;
@@ -310,15 +280,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     if (s->kv) mx_kv_stats_reset(s->kv);
     if (s->world) mx_comm_counts_reset(s->world, s->world->local_first);
     const double t_dispatch = mx_now();
-    pthread_mutex_lock(&s->lock);
-    s->pending = s->k - 1;
-    s->generation++;
-    pthread_cond_broadcast(&s->go);
-    pthread_mutex_unlock(&s->lock);
-    run_device(s, 0);
-    pthread_mutex_lock(&s->lock);
-    while (s->pending > 0) pthread_cond_wait(&s->finished, &s->lock);
-    pthread_mutex_unlock(&s->lock);
+    mx_device_threads_run(&s->threads);
     if (s->error) return mx_error(MX_ERUNTIME, "the step failed on a device: %s", s->errmsg);
 
     /* Phases on the wall clock of the step, so that they add up to it: forward until the
@@ -386,12 +348,7 @@ static int data_detail(mx_strategy *s, mx_strategy_detail *out)
 static void data_destroy(mx_strategy *s)
 {
     if (!s) return;
-    pthread_mutex_lock(&s->lock);
-    s->stopping = 1;
-    pthread_cond_broadcast(&s->go);
-    pthread_mutex_unlock(&s->lock);
-    for (int d = 1; d < s->k; d++)
-        if (s->threads[d]) pthread_join(s->threads[d], NULL);
+    mx_device_threads_stop(&s->threads);
     mx_kv_destroy(s->kv);
     mx_comm_destroy(s->comm);
     mx_comm_destroy(s->world);
@@ -401,6 +358,7 @@ static void data_destroy(mx_strategy *s)
         mx_net_destroy(s->net[d]);
         mx_backend_destroy(s->be[d]);
     }
+    pthread_mutex_destroy(&s->errlock);
     free(s);
 }
 

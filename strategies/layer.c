@@ -7,6 +7,7 @@
 #include "strategy.h"
 #include "comm.h"
 #include "layer_plan.h"
+#include "device_threads.h"
 #include "engine/status.h"
 #include "engine/timer.h"
 
@@ -50,28 +51,20 @@ struct mx_strategy {
     int error;
     char errmsg[512]; /* the failing thread's message: mx_last_error is per thread */
 
-    pthread_t threads[MX_MAX_DEVICES];
-    pthread_mutex_t lock;
-    pthread_cond_t go, finished;
-    long generation;
-    int pending, stopping;
+    pthread_mutex_t errlock; /* guards error and errmsg */
+    mx_device_threads threads;
 };
-
-typedef struct {
-    mx_strategy *s;
-    int dev;
-} thread_arg;
 
 /* ---- the work of one device */
 
 static void record_error(mx_strategy *s, int d)
 {
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->errlock);
     if (!s->error) {
         s->error = MX_ERUNTIME;
         snprintf(s->errmsg, sizeof s->errmsg, "device %d: %s", d, mx_last_error());
     }
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->errlock);
 }
 
 static void set_batch(mx_strategy *s, int d, const float *x, const uint8_t *y, int n)
@@ -143,42 +136,20 @@ static void run_device(mx_strategy *s, int d)
         run_eval(s, d);
 }
 
-static void *device_thread(void *p)
+static void bind_device(void *user, int d)
 {
-    thread_arg *a = p;
-    mx_strategy *s = a->s;
-    const int d = a->dev;
-    free(a);
+    mx_strategy *s = user;
     s->be[d]->ops->bind_thread(s->be[d]); /* its own cores and BLAS threads */
-    long seen = 0;
-    pthread_mutex_lock(&s->lock);
-    for (;;) {
-        while (!s->stopping && s->generation == seen) pthread_cond_wait(&s->go, &s->lock);
-        if (s->stopping) break;
-        seen = s->generation;
-        pthread_mutex_unlock(&s->lock);
-        run_device(s, d);
-        pthread_mutex_lock(&s->lock);
-        if (--s->pending == 0) pthread_cond_signal(&s->finished);
-    }
-    pthread_mutex_unlock(&s->lock);
-    return NULL;
 }
+
+static void run_device_cb(void *user, int d) { run_device(user, d); }
 
 /* Runs the job on every device (device 0 here) and waits for all. */
 static int run_all(mx_strategy *s, int job)
 {
     s->job = job;
     s->error = 0;
-    pthread_mutex_lock(&s->lock);
-    s->pending = s->k - 1;
-    s->generation++;
-    pthread_cond_broadcast(&s->go);
-    pthread_mutex_unlock(&s->lock);
-    run_device(s, 0);
-    pthread_mutex_lock(&s->lock);
-    while (s->pending > 0) pthread_cond_wait(&s->finished, &s->lock);
-    pthread_mutex_unlock(&s->lock);
+    mx_device_threads_run(&s->threads);
     if (s->error) return mx_error(MX_ERUNTIME, "the step failed on %s", s->errmsg);
     return MX_OK;
 }
@@ -227,24 +198,10 @@ static int layer_create(mx_strategy **out, const mx_strategy_config *cfg)
     if (!s) return mx_error(MX_ENOMEM, "out of memory creating the layer strategy");
     s->cfg = *cfg;
     s->k = cfg->devices;
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->go, NULL);
-    pthread_cond_init(&s->finished, NULL);
+    pthread_mutex_init(&s->errlock, NULL);
     int rc = create_devices(s);
-    if (rc == MX_OK) s->be[0]->ops->bind_thread(s->be[0]); /* device 0 runs on the caller's thread */
     for (int d = 0; rc == MX_OK && d < s->k; d++) mx_backend_mem_reset_peak(s->be[d]);
-    for (int d = 1; rc == MX_OK && d < s->k; d++) {
-        thread_arg *a = malloc(sizeof *a);
-        if (!a) {
-            rc = mx_error(MX_ENOMEM, "out of memory starting device thread %d", d);
-            break;
-        }
-        *a = (thread_arg){s, d};
-        if (pthread_create(&s->threads[d], NULL, device_thread, a) != 0) {
-            free(a);
-            rc = mx_error(MX_ERUNTIME, "cannot start device thread %d of %d", d, s->k);
-        }
-    }
+    if (rc == MX_OK) rc = mx_device_threads_start(&s->threads, s->k, bind_device, run_device_cb, s);
     if (rc < 0) {
         layer_destroy(s);
         return rc;
@@ -370,12 +327,7 @@ static int layer_detail(mx_strategy *s, mx_strategy_detail *out)
 static void layer_destroy(mx_strategy *s)
 {
     if (!s) return;
-    pthread_mutex_lock(&s->lock);
-    s->stopping = 1;
-    pthread_cond_broadcast(&s->go);
-    pthread_mutex_unlock(&s->lock);
-    for (int d = 1; d < s->k; d++)
-        if (s->threads[d]) pthread_join(s->threads[d], NULL);
+    mx_device_threads_stop(&s->threads);
     for (int d = 0; d < s->k; d++) {
         mx_tp_dev_destroy(s->dev[d]);
         if (s->be[d] && s->labels[d]) s->be[d]->ops->free(s->be[d], s->labels[d]);
@@ -384,9 +336,7 @@ static void layer_destroy(mx_strategy *s)
     mx_tp_plan_destroy(s->plan);
     mx_comm_destroy(s->comm);
     for (int d = 0; d < s->k; d++) mx_backend_destroy(s->be[d]);
-    pthread_mutex_destroy(&s->lock);
-    pthread_cond_destroy(&s->go);
-    pthread_cond_destroy(&s->finished);
+    pthread_mutex_destroy(&s->errlock);
     free(s);
 }
 

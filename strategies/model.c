@@ -6,12 +6,12 @@
  * its own parameters once per batch: no kvstore. Batch norm normalises each micro-batch (as
  * GPipe does). The bubble, memory per device and bytes between stages are measured. */
 #include "model.h"
+#include "device_threads.h"
 #include "partition.h"
 #include "engine/status.h"
 #include "engine/timer.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,38 +31,19 @@ struct mx_strategy {
     /* ---- the step in flight, handed to the stage threads */
     model_step sp;
     int *count, *off;            /* [m] */
-    pthread_t threads[MX_MAX_DEVICES];
-    pthread_mutex_t lock;
-    pthread_cond_t go, finished;
-    long generation;
-    int pending, stopping;
+    mx_device_threads threads;   /* a thread per stage */
 };
 
-typedef struct {
-    mx_strategy *s;
-    int r;
-} stage_arg;
-
-static void *stage_thread(void *p)
+static void bind_stage(void *user, int r)
 {
-    stage_arg a = *(stage_arg *)p;
-    free(p);
-    mx_strategy *s = a.s;
-    model_stage *st = &s->st[a.r];
-    st->be->ops->bind_thread(st->be);
-    long seen = 0;
-    pthread_mutex_lock(&s->lock);
-    for (;;) {
-        while (!s->stopping && s->generation == seen) pthread_cond_wait(&s->go, &s->lock);
-        if (s->stopping) break;
-        seen = s->generation;
-        pthread_mutex_unlock(&s->lock);
-        mx_model_stage_run(st, &s->sp);
-        pthread_mutex_lock(&s->lock);
-        if (--s->pending == 0) pthread_cond_signal(&s->finished);
-    }
-    pthread_mutex_unlock(&s->lock);
-    return NULL;
+    mx_strategy *s = user;
+    s->st[r].be->ops->bind_thread(s->st[r].be);
+}
+
+static void run_stage(void *user, int r)
+{
+    mx_strategy *s = user;
+    mx_model_stage_run(&s->st[r], &s->sp);
 }
 
 static void model_destroy(mx_strategy *s);
@@ -99,9 +80,6 @@ static int model_create(mx_strategy **out, const mx_strategy_config *cfg)
     s->cfg = *cfg;
     s->k = cfg->devices;
     s->m = cfg->micro_batches > 1 ? cfg->micro_batches : 1;
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->go, NULL);
-    pthread_cond_init(&s->finished, NULL);
     /* mx_split_batch rounds every micro-batch but the last to n/m; the last takes the rest,
      * up to n/m + (m-1)/2 */
     int cap = cfg->max_batch / s->m + s->m / 2 + 2;
@@ -113,19 +91,7 @@ static int model_create(mx_strategy **out, const mx_strategy_config *cfg)
     for (int r = 0; rc == MX_OK && r < s->k; r++)
         rc = mx_model_stage_create(&s->st[r], cfg, r, s->k, s->cut[r], s->cut[r + 1], cap, s->m, s->sched, r);
     if (rc == MX_OK) rc = mx_comm_create(&s->comm, "threads", s->k);
-    if (rc == MX_OK) s->st[0].be->ops->bind_thread(s->st[0].be); /* stage 0 runs on the caller's thread */
-    for (int r = 1; rc == MX_OK && r < s->k; r++) {
-        stage_arg *a = malloc(sizeof *a);
-        if (!a) {
-            rc = mx_error(MX_ENOMEM, "out of memory starting stage thread %d", r);
-            break;
-        }
-        *a = (stage_arg){s, r};
-        if (pthread_create(&s->threads[r], NULL, stage_thread, a) != 0) {
-            free(a);
-            rc = mx_error(MX_ERUNTIME, "cannot start stage thread %d of %d", r, s->k);
-        }
-    }
+    if (rc == MX_OK) rc = mx_device_threads_start(&s->threads, s->k, bind_stage, run_stage, s);
     if (rc < 0) {
         model_destroy(s);
         return rc;
@@ -186,19 +152,11 @@ static int model_step_run(mx_strategy *s, const float *x, const uint8_t *y, int 
                          .grad_scale = 1.0f / n, .opt = s->cfg.opt};
     s->sp.opt.lr = lr;
     const double t0 = mx_now();
-    pthread_mutex_lock(&s->lock);
-    s->pending = s->k - 1;
-    s->generation++;
-    pthread_cond_broadcast(&s->go);
-    pthread_mutex_unlock(&s->lock);
-    mx_model_stage_run(&s->st[0], &s->sp);
-    pthread_mutex_lock(&s->lock);
-    while (s->pending > 0) pthread_cond_wait(&s->finished, &s->lock);
-    pthread_mutex_unlock(&s->lock);
+    mx_device_threads_run(&s->threads);
     for (int r = 0; r < s->k; r++)
         if (s->st[r].error)
             return mx_error(MX_ERUNTIME, "the step failed on pipeline stage %d (layers [%d, %d)): %s", r,
-                            s->st[r].first, s->st[r].last, mx_last_error());
+                            s->st[r].first, s->st[r].last, s->st[r].errmsg);
 
     /* Phases on the step's wall clock: forward until the last forward on any stage, backward
      * until the last backward, update the rest (each stage updates as soon as it is done). */
@@ -293,19 +251,11 @@ static int model_detail(mx_strategy *s, mx_strategy_detail *out)
 static void model_destroy(mx_strategy *s)
 {
     if (!s) return;
-    pthread_mutex_lock(&s->lock);
-    s->stopping = 1;
-    pthread_cond_broadcast(&s->go);
-    pthread_mutex_unlock(&s->lock);
-    for (int r = 1; r < s->k; r++)
-        if (s->threads[r]) pthread_join(s->threads[r], NULL);
+    mx_device_threads_stop(&s->threads);
     mx_comm_destroy(s->comm);
     for (int r = 0; r < s->k; r++) mx_model_stage_destroy(&s->st[r]);
     free(s->count);
     free(s->off);
-    pthread_mutex_destroy(&s->lock);
-    pthread_cond_destroy(&s->go);
-    pthread_cond_destroy(&s->finished);
     free(s);
 }
 

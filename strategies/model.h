@@ -31,6 +31,7 @@ typedef struct {
     double loss;
     double sent_act, sent_grad; /* bytes sent: activations to r+1, input gradients to r-1 */
     int correct, held, held_max, error;
+    char errmsg[256];      /* the message of error */
 } model_stage;
 
 typedef struct {

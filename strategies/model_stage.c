@@ -6,6 +6,7 @@
 #include "engine/status.h"
 #include "engine/timer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,30 +75,40 @@ void mx_model_stage_destroy(model_stage *st)
     memset(st, 0, sizeof *st);
 }
 
+/* The first failure of the stage, with its message (mx_last_error is per thread). */
+static void fail(model_stage *st, int rc)
+{
+    if (st->error) return;
+    st->error = rc;
+    snprintf(st->errmsg, sizeof st->errmsg, "%s", mx_last_error());
+}
+
 /* Compute time counts as busy once the backend has finished it (a no-op wait on CPU). */
 static void busy_since(model_stage *st, double t0)
 {
-    if (st->be->ops->sync(st->be) < 0 && !st->error) st->error = MX_ERUNTIME;
+    const int rc = st->be->ops->sync(st->be);
+    if (rc < 0) fail(st, rc);
     st->busy += mx_now() - t0;
 }
 
 static int comm_failed(model_stage *st, int rc)
 {
-    if (rc < 0 && !st->error) st->error = rc;
+    if (rc < 0) fail(st, rc);
     return rc < 0;
 }
 
 /* The op list of one step on micro-batches of sizes count[] starting at sample off[] of the
  * host batch x, y; the loss of every micro-batch is scaled by grad_scale (1/batch), so the
- * accumulated gradient is the batch mean. Stops at the first failure (st->error), after which
- * the step fails on every stage: a neighbour left waiting is released by the comm's failure. */
+ * accumulated gradient is the batch mean. After a failure (st->error) the stage skips its
+ * compute but still makes every send and recv of its list, so that no neighbour is left
+ * waiting for a partner; the step then fails. */
 void mx_model_stage_run(model_stage *st, const model_step *sp)
 {
     const int first_stage = st->r == 0, last_stage = st->r == st->k - 1;
     const size_t per = mx_shape_size(st->ps->in);
     st->busy = 0, st->loss = 0, st->correct = 0, st->held = 0, st->error = 0, st->sent_act = st->sent_grad = 0;
     mx_params_zero_grad(st->ps);
-    for (int o = 0; o < st->nops && !st->error; o++) {
+    for (int o = 0; o < st->nops; o++) {
         const mx_pp_op op = st->ops[o];
         const int i = op.micro, slot = i % st->slots, n = sp->count[i];
         mx_exec *e = st->ctx[slot];
@@ -107,6 +118,9 @@ void mx_model_stage_run(model_stage *st, const model_step *sp)
             comm_failed(st, mx_comm_recv(sp->comm, st->r, st->inbuf[slot], (size_t)n * st->in_size, MX_F32, st->r - 1));
             break;
         case MX_PP_FORWARD:
+            /* after a failure: what is sent on is the slot's last buffer, whatever it holds */
+            st->out[slot] = e->act[e->last - e->first - 1];
+            if (st->error) break;
             if (first_stage) mx_exec_set_batch(e, sp->x + (size_t)sp->off[i] * per, NULL, n);
             if (last_stage) mx_exec_set_batch(e, NULL, sp->y + sp->off[i], n);
             st->out[slot] = mx_exec_forward(e, first_stage ? NULL : st->inbuf[slot], n, 1);
@@ -127,6 +141,7 @@ void mx_model_stage_run(model_stage *st, const model_step *sp)
             comm_failed(st, mx_comm_recv(sp->comm, st->r, st->gout, (size_t)n * st->out_size, MX_F32, st->r + 1));
             break;
         case MX_PP_BACKWARD:
+            if (st->error) break;
             mx_exec_backward(e, n, last_stage ? NULL : st->gout, first_stage ? NULL : st->gin, NULL, NULL);
             busy_since(st, t0);
             st->held--;

@@ -33,8 +33,8 @@ void plot_series_free(run_set *s);
 
 /* ---- labels: a run or series named by the configuration fields that vary in the plot */
 enum {
-    F_WORKLOAD, F_DATASET, F_DEVICE, F_STRATEGY, F_KVSTORE, F_SERVERS, F_COMPRESSION, F_AMP, F_BATCH, F_LR,
-    F_LRSCALING, F_LENGTH, F_THREADS, F_SEED, F_WORKERS, F_GPUS, F_NFIELDS
+    F_WORKLOAD, F_DATASET, F_DEVICE, F_STRATEGY, F_KVSTORE, F_SERVERS, F_MICRO, F_SCHEDULE, F_COMPRESSION, F_AMP,
+    F_BATCH, F_LR, F_LRSCALING, F_LENGTH, F_THREADS, F_SEED, F_WORKERS, F_GPUS, F_NFIELDS
 };
 /* Bit f set when field f differs among runs[0..n) (the strategy always; the device, worker
  * and server counts, which vary along a series, only with_gpus). */

@@ -96,7 +96,18 @@ static void field_text(int f, const mx_run_record *r, char *b, size_t n)
         break;
     case F_DEVICE: snprintf(b, n, "%s", r->device_type); break;
     case F_STRATEGY: snprintf(b, n, "%s-parallel", r->strategy); break;
-    case F_KVSTORE: snprintf(b, n, "kv %s", r->kvstore); break;
+    case F_KVSTORE: /* model and layer use none: nothing to say */
+        if (strcmp(r->strategy, "data") == 0) snprintf(b, n, "kv %s", r->kvstore);
+        else b[0] = '\0';
+        break;
+    case F_MICRO: /* the pipeline's settings name model series only */
+        if (strcmp(r->strategy, "model") == 0) snprintf(b, n, "m=%d", r->micro_batches);
+        else b[0] = '\0';
+        break;
+    case F_SCHEDULE:
+        if (strcmp(r->strategy, "model") == 0) snprintf(b, n, "%s", r->schedule);
+        else b[0] = '\0';
+        break;
     case F_SERVERS: snprintf(b, n, "%d server%s", r->servers, r->servers == 1 ? "" : "s"); break;
     case F_COMPRESSION: snprintf(b, n, "compr %s", r->compression); break;
     case F_AMP: snprintf(b, n, "amp %s", r->amp); break;
@@ -152,6 +163,7 @@ static void label_of(const mx_run_record *r, unsigned mask, char *b, size_t n)
         if (!(mask & (1u << f))) continue;
         char t[LABEL_MAX];
         field_text(f, r, t, sizeof t);
+        if (!t[0]) continue; /* a field that does not apply to this run */
         int w = snprintf(b + len, n - len, "%s%s", len ? ", " : "", t);
         if (w < 0 || (size_t)w >= n - len) break;
         len += (size_t)w;

@@ -216,7 +216,9 @@ static int layer_create(mx_strategy **out, const mx_strategy_config *cfg)
 static void comm_counters(mx_strategy *s, mx_step_stats *st)
 {
     double total = 0;
-    for (int d = 0; d < s->k; d++) {
+    /* one device: the plan's collectives are copies within the device; nothing moves */
+    const int moves = s->k > 1;
+    for (int d = 0; moves && d < s->k; d++) {
         for (int v = 0; v < MX_COMM_NVERBS; v++) {
             const mx_comm_count c = mx_comm_counts(s->comm, d, (mx_comm_verb)v);
             total += c.bytes;

@@ -69,6 +69,20 @@ static int choose_cut(mx_strategy *s, int micro_cap)
     return mx_partition_balance(cost, c->nspecs, s->k, s->cut);
 }
 
+/* The largest micro-batch of any batch of up to max_batch samples split into m by
+ * mx_split_batch (round(n/m) each, the last the rest): every context is built for it, and
+ * no larger, since each of the micro-batches a stage holds keeps that much. */
+static int micro_cap(int max_batch, int m)
+{
+    int cap = 1;
+    for (int n = m; n <= max_batch; n++) {
+        const long each = lround((double)n / m), last = n - (m - 1) * each;
+        const long big = each > last ? each : last;
+        if (big > cap) cap = (int)big;
+    }
+    return cap;
+}
+
 static int model_create(mx_strategy **out, const mx_strategy_config *cfg)
 {
     *out = NULL;
@@ -80,10 +94,7 @@ static int model_create(mx_strategy **out, const mx_strategy_config *cfg)
     s->cfg = *cfg;
     s->k = cfg->devices;
     s->m = cfg->micro_batches > 1 ? cfg->micro_batches : 1;
-    /* mx_split_batch rounds every micro-batch but the last to n/m; the last takes the rest,
-     * up to n/m + (m-1)/2 */
-    int cap = cfg->max_batch / s->m + s->m / 2 + 2;
-    if (cap > cfg->max_batch) cap = cfg->max_batch;
+    const int cap = micro_cap(cfg->max_batch, s->m);
     int rc = mx_pp_schedule_parse(cfg->schedule, &s->sched);
     if (rc == MX_OK && !((s->count = calloc(s->m, sizeof(int))) && (s->off = calloc(s->m, sizeof(int)))))
         rc = mx_error(MX_ENOMEM, "out of memory for %d micro-batches", s->m);

@@ -57,8 +57,8 @@ static int parse(train_args *a, int argc, char **argv)
         {"servers", MX_OPT_INT, &a->servers, "S", "dist_sync/dist_device_sync/dist_async: server ranks (default: as many as workers, as MXNet)", NULL, 1, MX_MAX_SERVERS},
         {"bucket-mb", MX_OPT_DOUBLE, &c->bucket_mb, "X", "dist_allreduce: gradient bucket size in MiB, filled in backward order (default 25, as PyTorch DDP)", NULL, 0, MX_MAX_BUCKET_MB},
         {"partition", MX_OPT_STRING, &c->partition, "CUT", "model: auto (stages balanced by a short per-layer profile) or top-level layers per stage, e.g. 6,3,3 (default auto)", NULL},
-        {"micro-batches", MX_OPT_INT, &c->micro_batches, "M", "model: split each batch into M micro-batches, gradients accumulated, one update (default 1)", NULL, 1, MX_MAX_MICRO_BATCHES},
-        {"schedule", MX_OPT_STRING, &c->schedule, "NAME", "model: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward; holds fewer micro-batches) (default gpipe)", "gpipe|1f1b"},
+        {"micro-batches", MX_OPT_INT, &c->micro_batches, "M", "model: split each batch into M micro-batches, gradients accumulated, one update (default 4 per device, at most the batch)", NULL, 1, MX_MAX_MICRO_BATCHES},
+        {"schedule", MX_OPT_STRING, &c->schedule, "NAME", "model: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward; holds fewer micro-batches) (default 1f1b)", "gpipe|1f1b"},
         {"work-load", MX_OPT_STRING, &a->work_load, "LIST", "relative batch share per device, e.g. 3,1 (default even)", NULL},
         {"threads-per-device", MX_OPT_INT, &c->threads_per_device, "N", "CPU threads per device (default cores/devices)", NULL, 1, MX_MAX_THREADS_PER_DEVICE},
         {"warmup-epochs", MX_OPT_DOUBLE, &c->warmup_epochs, "X", "ramp the lr linearly over X epochs (default 0)", NULL, 0, MX_MAX_EPOCHS},
@@ -186,6 +186,7 @@ static void print_summary(const train_args *a, const mx_run_record *r, double fl
     printf("%s on %s, %s x%d (%s kvstore, %d thread(s)/device), batch %d:", c->workload, r->dataset, c->strategy,
            r->gpus, strcmp(r->kvstore, "none") != 0 ? r->kvstore : "no", c->threads_per_device, r->global_batch);
     if (c->cluster) printf(" %d workers, %d servers,", c->cluster->nworkers, c->cluster->nservers);
+    if (strcmp(c->strategy, "model") == 0) printf(" %d micro-batches (%s),", r->micro_batches, r->schedule);
     if (c->steps) printf(" %d steps (%d warmup)", c->steps, c->warmup_steps);
     else printf(" %d epoch(s), test acc %.4f", c->epochs, r->final_test_acc);
     /* the median describes a typical step; the aggregate (samples over the time of all timed

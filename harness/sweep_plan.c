@@ -142,6 +142,14 @@ static void derive(const mx_sweep_axes *ax, mx_run_record *r)
         snprintf(r->kvstore, sizeof r->kvstore, "none");
     }
     r->global_batch = global_batch(r->batch_mode, r->batch, r->gpus);
+    /* a model row without the pipeline's axes gets the pipeline's own defaults (4
+     * micro-batches per stage, 1f1b), resolved here so that the row says what it runs */
+    if (strcmp(r->strategy, "model") == 0) {
+        if (ax->n[mx_sweep_axis_index("micro_batches")] <= 0)
+            r->micro_batches = mx_pipeline_micro_batches(0, r->gpus, r->global_batch);
+        if (ax->n[mx_sweep_axis_index("schedule")] <= 0)
+            snprintf(r->schedule, sizeof r->schedule, "%s", mx_pipeline_schedule(NULL));
+    }
     const int first_gpus = atoi(ax->text[mx_sweep_axis_index("gpus")][0]);
     r->lr = mx_sweep_scaled_lr(r->base_lr, r->lr_scaling, r->global_batch,
                                global_batch(r->batch_mode, r->batch, first_gpus));

@@ -99,8 +99,10 @@ static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_
      * cannot make two different-looking one-device rows of one configuration */
     const int kv = strcmp(c->strategy, "data") == 0 && (c->devices > 1 || c->cluster); /* model, layer: none */
     snprintf(rec->kvstore, sizeof rec->kvstore, "%s", kv ? c->kvstore : "none");
-    rec->micro_batches = c->micro_batches > 1 ? c->micro_batches : 1;
-    snprintf(rec->schedule, sizeof rec->schedule, "%s", c->schedule ? c->schedule : "gpipe");
+    /* a pipeline's resolved defaults; other strategies hold one micro-batch, gpipe (a step) */
+    const int pipe = strcmp(c->strategy, "model") == 0;
+    rec->micro_batches = pipe ? mx_pipeline_micro_batches(c->micro_batches, c->devices, global_batch(c)) : 1;
+    snprintf(rec->schedule, sizeof rec->schedule, "%s", pipe ? mx_pipeline_schedule(c->schedule) : "gpipe");
     snprintf(rec->partition, sizeof rec->partition, "%s", c->partition ? c->partition : "auto");
     /* what the backend says it is, not what was asked for (auto) */
     const mx_backend_ops *be = mx_backend_find(c->backend ? c->backend : "cpu");

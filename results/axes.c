@@ -85,10 +85,10 @@ const mx_axis mx_axes[] = {
      * the defaults (one micro-batch is what a data or layer step is), so that rows of the other
      * strategies keep the keys they had; the child gets them only when they differ */
     {AX(micro_batches, INT), "micro-batches", 35, NULL, 1, MX_MAX_MICRO_BATCHES, 0, "1", "LIST",
-     "model rows: micro-batches each batch is split into (default 1)", "micro-batches", NULL, MX_CHILD_IF_DIFFERS, 1,
+     "model rows: micro-batches each batch is split into (default 4 per device, at most the batch)", "micro-batches", NULL, MX_CHILD_IF_DIFFERS, 1,
      1, 0, 10, "m=%d", 2},
     {AX(schedule, STR), "schedule", 36, "gpipe|1f1b", 0, 0, 0, "gpipe", "LIST",
-     "model rows: pipeline schedules, gpipe or 1f1b (default gpipe)", "schedule", NULL, MX_CHILD_IF_DIFFERS, 1, 1, 0,
+     "model rows: pipeline schedules, gpipe or 1f1b (default 1f1b)", "schedule", NULL, MX_CHILD_IF_DIFFERS, 1, 1, 0,
      11, "%s", 2},
     {AX(partition, STR), "partition", 0, NULL, 0, 0, 0, "auto", "CUT",
      "model rows: auto (stages balanced by a short profile) or top-level layers per stage, e.g. 6,3,3 (default auto)",

@@ -93,9 +93,9 @@ static int model_create(mx_strategy **out, const mx_strategy_config *cfg)
     if (!s) return mx_error(MX_ENOMEM, "out of memory creating the model strategy");
     s->cfg = *cfg;
     s->k = cfg->devices;
-    s->m = cfg->micro_batches > 1 ? cfg->micro_batches : 1;
+    s->m = mx_pipeline_micro_batches(cfg->micro_batches, s->k, cfg->max_batch);
     const int cap = micro_cap(cfg->max_batch, s->m);
-    int rc = mx_pp_schedule_parse(cfg->schedule, &s->sched);
+    int rc = mx_pp_schedule_parse(mx_pipeline_schedule(cfg->schedule), &s->sched);
     if (rc == MX_OK && !((s->count = calloc(s->m, sizeof(int))) && (s->off = calloc(s->m, sizeof(int)))))
         rc = mx_error(MX_ENOMEM, "out of memory for %d micro-batches", s->m);
     if (rc == MX_OK) rc = choose_cut(s, cap);

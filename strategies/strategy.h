@@ -37,8 +37,8 @@ typedef struct {
     double bucket_mb;          /* dist_allreduce's bucket size in MiB (0: 25) */
     /* model (pipeline): how the top-level layers are cut into `devices` stages, "auto" or
      * NULL (balanced by a short profile, FLOPs where none can run) or counts per stage
-     * "6,3,3" (partition.h); micro-batches per batch (0 or 1: one); schedule "gpipe"
-     * (NULL) or "1f1b" */
+     * "6,3,3" (partition.h); micro-batches per batch (0: automatic, see
+     * mx_pipeline_micro_batches); schedule "gpipe" or "1f1b" (NULL: 1f1b) */
     const char *partition;
     int micro_batches;
     const char *schedule;
@@ -118,6 +118,15 @@ const mx_strategy_ops *mx_strategy_find(const char *name);
 int mx_strategy_check(const char *name, const mx_strategy_config *cfg);
 /* The checks of the model and layer strategies (strategy_check.c). */
 int mx_model_check(const mx_strategy_config *cfg);
+/* The pipeline's defaults, resolved where a run is configured so that the record holds what
+ * ran. Micro-batches: requested if > 0, else 4 per stage on 2 or more stages (GPipe's
+ * advice, m >= 4k, keeps the bubble (k-1)/(m+k-1) near 0.1 or below), at most the batch's
+ * samples, and 1 on one stage (nothing to overlap). Schedule:
+ * requested, else 1f1b (stage r holds at most k-r micro-batches: the memory a pipeline is
+ * for; GPipe holds all m). */
+#define MX_PIPELINE_MICRO_PER_STAGE 4
+int mx_pipeline_micro_batches(int requested, int stages, int batch);
+const char *mx_pipeline_schedule(const char *requested);
 int mx_layer_check(const mx_strategy_config *cfg);
 const char *mx_strategy_names(void);     /* those built: "data" */
 const char *mx_strategy_planned(void);   /* those known to the CLI: "data|model|layer" */

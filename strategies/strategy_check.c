@@ -7,6 +7,16 @@
 
 #include <string.h>
 
+int mx_pipeline_micro_batches(int requested, int stages, int batch)
+{
+    if (requested > 0) return requested;
+    if (stages <= 1) return 1; /* no pipeline: splitting the batch would only shrink the GEMMs */
+    const int m = MX_PIPELINE_MICRO_PER_STAGE * stages;
+    return batch >= 1 && m > batch ? batch : m;
+}
+
+const char *mx_pipeline_schedule(const char *requested) { return requested ? requested : "1f1b"; }
+
 int mx_model_check(const mx_strategy_config *cfg)
 {
     const int k = cfg->devices, n = cfg->nspecs;
@@ -17,7 +27,7 @@ int mx_model_check(const mx_strategy_config *cfg)
         int first[MX_MAX_DEVICES + 1];
         MX_TRY(mx_partition_parse(cfg->partition, n, k, first));
     }
-    const int m = cfg->micro_batches > 1 ? cfg->micro_batches : 1;
+    const int m = mx_pipeline_micro_batches(cfg->micro_batches, k, cfg->max_batch);
     if (m > cfg->max_batch)
         return mx_error(MX_EINVAL, "%d micro-batches of a batch of %d: each needs a sample; accepted 1..%d", m,
                         cfg->max_batch, cfg->max_batch);

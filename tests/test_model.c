@@ -238,10 +238,18 @@ static void check_counters_and_refusals(void)
               st.counter[MX_COUNTER_MEM_PEAK] >= st.counter[MX_COUNTER_MEM_PARAMS],
           "stage bytes %g, params per stage %g (one device %g), peak %g", st.counter[MX_COUNTER_STAGE_BYTES],
           st.counter[MX_COUNTER_MEM_PARAMS], st1.counter[MX_COUNTER_MEM_PARAMS], st.counter[MX_COUNTER_MEM_PEAK]);
-    mx_strategy_config g = config("lenet", 2, 32, 4, NULL);
+    mx_strategy_config g = config("lenet", 2, 32, 4, "gpipe");
     free(train(&g, "model", 2, &n, &st));
     CHECK(st.counter[MX_COUNTER_INFLIGHT_MAX] == 4, "gpipe holds %g micro-batches, expected all 4",
           st.counter[MX_COUNTER_INFLIGHT_MAX]);
+    /* the defaults: 1f1b over 4 micro-batches per stage (8 here), so stage 0 holds k = 2 */
+    mx_strategy_config def = config("lenet", 2, 32, 0, NULL);
+    free(train(&def, "model", 2, &n, &st));
+    CHECK(st.counter[MX_COUNTER_INFLIGHT_MAX] == 2 && mx_pipeline_micro_batches(0, 2, 32) == 8 &&
+              mx_pipeline_micro_batches(0, 2, 5) == 5 && mx_pipeline_micro_batches(0, 1, 32) == 1 &&
+              mx_pipeline_micro_batches(3, 2, 32) == 3 && strcmp(mx_pipeline_schedule(NULL), "1f1b") == 0,
+          "default pipeline: %g micro-batches in flight (expected 2 of 8, 1f1b); auto m(2 stages, 32) = %d",
+          st.counter[MX_COUNTER_INFLIGHT_MAX], mx_pipeline_micro_batches(0, 2, 32));
 
     const mx_strategy_ops *ops = mx_strategy_find("model");
     mx_strategy *s = NULL;

@@ -48,7 +48,7 @@ same() { # desc a b tol
 # ---- 1. equivalence with one device
 M=(--workload mlp --dataset synthetic --batch 64 --steps 20 --lr 0.05 --threads-per-device 1 --quiet)
 run data1 "$MX" train "${M[@]}" --save-params "$T/data1.f32"
-run model2 "$MX" train "${M[@]}" --strategy model --gpus 2 --save-params "$T/model2.f32"
+run model2 "$MX" train "${M[@]}" --strategy model --gpus 2 --micro-batches 1 --save-params "$T/model2.f32"
 same "model on 2 devices, one micro-batch = one device after 20 steps" "$T/model2.f32" "$T/data1.f32" 1e-6
 run model1m4 "$MX" train "${M[@]}" --strategy model --gpus 1 --micro-batches 4 --save-params "$T/model1m4.f32"
 for s in gpipe 1f1b; do

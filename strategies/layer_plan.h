@@ -120,9 +120,13 @@ int mx_tp_get_params(mx_tp_dev *t, float *host, int grads);
 
 /* What the device measured: bytes of parameters and gradients (allocator count, model state
  * such as batch-norm statistics included), of momentum, and its collectives' bytes (count x
- * element size per call, as mx_comm counts them) per top-level layer since the last reset. */
+ * element size per call, as mx_comm counts them) per top-level layer since the last reset.
+ * Backward's activation gradients, staging and scratch share buffers by liveness
+ * (layer_run.c): mem_grads bytes in grad_buffers buffers, holding grad_uses of them. */
 typedef struct {
     double mem_params, mem_optim;
+    double mem_grads;
+    int grad_buffers, grad_uses;
     double layer_bytes[MX_MAX_LAYERS];
 } mx_tp_dev_stats;
 const mx_tp_dev_stats *mx_tp_stats(const mx_tp_dev *t);

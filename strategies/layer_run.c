@@ -29,8 +29,13 @@ struct mx_tp_dev {
     float **mom;        /* [nsteps] momentum of ps's tensors */
     void **state;       /* [nsteps] the layer's saved state */
     float **act, **grad;/* [ntensors] the device's part of each tensor and of its gradient */
-    float *stage;       /* all-gather / reduce-scatter staging: k blocks of one shard each */
-    float *scratch;     /* a gradient to be added rather than written */
+    /* [nsteps] each step's all-gather / reduce-scatter staging (k blocks of one shard each)
+     * and scratch (a gradient to be added rather than written); stage and scratch are the
+     * running step's. All of these, and grad, point into the shared buffers of pool. */
+    float **stg, **scr;
+    float *stage, *scratch;
+    float **pool;       /* [npool] the shared buffers (alloc_grad_buffers) */
+    int npool;
     mx_tp_dev_stats stats;
 };
 
@@ -112,37 +117,113 @@ static int setup_step(mx_tp_dev *t, int i, uint64_t seed, mx_weight_init init, f
     return MX_OK;
 }
 
+/* Floats of the staging buffer for gathering tensor x over n samples: k blocks, each one
+ * shard's, 16-float aligned, so that mx_comm_shard of the whole buffer is exactly block m
+ * for member m. */
+static size_t stage_block(const mx_tp_dev *t, int x, int n)
+{
+    size_t most = 0;
+    for (int m = 0; m < t->k; m++)
+        if (mx_tp_local_size(t->p, x, m) > most) most = mx_tp_local_size(t->p, x, m);
+    return (most * n + 15) / 16 * 16;
+}
+
+/* One gradient-side use of device memory, over the steps [lo, hi] of the plan: a tensor's
+ * gradient is live from the backward of its last consumer (hi: it writes it, earlier
+ * consumers add to it) down to its producer's (lo: it is summed there if partial and read;
+ * -1 for the input, read after the last step); a step's staging and scratch only during that
+ * step. Forward holds no gradient, so its staging may use any of them. */
+typedef struct {
+    int lo, hi;
+    size_t n;    /* floats */
+    float **ptr; /* set to its buffer */
+} tp_use;
+
+static int by_hi_desc(const void *a, const void *b)
+{
+    const tp_use *x = a, *y = b;
+    return x->hi != y->hi ? (x->hi < y->hi) - (x->hi > y->hi) : (x->lo < y->lo) - (x->lo > y->lo);
+}
+
+/* Greedy interval colouring in backward order (MXNet's memory planner shares its buffers
+ * the same way): uses are placed latest first, each into a buffer whose last placed use
+ * begins (lo) after this one ends (hi); the uses placed before that one begin later still.
+ * Of those buffers, the smallest that holds it, else the largest, grown; else a new one.
+ * Uses live at the same step never share, so no step reads and writes one buffer through
+ * two names; a chain of layers ends up with the one-device engine's two ping-pong buffers
+ * (and a third for staging). size[b]: the floats of buffer b; returns how many. */
+static int colour(tp_use *u, int nu, int *buf_of, size_t *size, int *free_from)
+{
+    int nb = 0;
+    qsort(u, nu, sizeof *u, by_hi_desc);
+    for (int j = 0; j < nu; j++) {
+        int best = -1;
+        for (int b = 0; b < nb; b++) {
+            if (free_from[b] <= u[j].hi) continue; /* its last use overlaps this one */
+            const int fits = size[b] >= u[j].n, best_fits = best >= 0 && size[best] >= u[j].n;
+            if (best < 0 || (fits && (!best_fits || size[b] < size[best])) ||
+                (!fits && !best_fits && size[b] > size[best]))
+                best = b;
+        }
+        if (best < 0) best = nb++, size[best] = 0;
+        if (u[j].n > size[best]) size[best] = u[j].n;
+        free_from[best] = u[j].lo;
+        buf_of[j] = best;
+    }
+    return nb;
+}
+
+/* The gradients, staging and scratch of backward in shared buffers (colour). */
+static int alloc_grad_buffers(mx_tp_dev *t)
+{
+    const mx_tp_plan *p = t->p;
+    const int nb = t->max_batch, cap = p->ntensors + 2 * p->nsteps;
+    tp_use *u = malloc(sizeof *u * cap);
+    int *buf_of = malloc(sizeof(int) * cap), *free_from = malloc(sizeof(int) * cap), nu = 0;
+    size_t *size = malloc(sizeof(size_t) * cap);
+    int rc = u && buf_of && free_from && size ? MX_OK : MX_ENOMEM;
+    for (int x = 0; rc == MX_OK && x < p->ntensors; x++) {
+        if (!p->tensors[x].needs_grad || x == p->out) continue; /* the output's gradient is the caller's */
+        int hi = p->tensors[x].producer;
+        for (int i = hi + 1; i < p->nsteps; i++)
+            if (p->steps[i].in == x || p->steps[i].in2 == x) hi = i;
+        u[nu++] = (tp_use){p->tensors[x].producer, hi, nb * mx_tp_local_size(p, x, t->d), &t->grad[x]};
+    }
+    for (int i = 0; rc == MX_OK && i < p->nsteps; i++) {
+        const tp_step *s = &p->steps[i];
+        if (s->op == TP_GATHER) u[nu++] = (tp_use){i, i, t->k * stage_block(t, s->in, nb), &t->stg[i]};
+        /* where backward puts the input's gradient before adding it (mx_tp_backward) */
+        if (s->acc && p->tensors[s->in].needs_grad && (s->op == TP_LAYER || s->op == TP_GATHER))
+            u[nu++] = (tp_use){i, i, nb * mx_tp_local_size(p, s->in, t->d), &t->scr[i]};
+    }
+    if (rc == MX_OK) t->npool = colour(u, nu, buf_of, size, free_from);
+    if (rc == MX_OK && !(t->pool = calloc(t->npool ? t->npool : 1, sizeof *t->pool))) rc = MX_ENOMEM;
+    for (int b = 0; rc == MX_OK && b < t->npool; b++) {
+        if (!(t->pool[b] = dev_alloc(t, sizeof(float) * size[b]))) rc = MX_ENOMEM;
+        t->stats.mem_grads += sizeof(float) * (double)size[b];
+    }
+    for (int j = 0; rc == MX_OK && j < nu; j++) {
+        *u[j].ptr = t->pool[buf_of[j]];
+        t->stats.grad_uses++;
+    }
+    t->stats.grad_buffers = t->npool;
+    free(u);
+    free(buf_of);
+    free(free_from);
+    free(size);
+    return rc;
+}
+
 static int alloc_buffers(mx_tp_dev *t)
 {
     const mx_tp_plan *p = t->p;
-    const size_t nb = (size_t)t->max_batch;
-    size_t stage = 0, scratch = 0;
-    for (int x = 0; x < p->ntensors; x++) {
-        const size_t n = nb * mx_tp_local_size(p, x, t->d);
-        if (!(t->act[x] = dev_alloc(t, sizeof(float) * n))) return MX_ENOMEM;
-        if (p->tensors[x].needs_grad && x != p->out && !(t->grad[x] = dev_alloc(t, sizeof(float) * n)))
-            return MX_ENOMEM;
-    }
+    for (int x = 0; x < p->ntensors; x++)
+        if (!(t->act[x] = dev_alloc(t, sizeof(float) * t->max_batch * mx_tp_local_size(p, x, t->d)))) return MX_ENOMEM;
     for (int i = 0; i < p->nsteps; i++) {
-        const tp_step *s = &p->steps[i];
-        if (s->op == TP_LAYER) {
-            const size_t sb = mx_layer_state_bytes(&t->ps[i]->layers[0], t->max_batch);
-            if (sb && !(t->state[i] = dev_alloc(t, sb))) return MX_ENOMEM;
-        }
-        if (s->op == TP_GATHER) {
-            size_t most = 0;
-            for (int m = 0; m < t->k; m++)
-                if (mx_tp_local_size(p, s->in, m) > most) most = mx_tp_local_size(p, s->in, m);
-            if ((most * nb + 15) / 16 * 16 * t->k > stage) stage = (most * nb + 15) / 16 * 16 * t->k;
-        }
-        if (s->acc || s->acc2) {
-            const size_t n = nb * mx_tp_local_size(p, s->acc ? s->in : s->in2, t->d);
-            if (n > scratch) scratch = n;
-        }
+        const size_t sb = p->steps[i].op == TP_LAYER ? mx_layer_state_bytes(&t->ps[i]->layers[0], t->max_batch) : 0;
+        if (sb && !(t->state[i] = dev_alloc(t, sb))) return MX_ENOMEM;
     }
-    if (stage && !(t->stage = dev_alloc(t, sizeof(float) * stage))) return MX_ENOMEM;
-    if (scratch && !(t->scratch = dev_alloc(t, sizeof(float) * scratch))) return MX_ENOMEM;
-    return MX_OK;
+    return alloc_grad_buffers(t);
 }
 
 int mx_tp_dev_create(mx_tp_dev **out, const mx_tp_plan *p, int d, mx_backend *be, mx_comm *comm, int max_batch,
@@ -158,11 +239,13 @@ int mx_tp_dev_create(mx_tp_dev **out, const mx_tp_plan *p, int d, mx_backend *be
     t->state = calloc(p->nsteps, sizeof *t->state);
     t->act = calloc(p->ntensors, sizeof *t->act);
     t->grad = calloc(p->ntensors, sizeof *t->grad);
+    t->stg = calloc(p->nsteps, sizeof *t->stg);
+    t->scr = calloc(p->nsteps, sizeof *t->scr);
     size_t most = 1; /* the largest whole tensor: init's host buffer holds any shard of it */
     for (int w = 0; w < p->nwhole; w++)
         if (p->whole[w].count > most) most = p->whole[w].count;
     float *host = malloc(sizeof(float) * most);
-    int rc = t->ps && t->map && t->mom && t->state && t->act && t->grad && host
+    int rc = t->ps && t->map && t->mom && t->state && t->act && t->grad && t->stg && t->scr && host
                  ? MX_OK : mx_error(MX_ENOMEM, "out of memory setting up the layer strategy");
     /* memory as the allocator counts it: parameters with gradients (and batch-norm
      * statistics, model state), then momentum */
@@ -197,12 +280,8 @@ void mx_tp_dev_destroy(mx_tp_dev *t)
         if (t->mom) FREE_DEV(t->mom[i]);
         if (t->state) FREE_DEV(t->state[i]);
     }
-    for (int x = 0; x < t->p->ntensors; x++) {
-        if (t->act) FREE_DEV(t->act[x]);
-        if (t->grad) FREE_DEV(t->grad[x]);
-    }
-    FREE_DEV(t->stage);
-    FREE_DEV(t->scratch);
+    for (int x = 0; t->act && x < t->p->ntensors; x++) FREE_DEV(t->act[x]);
+    for (int b = 0; t->pool && b < t->npool; b++) FREE_DEV(t->pool[b]);
 #undef FREE_DEV
     free(t->ps);
     free(t->map);
@@ -210,6 +289,9 @@ void mx_tp_dev_destroy(mx_tp_dev *t)
     free(t->state);
     free(t->act);
     free(t->grad);
+    free(t->stg);
+    free(t->scr);
+    free(t->pool);
     free(t);
 }
 
@@ -222,16 +304,6 @@ void mx_tp_stats_reset(mx_tp_dev *t) { memset(t->stats.layer_bytes, 0, sizeof t-
 static void count_bytes(mx_tp_dev *t, int layer, size_t count)
 {
     if (layer >= 0 && layer < MX_MAX_LAYERS) t->stats.layer_bytes[layer] += sizeof(float) * (double)count;
-}
-
-/* One shard's block in the staging buffer: 16-float aligned, so that mx_comm_shard of the
- * whole staging buffer (k blocks) is exactly block m for member m. */
-static size_t stage_block(const mx_tp_dev *t, int x, int n)
-{
-    size_t most = 0;
-    for (int m = 0; m < t->k; m++)
-        if (mx_tp_local_size(t->p, x, m) > most) most = mx_tp_local_size(t->p, x, m);
-    return (most * n + 15) / 16 * 16;
 }
 
 /* Moves between a whole NCHW tensor [n][C][hw] and the staging buffer, where member m's
@@ -313,6 +385,7 @@ int mx_tp_forward(mx_tp_dev *t, int n, int training, const float **out)
     for (int i = 0; i < p->nsteps; i++) {
         const tp_step *s = &p->steps[i];
         const size_t count = n * mx_tp_local_size(p, s->out, t->d);
+        t->stage = t->stg[i]; /* a gradient buffer: none is live in forward */
         switch (s->op) {
         case TP_LAYER: {
             mx_layer *l = &t->ps[i]->layers[0];
@@ -347,6 +420,7 @@ int mx_tp_backward(mx_tp_dev *t, int n, const float *dout, float *din)
         if (!p->tensors[s->out].needs_grad) continue;
         const int need_in = p->tensors[s->in].needs_grad;
         const size_t count = n * mx_tp_local_size(p, s->out, t->d);
+        t->stage = t->stg[i], t->scratch = t->scr[i]; /* buffers no gradient live here uses */
         if (s->op != TP_GATHER) rc = sum_partial_grad(t, s->out, n);
         if (rc < 0) break;
         switch (s->op) {

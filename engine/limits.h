@@ -23,5 +23,9 @@
 #define MX_MAX_BUCKET_MB 2047         /* dist_allreduce --bucket-mb (MPI counts are ints: below 2 GiB) */
 #define MX_MAX_SERVERS 64             /* --servers: parameter-server ranks */
 #define MX_MAX_MICRO_BATCHES 4096     /* --micro-batches: each holds its activations */
+#define MX_MAX_GC_THRESHOLD 1e6       /* --threshold of 2bit compression */
+/* gradient compression's defaults: MXNet's 2bit threshold, Deep Gradient Compression's 1% */
+#define MX_GC_THRESHOLD_DEFAULT 0.5
+#define MX_GC_TOPK_RATIO_DEFAULT 0.01
 
 #endif

@@ -58,6 +58,9 @@ static int parse(train_args *a, int argc, char **argv)
         {"bucket-mb", MX_OPT_DOUBLE, &c->bucket_mb, "X", "dist_allreduce: gradient bucket size in MiB, filled in backward order (default 25, as PyTorch DDP)", NULL, 0, MX_MAX_BUCKET_MB},
         {"partition", MX_OPT_STRING, &c->partition, "CUT", "model: auto (stages balanced by a short per-layer profile) or top-level layers per stage, e.g. 6,3,3 (default auto)", NULL},
         {"micro-batches", MX_OPT_INT, &c->micro_batches, "M", "model: split each batch into M micro-batches, gradients accumulated, one update (default 4 per device, at most the batch)", NULL, 1, MX_MAX_MICRO_BATCHES},
+        {"compression", MX_OPT_STRING, &c->compression, "NAME", "data with a device or dist_* kvstore: gradient compression of pushes: none, 2bit (MXNet's, with error feedback), topk (the largest values, error feedback) or fp16 (default none)", "none|2bit|topk|fp16"},
+        {"threshold", MX_OPT_DOUBLE, &c->gc_threshold, "X", "2bit: a residual reaching +-X is sent as +-X (default 0.5, as MXNet)", NULL, 0, MX_MAX_GC_THRESHOLD},
+        {"topk-ratio", MX_OPT_DOUBLE, &c->gc_topk_ratio, "X", "topk: share of each key's values sent per push, above 0 (default 0.01)", NULL, 0, 1},
         {"schedule", MX_OPT_STRING, &c->schedule, "NAME", "model: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward; holds fewer micro-batches) (default 1f1b)", "gpipe|1f1b"},
         {"work-load", MX_OPT_STRING, &a->work_load, "LIST", "relative batch share per device, e.g. 3,1 (default even)", NULL},
         {"threads-per-device", MX_OPT_INT, &c->threads_per_device, "N", "CPU threads per device (default cores/devices)", NULL, 1, MX_MAX_THREADS_PER_DEVICE},
@@ -92,6 +95,12 @@ static int parse(train_args *a, int argc, char **argv)
                               c->warmup_start_lr);
     if (mx_opts_seen(&spec, "warmup-epochs") && c->warmup_epochs > 0 && !mx_opts_seen(&spec, "warmup-from"))
         c->warmup_start_lr = c->lr / 10;
+    if (mx_opts_seen(&spec, "threshold") && strcmp(c->compression, "2bit") != 0)
+        return mx_usage_error(spec.cmd, "--threshold %g applies to --compression 2bit, not %s", c->gc_threshold,
+                              c->compression);
+    if (mx_opts_seen(&spec, "topk-ratio") && strcmp(c->compression, "topk") != 0)
+        return mx_usage_error(spec.cmd, "--topk-ratio %g applies to --compression topk, not %s", c->gc_topk_ratio,
+                              c->compression);
     a->threads_given = mx_opts_seen(&spec, "threads-per-device");
     if (a->work_load) {
         c->nwork_load = mx_parse_double_list(spec.cmd, "work-load", a->work_load, c->work_load, MX_MAX_DEVICES,

@@ -2,6 +2,7 @@
  * the results file says why a row is missing instead of silently dropping it. */
 #include "sweep_plan.h"
 #include "engine/status.h"
+#include "strategies/compressor.h"
 #include "strategies/kvstore.h"
 #include "strategies/strategy.h"
 #include "workloads/workloads.h"
@@ -48,7 +49,7 @@ static const char *built_kvstores(const mx_run_record *r)
     if (strcmp(r->strategy, "data") != 0) return NULL; /* model and layer rows use none */
     return r->gpus > 1 || mx_kv_mode_is_dist(r->kvstore) ? mx_kv_modes() : NULL;
 }
-static const char *built_compressions(const mx_run_record *r) { (void)r; return "none"; }
+static const char *built_compressions(const mx_run_record *r) { (void)r; return mx_compressor_names(); }
 static const char *built_amps(const mx_run_record *r) { (void)r; return "off"; }
 
 static const struct {
@@ -94,6 +95,10 @@ static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
             snprintf(buf, n, "%s '%s' is not implemented in this build (available: %s)", builds[i].noun, v, ok);
             return buf;
         }
+    }
+    if (mx_kv_compression_check(r->kvstore, r->compression) < 0) {
+        snprintf(buf, n, "%s", mx_last_error());
+        return buf;
     }
     if (r->global_batch < r->gpus) {
         snprintf(buf, n, "global batch %d is smaller than the device count %d", r->global_batch, r->gpus);
@@ -141,6 +146,11 @@ static void derive(const mx_sweep_axes *ax, mx_run_record *r)
     } else if (r->gpus <= 1) {
         snprintf(r->kvstore, sizeof r->kvstore, "none");
     }
+    /* a row with no kvstore compresses nothing (one device: the first point of every
+     * compressor's series); a compressor's settings belong to its own rows */
+    if (strcmp(r->kvstore, "none") == 0) snprintf(r->compression, sizeof r->compression, "none");
+    if (strcmp(r->compression, "2bit") != 0) r->gc_threshold = MX_GC_THRESHOLD_DEFAULT;
+    if (strcmp(r->compression, "topk") != 0) r->gc_topk_ratio = MX_GC_TOPK_RATIO_DEFAULT;
     r->global_batch = global_batch(r->batch_mode, r->batch, r->gpus);
     /* a model row without the pipeline's axes gets the pipeline's own defaults (4
      * micro-batches per stage, 1f1b), resolved here so that the row says what it runs */

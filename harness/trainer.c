@@ -36,6 +36,9 @@ void mx_train_config_defaults(mx_train_config *c)
     c->momentum = 0.9;
     c->wd = 0.0001;
     c->init = "xavier";
+    c->compression = "none";
+    c->gc_threshold = MX_GC_THRESHOLD_DEFAULT;
+    c->gc_topk_ratio = MX_GC_TOPK_RATIO_DEFAULT;
 }
 
 typedef struct {
@@ -104,6 +107,10 @@ static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_
     rec->micro_batches = pipe ? mx_pipeline_micro_batches(c->micro_batches, c->devices, global_batch(c)) : 1;
     snprintf(rec->schedule, sizeof rec->schedule, "%s", pipe ? mx_pipeline_schedule(c->schedule) : "gpipe");
     snprintf(rec->partition, sizeof rec->partition, "%s", c->partition ? c->partition : "auto");
+    /* what a one-device run or a strategy without a kvstore compresses: nothing */
+    snprintf(rec->compression, sizeof rec->compression, "%s", kv ? c->compression : "none");
+    rec->gc_threshold = kv && strcmp(c->compression, "2bit") == 0 ? c->gc_threshold : MX_GC_THRESHOLD_DEFAULT;
+    rec->gc_topk_ratio = kv && strcmp(c->compression, "topk") == 0 ? c->gc_topk_ratio : MX_GC_TOPK_RATIO_DEFAULT;
     /* what the backend says it is, not what was asked for (auto) */
     const mx_backend_ops *be = mx_backend_find(c->backend ? c->backend : "cpu");
     snprintf(rec->device_type, sizeof rec->device_type, "%s", be ? be->device_type : "?");
@@ -531,7 +538,8 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         .cluster = c->cluster, .bucket_mb = c->bucket_mb,
         .opt = {(float)c->lr, (float)c->momentum, (float)c->wd}, .seed = (uint64_t)c->seed,
         .init = strcmp(c->init, "normal") == 0 ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER,
-        .partition = c->partition, .micro_batches = c->micro_batches, .schedule = c->schedule};
+        .partition = c->partition, .micro_batches = c->micro_batches, .schedule = c->schedule,
+        .compression = c->compression, .gc_threshold = c->gc_threshold, .gc_topk_ratio = c->gc_topk_ratio};
     rc = mx_strategy_check(c->strategy, &sc);
     if (rc < 0) {
         mx_dataset_free(&ds.train);

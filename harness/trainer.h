@@ -41,6 +41,10 @@ typedef struct {
     const char *partition;
     int micro_batches;
     const char *schedule;
+    /* data with a kvstore that exchanges gradients: the compressor of pushes ("none", "2bit",
+     * "topk", "fp16"; compressor.h) and its settings (2bit's threshold, topk's ratio) */
+    const char *compression;
+    double gc_threshold, gc_topk_ratio;
 } mx_train_config;
 
 void mx_train_config_defaults(mx_train_config *c);

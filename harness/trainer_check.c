@@ -5,10 +5,33 @@
 #include "engine/limits.h"
 #include "engine/status.h"
 #include "opts.h"
+#include "strategies/compressor.h"
 #include "strategies/kvstore.h"
 #include "workloads/workloads.h"
 
 #include <string.h>
+
+/* Compression acts on what a kvstore exchanges: data-parallel gradients between devices or
+ * ranks. MXNet refuses it on `local`, which sums on the host with nothing on a wire. */
+static int check_compression(const mx_train_config *c)
+{
+    const char *gc = c->compression ? c->compression : "none";
+    if (!mx_choice_ok(mx_compressor_names(), gc))
+        return mx_error(MX_EINVAL, "compression '%s': accepted %s", gc, mx_compressor_names());
+    if (!(c->gc_threshold > 0 && c->gc_threshold <= MX_MAX_GC_THRESHOLD))
+        return mx_error(MX_EINVAL, "2bit threshold %g: accepted above 0 and at most %g", c->gc_threshold,
+                        MX_MAX_GC_THRESHOLD);
+    if (!(c->gc_topk_ratio > 0 && c->gc_topk_ratio <= 1))
+        return mx_error(MX_EINVAL, "topk ratio %g: accepted above 0 and at most 1", c->gc_topk_ratio);
+    if (strcmp(gc, "none") == 0) return MX_OK;
+    if (strcmp(c->strategy, "data") != 0)
+        return mx_error(MX_EINVAL, "--compression %s with --strategy %s: compression acts on the gradients a "
+                        "data-parallel kvstore exchanges; the %s strategy has none", gc, c->strategy, c->strategy);
+    if (c->devices < 2 && !mx_kv_mode_is_dist(c->kvstore))
+        return mx_error(MX_EINVAL, "--compression %s on one device: nothing is exchanged; accepted with --gpus 2 "
+                        "or more, or a dist_* kvstore", gc);
+    return mx_kv_compression_check(c->kvstore, gc);
+}
 
 int mx_train_config_check(const mx_train_config *c)
 {
@@ -92,6 +115,7 @@ int mx_train_config_check(const mx_train_config *c)
         return mx_error(MX_EINVAL, "--kvstore %s with --strategy %s: the dist_* kvstores aggregate data-parallel "
                         "gradients; the %s strategy runs in one process and needs no kvstore", c->kvstore, c->strategy,
                         c->strategy);
+    MX_TRY(check_compression(c));
     if (strcmp(c->init, "xavier") != 0 && strcmp(c->init, "normal") != 0)
         return mx_error(MX_EINVAL, "initialiser '%s': accepted xavier or normal", c->init);
     return MX_OK;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 const char *const mx_plot_names[MX_NPLOTS] = {"throughput", "speedup", "efficiency", "accuracy", "breakdown", "loss",
-                                                  "staleness", "memory", "moved", "bubble"};
+                                                  "staleness", "memory", "moved", "bubble", "compression"};
 
 /* ---- setup: directories, title, the axis wording ---- */
 

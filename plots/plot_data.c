@@ -21,7 +21,7 @@ void plot_put_num(FILE *f, double x)
         fputs(" NaN", f);
 }
 
-static FILE *open_data(plot_ctx *c, const char *name, const char *what)
+FILE *plot_open_data(plot_ctx *c, const char *name, const char *what)
 {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", c->datadir, name);
@@ -34,7 +34,7 @@ static FILE *open_data(plot_ctx *c, const char *name, const char *what)
     return f;
 }
 
-static int close_data(plot_ctx *c, FILE *f, const char *name)
+int plot_close_data(plot_ctx *c, FILE *f, const char *name)
 {
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
@@ -74,7 +74,7 @@ static void distinct_ints(const int *x, int n, char *buf, size_t size)
 
 
 /* Canvas size: wider with the key on the right, taller when it holds many lines. */
-static void canvas_vars(gp_vars *v, int nlines)
+void plot_canvas_vars(gp_vars *v, int nlines)
 {
     int width = nlines > 6 ? 1150 : 900;
     int height = nlines > 6 && 18 * nlines + 160 > 560 ? 18 * nlines + 160 : 560;
@@ -97,7 +97,7 @@ int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char
         free(labels), free(gpus);
         return mx_error(MX_ENOMEM, "out of memory while plotting");
     }
-    FILE *f = open_data(c, name, what);
+    FILE *f = plot_open_data(c, name, what);
     if (!f) {
         free(labels), free(gpus);
         return MX_EIO;
@@ -116,13 +116,13 @@ int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char
             if (r->gpus < gbase) gbase = r->gpus;
         }
     }
-    int rc = close_data(c, f, name);
+    int rc = plot_close_data(c, f, name);
     char list[1024];
     distinct_ints(gpus, ngpus, list, sizeof list);
     vars_int(v, "nseries", blocks);
     vars_str(v, "gpus", list);
     if (blocks) vars_int(v, "gbase", gbase);
-    canvas_vars(v, blocks);
+    plot_canvas_vars(v, blocks);
     free(labels), free(gpus);
     return rc < 0 ? rc : blocks > 0;
 }
@@ -240,7 +240,7 @@ static int write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     }
     char list[2048];
     distinct_ints(batches, n, list, sizeof list);
-    FILE *f = open_data(c, "accuracy.dat", "final test accuracy against global batch size");
+    FILE *f = plot_open_data(c, "accuracy.dat", "final test accuracy against global batch size");
     if (!f) {
         rc = MX_EIO;
         goto done;
@@ -259,12 +259,12 @@ static int write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
             p = *end ? end + 1 : end;
         }
     }
-    rc = close_data(c, f, "accuracy.dat");
+    rc = plot_close_data(c, f, "accuracy.dat");
     if (rc == 0) {
         rc = 1;
         vars_int(v, "nseries", ngroups);
         vars_str(v, "batches", list);
-        canvas_vars(v, ngroups);
+        plot_canvas_vars(v, ngroups);
     }
 done:
     free(acc), free(batches), free(groups);
@@ -304,7 +304,7 @@ static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         goto done;
     }
     plot_unique_labels(runs, n, 1, labels);
-    FILE *f = open_data(c, "breakdown.dat", "median time per step in each phase, one row per run");
+    FILE *f = plot_open_data(c, "breakdown.dat", "median time per step in each phase, one row per run");
     if (!f) {
         rc = MX_EIO;
         goto done;
@@ -331,7 +331,7 @@ static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         plot_put_num(f, isfinite(step) ? step : sum);
         fputc('\n', f);
     }
-    rc = close_data(c, f, "breakdown.dat");
+    rc = plot_close_data(c, f, "breakdown.dat");
     if (rc == 0) {
         rc = 1;
         size_t maxlabel = 0;
@@ -384,7 +384,7 @@ static int write_loss(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     /* About 50 smoothed points per curve: enough for the trend, not the batch noise. */
     int w = maxloss / 50;
     w = w < 3 ? 1 : (w > 500 ? 501 : w | 1);
-    FILE *f = open_data(c, "loss.dat", "training loss per step, one block per run (first repeat)");
+    FILE *f = plot_open_data(c, "loss.dat", "training loss per step, one block per run (first repeat)");
     if (!f) {
         rc = MX_EIO;
         goto done;
@@ -400,12 +400,12 @@ static int write_loss(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
             fputc('\n', f);
         }
     }
-    rc = close_data(c, f, "loss.dat");
+    rc = plot_close_data(c, f, "loss.dat");
     if (rc == 0) {
         rc = 1;
         vars_int(v, "nseries", n);
         vars_int(v, "smooth", w);
-        canvas_vars(v, n);
+        plot_canvas_vars(v, n);
     }
 done:
     free(runs), free(labels);
@@ -426,6 +426,7 @@ static const struct {
     [MX_PLOT_MEMORY] = {"memory.dat", plot_write_memory},
     [MX_PLOT_MOVED] = {"moved.dat", plot_write_moved},
     [MX_PLOT_BUBBLE] = {"bubble.dat", plot_write_bubble},
+    [MX_PLOT_COMPRESSION] = {"compression.dat", plot_write_compression},
 };
 
 

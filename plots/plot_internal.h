@@ -26,7 +26,7 @@ typedef struct {
 } run_set;
 
 /* Groups the ok runs of res into series: runs with one series key and matching kvstores
- * (mx_record_kvstore_matches); a one-device run starts the series of every kvstore it shares
+ * (mx_record_exchange_matches); a one-device run starts the series of every kvstore it shares
  * a key with, unless the series has a run of its own on one device. */
 int plot_series_build(run_set *s, const mx_results *res);
 void plot_series_free(run_set *s);
@@ -86,6 +86,11 @@ int plot_run_gnuplot(plot_ctx *c, int plot, const char *term, const char *vars, 
  * for the script. 1 written, 0 no run kept, or a negative MX_E*. */
 int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
                            int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *));
+/* data/<name> opened for writing with its header (what it holds, the study), and closed
+ * with a check for write errors (0 or MX_EIO); the canvas size for nlines in the key. */
+FILE *plot_open_data(plot_ctx *c, const char *name, const char *what);
+int plot_close_data(plot_ctx *c, FILE *f, const char *name);
+void plot_canvas_vars(gp_vars *v, int nlines);
 /* " %.9g", or " NaN" for a value that is not finite */
 void plot_put_num(FILE *f, double x);
 /* data/staleness.dat (plot_dist.c): the staleness figures of dist_async runs per series
@@ -95,6 +100,8 @@ int plot_write_staleness(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 int plot_write_memory(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 int plot_write_moved(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 int plot_write_bubble(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+/* plot_compress.c: bytes on the wire and accuracy of each compression and precision */
+int plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* data/<file> of a figure */
 const char *plot_data_file(int plot);
 /* Writes the figure's data file and its variables: 1 written, 0 nothing to plot (why says

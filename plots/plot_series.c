@@ -37,7 +37,7 @@ static int has_own(const mx_run_record **ok, int nok, char (*keys)[KEY_MAX], int
     return 0;
 }
 
-/* Series: runs with one series key and matching kvstores (mx_record_kvstore_matches: each
+/* Series: runs with one series key and matching kvstores (mx_record_exchange_matches: each
  * kvstore mode, dist_* ones included, is a series of its own). A one-device run uses no
  * kvstore, so it starts the series of every kvstore it shares a key with, and is listed in
  * each of them, but for a series that has a run of its own at that device count (a dist_*
@@ -72,7 +72,7 @@ int plot_series_build(run_set *s, const mx_results *res)
     for (int k = 0; k < nrep; k++) {
         s->start[s->nseries++] = s->n;
         for (int j = 0; j < nok; j++)
-            if (strcmp(keys[j], keys[rep[k]]) == 0 && mx_record_kvstore_matches(ok[j], ok[rep[k]]) &&
+            if (strcmp(keys[j], keys[rep[k]]) == 0 && mx_record_exchange_matches(ok[j], ok[rep[k]]) &&
                 !(is_none_kv(ok[j]) && !is_none_kv(ok[rep[k]]) && has_own(ok, nok, keys, j, rep[k])))
                 s->runs[s->n++] = ok[j];
         qsort(&s->runs[s->start[s->nseries - 1]], (size_t)(s->n - s->start[s->nseries - 1]), sizeof *s->runs,

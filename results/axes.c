@@ -26,7 +26,7 @@ const mx_axis mx_axes[] = {
      "jobs, one worker per device; default device)", "kvstore", NULL,
      MX_CHILD_IF_SET, 1, 0, 1, 4, "kv=%s", 0},
     {AX(compression, STR), "compression", 40, "none|2bit|topk|fp16", 0, 0, 0, "none", "LIST",
-     "none, 2bit, topk, fp16 (default none)", "compression", NULL, MX_CHILD_IF_SET, 1, 1, 1, 7, "gc=%s", 1},
+     "none, 2bit, topk, fp16 (default none)", "compression", NULL, MX_CHILD_IF_SET, 1, 0, 1, 7, "gc=%s", 1},
     {AX(amp, STR), "amp", 50, "off|fp16|bf16", 0, 0, 0, "off", "LIST", "off, fp16, bf16 (default off)", "amp", NULL,
      MX_CHILD_IF_SET, 1, 1, 1, 8, "amp=%s", 1},
     {AX(device_type, STR), NULL, 0, NULL, 0, 0, 0, "cpu", NULL, NULL, NULL, NULL, MX_CHILD_NO, 1, 1, 1, 0, NULL, 0},
@@ -93,6 +93,13 @@ const mx_axis mx_axes[] = {
     {AX(partition, STR), "partition", 0, NULL, 0, 0, 0, "auto", "CUT",
      "model rows: auto (stages balanced by a short profile) or top-level layers per stage, e.g. 6,3,3 (default auto)",
      "partition", NULL, MX_CHILD_IF_DIFFERS, 1, 1, 0, 12, "cut=%s", 2},
+    /* gradient compression's settings: rows of the other compressors hold the defaults */
+    {AX(gc_threshold, DBL), "threshold", 0, NULL, 0, 1e6, 1, "0.5", "X",
+     "2bit rows: the threshold a residual must reach to be sent, as MXNet (default 0.5)", "threshold", NULL,
+     MX_CHILD_IF_DIFFERS, 1, 1, 0, 13, "thr=%g", 2},
+    {AX(gc_topk_ratio, DBL), "topk-ratio", 0, NULL, 0, 1, 1, "0.01", "X",
+     "topk rows: the share of each key's values sent (default 0.01)", "topk-ratio", NULL, MX_CHILD_IF_DIFFERS, 1, 1,
+     0, 14, "k=%g", 2},
 };
 const int mx_naxes = (int)(sizeof mx_axes / sizeof mx_axes[0]);
 

@@ -159,15 +159,16 @@ static void record_key(const mx_run_record *r, char *buf, size_t n, int series)
 }
 
 /* the series key leaves out gpus, global_batch, workers and servers (they vary along a series:
- * a dist_* row runs a worker per device, and by default as many servers) and the kvstore: a
- * series' one-device member uses none, so the kvstore is matched apart
- * (mx_record_kvstore_matches) */
+ * a dist_* row runs a worker per device, and by default as many servers), the kvstore and
+ * the compression: a series' one-device member uses neither, so they are matched apart
+ * (mx_record_exchange_matches) */
 void mx_record_config_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 0); }
 
 void mx_record_series_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 1); }
-int mx_record_kvstore_matches(const mx_run_record *a, const mx_run_record *b)
+int mx_record_exchange_matches(const mx_run_record *a, const mx_run_record *b)
 {
-    return strcmp(a->kvstore, b->kvstore) == 0 || strcmp(a->kvstore, "none") == 0 || strcmp(b->kvstore, "none") == 0;
+    if (strcmp(a->kvstore, "none") == 0 || strcmp(b->kvstore, "none") == 0) return 1;
+    return strcmp(a->kvstore, b->kvstore) == 0 && strcmp(a->compression, b->compression) == 0;
 }
 
 /* ---- derived figures */
@@ -241,7 +242,7 @@ void mx_records_derive_scaling(mx_run_record *recs, int n)
         if (!scalable(&recs[i])) continue;
         int ref = -1;
         for (int j = 0; j < n; j++) {
-            if (!scalable(&recs[j]) || strcmp(keys[i], keys[j]) != 0 || !mx_record_kvstore_matches(&recs[i], &recs[j]))
+            if (!scalable(&recs[j]) || strcmp(keys[i], keys[j]) != 0 || !mx_record_exchange_matches(&recs[i], &recs[j]))
                 continue;
             /* at equal device counts, the run's own kvstore: a dist_* series has a one-device
              * run of its own (one worker) beside the one without kvstore */

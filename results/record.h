@@ -72,6 +72,8 @@ typedef struct {
     int micro_batches;     /* model: micro-batches per batch (1 on every other strategy) */
     char schedule[8];      /* model: gpipe | 1f1b (gpipe on every other strategy) */
     char partition[64];    /* model: "auto" or top-level layers per stage as asked, "6,3,3" */
+    double gc_threshold;   /* 2bit compression's threshold (0.5 on every other row) */
+    double gc_topk_ratio;  /* topk compression's share of values sent (0.01 on every other row) */
 
     /* ---- outcome */
     char status[12];       /* one of mx_record_statuses: ok, failed, skipped, diverged */
@@ -138,12 +140,14 @@ int mx_record_copy(mx_run_record *dst, const mx_run_record *src);
 /* Canonical text of the configuration (everything that defines the experiment, not its
  * outcome nor its id) used to match runs across result files and for --resume. */
 void mx_record_config_key(const mx_run_record *r, char *buf, size_t n);
-/* Same key without the device, worker and server counts and the kvstore: runs with equal
- * series keys whose kvstores match (mx_record_kvstore_matches) form one scaling series. */
+/* Same key without the device, worker and server counts, the kvstore and the compression:
+ * runs with equal series keys whose exchanges match (mx_record_exchange_matches) form one
+ * scaling series. */
 void mx_record_series_key(const mx_run_record *r, char *buf, size_t n);
-/* Equal kvstores, or one of them "none": a one-device run (no kvstore) is the first point of
- * the series of every kvstore. */
-int mx_record_kvstore_matches(const mx_run_record *a, const mx_run_record *b);
+/* Equal kvstores and compressions, or one of them a run with no kvstore (kvstore "none",
+ * nothing compressed): a one-device run is the first point of the series of every kvstore
+ * and every compressor. */
+int mx_record_exchange_matches(const mx_run_record *a, const mx_run_record *b);
 
 /* Fills throughput*, step_time_median, final_test_acc, time_to_acc from the series. */
 void mx_record_derive(mx_run_record *r);

@@ -7,10 +7,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     const char *name, *units;
     int cols;          /* 0: one-dimensional [rows]; else [rows][cols] */
+    int min_cols;      /* older files may have fewer columns, the first ones (phases are appended) */
     hid_t file_type;   /* filled at run time: HDF5's predefined types are not constants */
     hid_t mem_type;
     size_t elem_size;
@@ -20,11 +22,12 @@ enum { S_STEP, S_PHASE, S_LOSS, S_ACC, S_EPOCH, NSERIES };
 
 static void series_table(series_desc s[NSERIES])
 {
-    s[S_STEP] = (series_desc){"step_time", "s", 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
-    s[S_PHASE] = (series_desc){"phase_time", "s", MX_NPHASES, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
-    s[S_LOSS] = (series_desc){"loss", "1", 0, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, sizeof(float)};
-    s[S_ACC] = (series_desc){"test_acc", "fraction", 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
-    s[S_EPOCH] = (series_desc){"epoch_time", "s", 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
+    s[S_STEP] = (series_desc){"step_time", "s", 0, 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
+    /* 5 phases before compression's */
+    s[S_PHASE] = (series_desc){"phase_time", "s", MX_NPHASES, 5, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
+    s[S_LOSS] = (series_desc){"loss", "1", 0, 0, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, sizeof(float)};
+    s[S_ACC] = (series_desc){"test_acc", "fraction", 0, 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
+    s[S_EPOCH] = (series_desc){"epoch_time", "s", 0, 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
 }
 
 /* Names the columns of phase_time, so the file explains itself without SCHEMA.md. */
@@ -70,6 +73,19 @@ int mx_series_write(hid_t g, const mx_run_record *r)
     return 0;
 }
 
+/* Rows of `have` columns into rows of `want`, the columns a file lacks zero (a phase added
+ * later took no time in runs before it). */
+static int widen(void **data, size_t rows, size_t have, size_t want, size_t esize, const char *where,
+                 const char *name)
+{
+    char *wide = calloc(rows * want, esize);
+    if (!wide) return mx_error(MX_ENOMEM, "%s/%s: out of memory for %zu rows", where, name, rows);
+    for (size_t r = 0; r < rows; r++) memcpy(wide + r * want * esize, (char *)*data + r * have * esize, have * esize);
+    free(*data);
+    *data = wide;
+    return MX_OK;
+}
+
 /* Reads one series; an absent dataset reads as empty, like a zero-length one. */
 static int read_series(hid_t g, const series_desc *d, const char *where, void **out, int *rows)
 {
@@ -84,10 +100,16 @@ static int read_series(hid_t g, const series_desc *d, const char *where, void **
     if (rank < 0)
         rc = mx_error(MX_EFORMAT, "%s/%s: cannot be read (file corrupt?)", where, d->name);
     else if (rank != (d->cols ? 2 : 1) || H5Sget_simple_extent_dims(sp, dims, NULL) < 0 ||
-             (d->cols && dims[1] != (hsize_t)d->cols) || dims[0] > INT32_MAX)
-        rc = mx_error(MX_EFORMAT, "%s/%s: has the wrong shape (expected [n]%s%.0d%s, n < 2^31)", where, d->name,
-                      d->cols ? "[" : "", d->cols, d->cols ? "]" : "");
-    const size_t cols = d->cols ? (size_t)d->cols : 1;
+             (d->cols && (dims[1] > (hsize_t)d->cols || dims[1] < (hsize_t)(d->min_cols ? d->min_cols : d->cols))) ||
+             dims[0] > INT32_MAX) {
+        if (d->min_cols && d->min_cols < d->cols)
+            rc = mx_error(MX_EFORMAT, "%s/%s: has the wrong shape (expected [n][%d..%d], n < 2^31)", where, d->name,
+                          d->min_cols, d->cols);
+        else
+            rc = mx_error(MX_EFORMAT, "%s/%s: has the wrong shape (expected [n]%s%.0d%s, n < 2^31)", where, d->name,
+                          d->cols ? "[" : "", d->cols, d->cols ? "]" : "");
+    }
+    const size_t cols = d->cols ? (size_t)dims[1] : 1; /* as stored */
     if (rc == MX_OK && dims[0] > 0) {
         /* the shape is only a claim: a file of a few bytes may declare 2^31 rows. Believe it
          * only as far as the bytes the dataset really holds (mxbench writes no filters), so
@@ -106,6 +128,8 @@ static int read_series(hid_t g, const series_desc *d, const char *where, void **
             rc = mx_error(MX_ENOMEM, "%s/%s: out of memory for %llu rows", where, d->name, (unsigned long long)dims[0]);
         else if (H5Dread(ds, d->mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, *out) < 0)
             rc = mx_error(MX_EFORMAT, "%s/%s: cannot be read as numbers (file corrupt?)", where, d->name);
+        else if (d->cols && cols < (size_t)d->cols)
+            rc = widen(out, (size_t)dims[0], cols, (size_t)d->cols, d->elem_size, where, d->name);
         if (rc == MX_OK) *rows = (int)dims[0];
     }
     if (rc != MX_OK) {

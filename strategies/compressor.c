@@ -1,14 +1,15 @@
 /* The compressor registry and the push hook that runs one (compressor.h). */
 #include "compressor.h"
+#include "engine/limits.h"
 #include "engine/status.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-extern const mx_compressor_ops mx_gc_none, mx_gc_fp16;
-static const mx_compressor_ops *const kinds[] = {&mx_gc_none, &mx_gc_fp16};
+extern const mx_compressor_ops mx_gc_none, mx_gc_fp16, mx_gc_2bit, mx_gc_topk;
+static const mx_compressor_ops *const kinds[] = {&mx_gc_none, &mx_gc_fp16, &mx_gc_2bit, &mx_gc_topk};
 
-const char *mx_compressor_names(void) { return "none|fp16"; }
+const char *mx_compressor_names(void) { return "none|fp16|2bit|topk"; }
 
 void mx_compressor_destroy(mx_compressor *c)
 {
@@ -23,9 +24,15 @@ void mx_compressor_destroy(mx_compressor *c)
     free(c);
 }
 
-int mx_compressor_create(mx_compressor **out, const char *name, int ndev, const mx_kv_key *keys, int nkeys)
+int mx_compressor_create(mx_compressor **out, const char *name, int ndev, const mx_kv_key *keys, int nkeys,
+                         const mx_compressor_opts *opts)
 {
     *out = NULL;
+    const double threshold = opts && opts->threshold != 0 ? opts->threshold : MX_GC_THRESHOLD_DEFAULT;
+    const double ratio = opts && opts->topk_ratio != 0 ? opts->topk_ratio : MX_GC_TOPK_RATIO_DEFAULT;
+    if (!(threshold > 0 && threshold <= MX_MAX_GC_THRESHOLD))
+        return mx_error(MX_EINVAL, "2bit threshold %g: accepted above 0 and at most %g", threshold, MX_MAX_GC_THRESHOLD);
+    if (!(ratio > 0 && ratio <= 1)) return mx_error(MX_EINVAL, "topk ratio %g: accepted above 0 and at most 1", ratio);
     const mx_compressor_ops *ops = NULL;
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
         if (strcmp(kinds[i]->name, name) == 0) ops = kinds[i];
@@ -42,6 +49,9 @@ int mx_compressor_create(mx_compressor **out, const char *name, int ndev, const 
     mx_compressor *c = calloc(1, sizeof *c);
     if (!c) return mx_error(MX_ENOMEM, "out of memory creating compressor '%s'", name);
     c->ops = ops;
+    c->threshold = threshold;
+    c->topk_ratio = ratio;
+    c->prescale = 1;
     c->ndev = ndev;
     c->nkeys = nkeys;
     c->keys = malloc(sizeof *keys * nkeys);

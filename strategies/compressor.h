@@ -24,18 +24,32 @@ typedef struct {
     void (*decompress)(const mx_compressor *c, const void *packed, size_t count, float *out);
 } mx_compressor_ops;
 
+/* A compressor's settings: 2bit's threshold (MXNet's default 0.5) and topk's share of each
+ * unit's values sent (0.01); 0 (or a NULL options pointer) means the default. */
+typedef struct {
+    double threshold, topk_ratio;
+} mx_compressor_opts;
+
 struct mx_compressor {
     const mx_compressor_ops *ops;
+    double threshold, topk_ratio; /* resolved settings */
+    /* what gradients are multiplied by before compressing and divided by after decompressing:
+     * the samples of the step, so that a mean gradient is compressed as the sum MXNet's
+     * executors hand its kvstore (its optimizer rescales afterwards), and the threshold
+     * means what it means there. 1 unless the owner sets it (mx_kv_set_grad_scale). */
+    float prescale;
     int ndev, nkeys;
     mx_kv_key *keys;
     float **residual;    /* [ndev] laid out by the key table (error feedback only) */
     unsigned char **buf; /* [ndev] one packed payload of the largest key */
 };
 
-/* A compressor of the named kind for ndev devices and the key table (f32 keys). */
-int mx_compressor_create(mx_compressor **out, const char *name, int ndev, const mx_kv_key *keys, int nkeys);
+/* A compressor of the named kind for ndev parties (each with its residuals) and the table
+ * of units it compresses one at a time (f32 keys; offsets lay out the residuals). */
+int mx_compressor_create(mx_compressor **out, const char *name, int ndev, const mx_kv_key *keys, int nkeys,
+                         const mx_compressor_opts *opts);
 void mx_compressor_destroy(mx_compressor *c);
-/* The kinds built, "none|fp16". */
+/* The kinds built, "none|fp16|2bit|topk". */
 const char *mx_compressor_names(void);
 
 /* The kvstore push hook that runs compressor user: mx_kv_set_push_hook(kv, mx_compressor_push, c).

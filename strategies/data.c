@@ -178,7 +178,9 @@ static int create_store(mx_strategy *s)
     mx_kv_key *keys = malloc(sizeof *keys * n0->nparams);
     if (!keys) return mx_error(MX_ENOMEM, "out of memory for kvstore keys");
     for (int p = 0; p < n0->nparams; p++) keys[p] = (mx_kv_key){n0->params[p].offset, n0->params[p].count, MX_F32};
-    mx_kv_options opt = {.cluster = s->cfg.cluster, .bucket_mb = s->cfg.bucket_mb, .opt = &s->sgd.opt};
+    mx_kv_options opt = {.cluster = s->cfg.cluster, .bucket_mb = s->cfg.bucket_mb, .opt = &s->sgd.opt,
+                         .compression = s->cfg.compression, .gc_threshold = s->cfg.gc_threshold,
+                         .gc_topk_ratio = s->cfg.gc_topk_ratio};
     int rc = mx_comm_create(&s->comm, "threads", s->k);
     if (rc == MX_OK && s->cfg.cluster) {
         s->decay = malloc(sizeof(int) * n0->nparams);
@@ -259,6 +261,24 @@ static void dist_counters(mx_strategy *s, mx_step_stats *st)
     st->counter[MX_COUNTER_ALLREDUCE_WAIT] = k.wait;
 }
 
+/* What the pushes put on the wire, and compression's share of the step: its work after
+ * backward, per comm worker (they run side by side), is carved out of the comm tail. */
+static void compression_counters(mx_strategy *s, double bwd_end, double end, mx_step_stats *st)
+{
+    const mx_kv_stats ks = mx_kv_stats_get(s->kv);
+    st->counter[MX_COUNTER_WIRE_BYTES] = ks.wire_bytes;
+    st->counter[MX_COUNTER_WIRE_RATIO] = ks.wire_bytes;
+    st->counter[MX_COUNTER_RAW_BYTES] = ks.raw_bytes;
+    if (strcmp(mx_kv_compression(s->kv), "none") == 0) return;
+    double work, after;
+    mx_kv_compression_time(s->kv, bwd_end, &work, &after);
+    const double tail = end - bwd_end, mine = after / s->k;
+    st->phase[MX_PHASE_COMPRESS] = mine < tail ? mine : tail;
+    st->phase[MX_PHASE_COMM] = tail - st->phase[MX_PHASE_COMPRESS];
+    st->counter[MX_COUNTER_COMPRESS_WORK] = work;
+    st->counter[MX_COUNTER_RESIDUAL_NORM] = mx_kv_residual_norm(s->kv);
+}
+
 static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, float lr, mx_step_stats *st)
 {
     MX_TRY(split(s, n, s->count, s->first));
@@ -278,6 +298,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     s->sgd.opt.lr = lr;
     s->error = 0;
     if (s->kv) mx_kv_stats_reset(s->kv);
+    if (s->kv) mx_kv_set_grad_scale(s->kv, (float)n);
     if (s->world) mx_comm_counts_reset(s->world, s->world->local_first);
     const double t_dispatch = mx_now();
     mx_device_threads_run(&s->threads);
@@ -305,6 +326,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     if (s->kv) {
         st->counter[MX_COUNTER_BYTES] = mx_kv_stats_get(s->kv).bytes;
         mx_kv_work_before(s->kv, bwd_end, &st->counter[MX_COUNTER_COMM_WORK], &st->counter[MX_COUNTER_COMM_HIDDEN]);
+        compression_counters(s, bwd_end, end, st);
     }
     if (s->cfg.cluster) dist_counters(s, st);
     memory_counters(s, st);

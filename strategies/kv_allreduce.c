@@ -7,6 +7,11 @@
  * buys). With an updater each rank then updates its host copy of the weights (host
  * momentum) from the same summed bits, so replicas stay bit-equal without a broadcast.
  *
+ * With compression (kv_compress.c) a bucket is one unit with its own residual: fp16 is an
+ * all-reduce of half-precision values (each rank's sum accumulated in f32, rounded to half
+ * once); 2bit and topk cannot be summed packed, so each rank's payload is all-gathered and
+ * every rank decompresses and sums them in rank order (the same bits everywhere).
+ *
  * Contract, as DDP's: every rank pushes every key once per round in the same order, and a
  * device pulls only after it pushed every key of the pulled key's bucket for that round. */
 #include "kv_mode.h"
@@ -33,6 +38,9 @@ typedef struct {
     int *bucket_of;      /* [nkeys] */
     int *key_round;      /* [nkeys] rounds processed per key (worker only) */
     int *filled;         /* [nb] keys processed in the bucket's current round (worker only) */
+    mx_kv_key *units;    /* compression: one unit per bucket */
+    float *slots;        /* compression: n payload slots of the largest bucket */
+    float *unpacked;     /* compression: one bucket decompressed */
     /* ---- guarded by lock */
     pthread_mutex_t lock;
     pthread_cond_t cv;
@@ -100,6 +108,12 @@ static int allreduce_create(mx_kvstore *kv)
         if (m->b[b].count * sizeof(float) > (size_t)INT32_MAX)
             return mx_error(MX_EINVAL, "kvstore dist_allreduce: keys %d..%d need %zu floats at once, beyond MPI's 2^31-1 "
                             "bytes per call", m->b[b].lo, m->b[b].hi - 1, m->b[b].count);
+    if (kv->opt.compression && strcmp(kv->opt.compression, "none") != 0) {
+        if (!(m->units = malloc(sizeof *m->units * m->nb)))
+            return mx_error(MX_ENOMEM, "out of memory creating kvstore dist_allreduce");
+        for (int b = 0; b < m->nb; b++) m->units[b] = (mx_kv_key){m->b[b].off, m->b[b].count, MX_F32};
+        kv->gc_keys = m->units, kv->gc_nkeys = m->nb;
+    }
     /* zero-filled: the padding between keys of a bucket is all-reduced too and stays 0 */
     return mx_kv_host_create(kv, &m->h);
 }
@@ -112,6 +126,41 @@ static int allreduce_init(mx_kvstore *kv)
 {
     kv_allreduce *m = kv->mode;
     mx_kv_host_init(kv, &m->h);
+    if (!kv->gc) return MX_OK;
+    size_t slot = 0, largest = 0;
+    for (int b = 0; b < m->nb; b++) {
+        if (mx_kv_gc_slot_floats(kv, b) > slot) slot = mx_kv_gc_slot_floats(kv, b);
+        if (m->b[b].count > largest) largest = m->b[b].count;
+    }
+    m->slots = calloc(slot * kv->opt.world->n + 1, sizeof(float));
+    m->unpacked = calloc(largest + 1, sizeof(float));
+    if (!m->slots || !m->unpacked) return mx_error(MX_ENOMEM, "out of memory for compressed all-reduces");
+    return MX_OK;
+}
+
+/* The compressed sum across ranks of bucket b's range (in place): fp16 all-reduced as half
+ * values, the others' payloads all-gathered and summed in rank order. Returns the bytes
+ * this rank sent and received. */
+static int compressed_allreduce(mx_kvstore *kv, kv_allreduce *m, int b, float *range, double *net)
+{
+    mx_comm *world = kv->opt.world;
+    const int n = world->n, me = world->local_first;
+    const size_t count = m->b[b].count, packed = mx_kv_gc_packed_bytes(kv, b);
+    if (strcmp(mx_kv_compression(kv), "fp16") == 0) {
+        mx_kv_gc_compress(kv, 0, b, range, m->slots);
+        MX_TRY(mx_comm_allreduce(world, me, m->slots, m->slots, count, MX_F16));
+        mx_kv_gc_decompress(kv, b, m->slots, range);
+        *net = 4.0 * (n - 1) / n * (double)packed; /* a ring: 2(n-1)/n sent, as much received */
+        return MX_OK;
+    }
+    const size_t slot = mx_kv_gc_slot_floats(kv, b);
+    mx_kv_gc_compress(kv, 0, b, range, m->slots + slot * me);
+    MX_TRY(mx_comm_allgather(world, me, m->slots, slot * n, MX_F32));
+    for (int r = 0; r < n; r++) {
+        mx_kv_gc_decompress(kv, b, m->slots + slot * r, m->unpacked);
+        for (size_t i = 0; i < count; i++) range[i] = r ? range[i] + m->unpacked[i] : m->unpacked[i];
+    }
+    *net = 2.0 * (n - 1) * (double)packed; /* ours to each rank, each rank's to us */
     return MX_OK;
 }
 
@@ -136,13 +185,15 @@ static int reduce_bucket(mx_kvstore *kv, kv_allreduce *m, int b)
     mx_comm *world = kv->opt.world;
     float *range = m->h.merge + bk->off;
     const double t0 = mx_now();
-    const int rc = mx_comm_allreduce(world, world->local_first, range, range, bk->count, MX_F32);
-    const double t1 = mx_now();
-    pthread_mutex_lock(&kv->lock);
     /* sent and received, as the parameter-server modes count: a ring all-reduce sends
      * 2(n-1)/n of S per rank (reduce-scatter, then all-gather; nccl-tests' busbw traffic)
      * and receives as much */
-    if (rc == MX_OK) kv->stats.net_bytes += 4.0 * (world->n - 1) / world->n * sizeof(float) * (double)bk->count;
+    double net = 4.0 * (world->n - 1) / world->n * sizeof(float) * (double)bk->count;
+    const int rc = kv->gc ? compressed_allreduce(kv, m, b, range, &net)
+                          : mx_comm_allreduce(world, world->local_first, range, range, bk->count, MX_F32);
+    const double t1 = mx_now();
+    pthread_mutex_lock(&kv->lock);
+    if (rc == MX_OK) kv->stats.net_bytes += net;
     kv->stats.push_seconds += t1 - t0;
     pthread_mutex_unlock(&kv->lock);
     if (rc < 0) return rc;
@@ -224,6 +275,9 @@ static void allreduce_destroy(mx_kvstore *kv)
     free(m->key_round);
     free(m->filled);
     free(m->done);
+    free(m->units);
+    free(m->slots);
+    free(m->unpacked);
     pthread_mutex_destroy(&m->lock);
     pthread_cond_destroy(&m->cv);
     free(m);
@@ -239,4 +293,5 @@ const mx_kvstore_ops mx_kv_dist_allreduce_ops = {
     .process = allreduce_process,
     .pull = allreduce_pull,
     .destroy = allreduce_destroy,
+    .compresses = 1,
 };

@@ -4,7 +4,12 @@
  * modified, as MXNet's push copies), updates its own shard of the device's weights (its
  * momentum lives there), and all-gathers the weights, so that a pull has nothing left to
  * copy. Without an updater it all-gathers the summed gradient instead, and pull copies it
- * into the device's gradient buffer. */
+ * into the device's gradient buffer.
+ * With a compressor (kv_compress.c), the reduce-scatter becomes what MXNet's device store
+ * does with compression: each device packs its own gradient (its residual kept on it), the
+ * packed payloads are all-gathered, and each device decompresses every payload and sums its
+ * own shard; the update and the all-gather of weights are as without (pulls are not
+ * compressed, as in MXNet). */
 #include "kv_mode.h"
 #include "engine/status.h"
 
@@ -13,6 +18,9 @@
 typedef struct {
     float **mom;   /* [ndev] momentum, used on each device's own shards */
     float **merge; /* [ndev] summed gradient: the own shard, or all of it without an updater */
+    /* compression only: [ndev] n payload slots of the largest key, and one decompressed key */
+    float **slots, **unpacked;
+    size_t slot_floats, largest;
 } kv_device;
 
 static int device_create(mx_kvstore *kv)
@@ -29,7 +37,10 @@ static int device_create(mx_kvstore *kv)
     kv->mode = m;
     m->mom = calloc(kv->ndev, sizeof *m->mom);
     m->merge = calloc(kv->ndev, sizeof *m->merge);
-    if (!m->mom || !m->merge) return mx_error(MX_ENOMEM, "out of memory creating kvstore device");
+    m->slots = calloc(kv->ndev, sizeof *m->slots);
+    m->unpacked = calloc(kv->ndev, sizeof *m->unpacked);
+    if (!m->mom || !m->merge || !m->slots || !m->unpacked)
+        return mx_error(MX_ENOMEM, "out of memory creating kvstore device");
     return MX_OK;
 }
 
@@ -47,7 +58,39 @@ static int device_init(mx_kvstore *kv)
         if (!m->mom[d] || !m->merge[d])
             return mx_error(MX_ENOMEM, "out of memory on device %d for kvstore device (2 x %zu floats)", d, kv->total);
     }
-    return MX_OK; /* replicas start equal: nothing to store */
+    if (!kv->gc) return MX_OK; /* replicas start equal: nothing to store */
+    for (int k = 0; k < kv->nkeys; k++) {
+        if (mx_kv_gc_slot_floats(kv, k) > m->slot_floats) m->slot_floats = mx_kv_gc_slot_floats(kv, k);
+        if (kv->keys[k].count > m->largest) m->largest = kv->keys[k].count;
+    }
+    for (int d = 0; d < kv->ndev; d++) {
+        mx_backend *be = kv->dev[d].be;
+        if (!m->slots[d]) m->slots[d] = be->ops->alloc(be, sizeof(float) * m->slot_floats * kv->ndev);
+        if (!m->unpacked[d]) m->unpacked[d] = be->ops->alloc(be, sizeof(float) * m->largest);
+        if (!m->slots[d] || !m->unpacked[d])
+            return mx_error(MX_ENOMEM, "out of memory on device %d for compressed pushes (%zu + %zu floats)", d,
+                            m->slot_floats * kv->ndev, m->largest);
+    }
+    return MX_OK;
+}
+
+/* The compressed reduce-scatter: this member's shard [lo, hi) of every device's gradient,
+ * decompressed and summed in member order (the same sum on every run). */
+static int compressed_reduce(mx_kvstore *kv, int worker, int key, size_t lo, size_t hi, float *merge)
+{
+    kv_device *m = kv->mode;
+    const mx_kv_key *k = &kv->keys[key];
+    mx_comm *c = kv->comm;
+    const int member = c->local_first + worker;
+    const size_t slot = mx_kv_gc_slot_floats(kv, key);
+    float *slots = m->slots[worker], *un = m->unpacked[worker];
+    mx_kv_gc_compress(kv, worker, key, (const float *)kv->dev[worker].g + k->offset, slots + slot * member);
+    MX_TRY(mx_comm_allgather(c, member, slots, slot * c->n, MX_F32));
+    for (int j = 0; j < c->n; j++) {
+        mx_kv_gc_decompress(kv, key, slots + slot * j, un);
+        for (size_t i = lo; i < hi; i++) merge[i] = j ? merge[i] + un[i] : un[i];
+    }
+    return MX_OK;
 }
 
 static int device_process(mx_kvstore *kv, int worker, int key)
@@ -58,18 +101,21 @@ static int device_process(mx_kvstore *kv, int worker, int key)
     const int member = c->local_first + worker;
     const mx_kv_device *dv = &kv->dev[worker];
     float *merge = m->merge[worker] + k->offset;
-    MX_TRY(mx_comm_reduce_scatter(c, member, (const float *)dv->g + k->offset, merge, k->count, MX_F32));
     size_t lo, hi;
     mx_comm_shard(k->count, member, c->n, &lo, &hi);
+    if (kv->gc) MX_TRY(compressed_reduce(kv, worker, key, lo, hi, merge));
+    else MX_TRY(mx_comm_reduce_scatter(c, member, (const float *)dv->g + k->offset, merge, k->count, MX_F32));
     float *gathered = merge;
     if (kv->updater) {
         gathered = (float *)dv->w + k->offset;
         if (hi > lo) kv->updater(kv->updater_user, dv->be, key, lo, hi, gathered, m->mom[worker] + k->offset, merge);
     }
     MX_TRY(mx_comm_allgather(c, member, gathered, k->count, MX_F32));
-    /* What crossed between devices: the other members' shards of ours, then theirs. */
+    /* What crossed between devices: the other members' shards of ours (compressed: our
+     * payload to each of them), then theirs. */
     const double own = (double)(hi - lo), sz = sizeof(float);
-    mx_kv_count_bytes(kv, sz * (own * (c->n - 1) + ((double)k->count - own)));
+    const double pushed = kv->gc ? (double)mx_kv_gc_packed_bytes(kv, key) * (c->n - 1) : sz * own * (c->n - 1);
+    mx_kv_count_bytes(kv, pushed + sz * ((double)k->count - own));
     return MX_OK;
 }
 
@@ -87,13 +133,17 @@ static int device_pull(mx_kvstore *kv, int key, int dev)
 static void device_destroy(mx_kvstore *kv)
 {
     kv_device *m = kv->mode;
-    for (int d = 0; d < kv->ndev && m->mom && m->merge; d++) {
+    for (int d = 0; d < kv->ndev && m->mom && m->merge && m->slots && m->unpacked; d++) {
         mx_backend *be = kv->dev[d].be;
         if (m->mom[d]) be->ops->free(be, m->mom[d]);
         if (m->merge[d]) be->ops->free(be, m->merge[d]);
+        if (m->slots[d]) be->ops->free(be, m->slots[d]);
+        if (m->unpacked[d]) be->ops->free(be, m->unpacked[d]);
     }
     free(m->mom);
     free(m->merge);
+    free(m->slots);
+    free(m->unpacked);
     free(m);
 }
 
@@ -107,4 +157,5 @@ const mx_kvstore_ops mx_kv_device_ops = {
     .process = device_process,
     .pull = device_pull,
     .destroy = device_destroy,
+    .compresses = 1,
 };

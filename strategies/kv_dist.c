@@ -7,13 +7,18 @@
  * - dist_async: as dist_sync, but each server applies this worker's push at once and answers
  *   with the latest weights.
  * The receive of a pull is posted before its push is sent, straight into the host copy of
- * the weights; mx_kv_pull waits for it and copies to the device. */
+ * the weights; mx_kv_pull waits for it and copies to the device.
+ * With compression (kv_compress.c), as MXNet's KVStoreDist: the worker's summed gradient of
+ * each server part is compressed (the residual kept here, per part) and the payload is what
+ * is sent; the server decompresses it. Pulls come back uncompressed. */
 #include "cluster_mpi.h"
+#include "compressor.h"
 #include "kv_mode.h"
 #include "ps.h"
 #include "engine/status.h"
 #include "engine/timer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +35,10 @@ typedef struct {
     mx_ps_part *parts;      /* [nkeys][nservers] */
     size_t *stage_at;       /* [nkeys][nservers] offset in stage */
     MPI_Request *req;       /* [nkeys][nservers] pull receives in flight */
+    mx_kv_key *units;       /* compression: every key's parts, in key and part order */
+    int *unit_at;           /* [nkeys][nservers] a part's unit */
+    float *cstage;          /* compression: per part its payload and lr, the push's send buffer */
+    size_t *cstage_at;      /* [nkeys][nservers] offset in cstage */
     pthread_mutex_t pull_lock;
 } kv_dist;
 
@@ -98,13 +107,27 @@ static int dist_create_mode(mx_kvstore *kv, int device_reduce, int async)
     const size_t bound = mx_ps_bigarray_bound();
     MX_TRY(check_servers_used(kv, (int)S, bound));
     size_t staged = 0;
+    int nunits = 0;
+    const int gc = kv->opt.compression && strcmp(kv->opt.compression, "none") != 0;
+    m->units = gc ? malloc(sizeof *m->units * nk * S) : NULL;
+    m->unit_at = gc ? malloc(sizeof(int) * nk * S) : NULL;
+    m->cstage_at = gc ? malloc(sizeof(size_t) * nk * S) : NULL;
+    if (gc && (!m->units || !m->unit_at || !m->cstage_at))
+        return mx_error(MX_ENOMEM, "out of memory creating kvstore %s", kv->ops->name);
     for (int k = 0; k < kv->nkeys; k++) {
         m->nparts[k] = mx_ps_place(k, kv->keys[k].count, c->nservers, bound, &m->parts[k * S]);
         for (int p = 0; p < m->nparts[k]; p++) {
+            const mx_ps_part *pt = &m->parts[k * S + p];
             m->stage_at[k * S + p] = staged;
-            staged += m->parts[k * S + p].hi - m->parts[k * S + p].lo + 1;
+            staged += pt->hi - pt->lo + 1;
+            if (gc) {
+                m->unit_at[k * S + p] = nunits;
+                m->units[nunits++] = (mx_kv_key){kv->keys[k].offset + pt->lo, pt->hi - pt->lo, MX_F32};
+            }
         }
     }
+    /* the store's compressor then works on parts, each with its own residual */
+    if (gc) kv->gc_keys = m->units, kv->gc_nkeys = nunits;
     const size_t bytes = sizeof(float) * kv->total;
     m->w = m->host->ops->alloc(m->host, bytes);
     m->merge = m->host->ops->alloc(m->host, bytes);
@@ -138,13 +161,27 @@ static int dist_init(mx_kvstore *kv)
     }
     mx_backend *be0 = kv->dev[0].be;
     be0->ops->copy(be0, m->w, kv->dev[0].w, sizeof(float) * kv->total, MX_COPY_D2H);
+    if (kv->gc) { /* the compressor exists once the mode's create returned */
+        const size_t S = (size_t)c->nservers;
+        size_t at = 0;
+        for (int k = 0; k < kv->nkeys; k++)
+            for (int p = 0; p < m->nparts[k]; p++) {
+                m->cstage_at[k * S + p] = at;
+                at += mx_kv_gc_slot_floats(kv, m->unit_at[k * S + p]) + 2; /* lr, prescale */
+            }
+        if (!(m->cstage = m->host->ops->alloc(m->host, sizeof(float) * (at ? at : 1))))
+            return mx_error(MX_ENOMEM, "out of memory for compressed pushes (%zu floats)", at);
+    }
     if (c->index != 0) return MX_OK;
     const size_t desc_bytes = sizeof(mx_ps_setup) + sizeof(mx_ps_key_desc) * kv->nkeys;
     char *msg = calloc(1, desc_bytes);
     if (!msg) return mx_error(MX_ENOMEM, "out of memory for the key table");
-    const mx_ps_setup setup = {kv->nkeys, c->nworkers, m->async, kv->updater != NULL,
-                               kv->opt.opt ? kv->opt.opt->momentum : 0, kv->opt.opt ? kv->opt.opt->wd : 0,
-                               (int64_t)mx_ps_bigarray_bound()};
+    mx_ps_setup setup = {kv->nkeys, c->nworkers, m->async, kv->updater != NULL,
+                         kv->opt.opt ? kv->opt.opt->momentum : 0, kv->opt.opt ? kv->opt.opt->wd : 0,
+                         (int64_t)mx_ps_bigarray_bound(), "none", 0, 0};
+    snprintf(setup.compression, sizeof setup.compression, "%s", mx_kv_compression(kv));
+    setup.gc_threshold = kv->opt.gc_threshold;
+    setup.gc_topk_ratio = kv->opt.gc_topk_ratio;
     memcpy(msg, &setup, sizeof setup);
     mx_ps_key_desc *desc = (mx_ps_key_desc *)(msg + sizeof setup);
     for (int k = 0; k < kv->nkeys; k++) desc[k] = (mx_ps_key_desc){(int64_t)kv->keys[k].count, kv->opt.decay ? kv->opt.decay[k] : 0, 0};
@@ -199,12 +236,21 @@ static int dist_process(mx_kvstore *kv, int worker, int key)
         rc = MPI_Irecv(m->w + k->offset + pt->lo, (int)len, MPI_FLOAT, server, tag, m->comm, &m->req[key * S + p]);
         if (rc != MPI_SUCCESS) break;
         float *st = m->stage + m->stage_at[key * S + p];
-        memcpy(st, m->merge + k->offset + pt->lo, sizeof(float) * len);
-        st[len] = lr;
+        size_t nsend = len;
+        if (kv->gc) { /* the payload, whole floats of it, then the lr */
+            const int u = m->unit_at[key * S + p];
+            st = m->cstage + m->cstage_at[key * S + p];
+            mx_kv_gc_compress(kv, 0, u, m->merge + k->offset + pt->lo, st);
+            nsend = (mx_kv_gc_packed_bytes(kv, u) + sizeof(float) - 1) / sizeof(float);
+        } else {
+            memcpy(st, m->merge + k->offset + pt->lo, sizeof(float) * len);
+        }
+        st[nsend] = lr;
+        if (kv->gc) st[++nsend] = kv->gc->prescale; /* the server decodes at the worker's scale */
         MPI_Request sr;
-        rc = MPI_Isend(st, (int)len + 1, MPI_FLOAT, server, tag, m->comm, &sr);
+        rc = MPI_Isend(st, (int)nsend + 1, MPI_FLOAT, server, tag, m->comm, &sr);
         if (rc == MPI_SUCCESS) rc = mx_mpi_wait(&sr);
-        sent += sizeof(float) * (double)(len + 1);
+        sent += sizeof(float) * (double)(nsend + 1);
     }
     const double t1 = mx_now();
     pthread_mutex_lock(&kv->lock);
@@ -261,17 +307,20 @@ static void dist_destroy(mx_kvstore *kv)
         if (m->merge) h->ops->free(h, m->merge);
         if (m->tmp) h->ops->free(h, m->tmp);
         if (m->stage) h->ops->free(h, m->stage);
+        if (m->cstage) h->ops->free(h, m->cstage);
         mx_backend_destroy(h);
     }
     pthread_mutex_destroy(&m->pull_lock);
     free(m->nparts), free(m->parts), free(m->stage_at), free(m->req), free(m->dmerge);
+    free(m->units), free(m->unit_at), free(m->cstage_at);
     free(m);
 }
 
 #define DIST_MODE(var, mode_name, create_fn) \
     const mx_kvstore_ops var = {.name = mode_name, .create = create_fn, .nworkers = dist_nworkers, \
                                 .follows = dist_follows, .ready = mx_kv_all_pushed, .init = dist_init, \
-                                .process = dist_process, .pull = dist_pull, .destroy = dist_destroy};
+                                .process = dist_process, .pull = dist_pull, .destroy = dist_destroy, \
+                                .compresses = 1};
 DIST_MODE(mx_kv_dist_sync_ops, "dist_sync", dist_sync_create)
 DIST_MODE(mx_kv_dist_device_sync_ops, "dist_device_sync", dist_device_sync_create)
 DIST_MODE(mx_kv_dist_async_ops, "dist_async", dist_async_create)

@@ -29,6 +29,8 @@ typedef struct {
     /* Brings the processed key into device dev's weights (gradients without an updater). */
     int (*pull)(mx_kvstore *kv, int key, int dev);
     void (*destroy)(mx_kvstore *kv);
+    /* 1: the mode compresses its pushes when asked (kv->gc, kv_compress.c) */
+    int compresses;
 } mx_kvstore_ops;
 
 typedef struct {
@@ -53,6 +55,11 @@ struct mx_kvstore {
     mx_kv_push_hook hook;
     void *hook_user;
     void *mode;            /* mode-private state */
+    struct mx_compressor *gc; /* the pushes' compressor (NULL: none), residuals per device */
+    /* the units it compresses, each with its own residual: the key table (set by
+     * mx_kv_gc_create), or what the mode's create set (dist_*: each key's server parts) */
+    const mx_kv_key *gc_keys;
+    int gc_nkeys;
 
     /* ---- guarded by lock */
     pthread_mutex_t lock;
@@ -60,6 +67,9 @@ struct mx_kvstore {
     mx_kv_stats stats;
     mx_kv_span *spans;     /* work since the last reset, for the overlap figure */
     int nspans, capspans;
+    mx_kv_span *gc_spans;  /* compress and decompress work since the last reset */
+    double *gc_sumsq;      /* [ndev][nkeys] squared norm of each residual after its last push */
+    int ngc, capgc;
     int *pushed;           /* [ndev][nkeys] rounds pushed by each device */
     int *log;              /* [ndev][nkeys] ring of each device's pushes, in its order */
     long *logged;          /* [ndev] pushes appended to the ring */
@@ -72,6 +82,22 @@ struct mx_kvstore {
     int first_error;
     char errmsg[256];      /* the failing worker's message: mx_last_error is per thread */
 };
+
+/* ---- compression (kv_compress.c), for modes with .compresses */
+/* Creates kv->gc from kv->opt.compression (none: stays NULL) over kv->gc_keys, the units
+ * compressed one at a time (the key table unless the mode's create set its own; the mode
+ * owns that table's memory). Called after the mode's create. */
+int mx_kv_gc_create(mx_kvstore *kv);
+void mx_kv_gc_destroy(mx_kvstore *kv);
+/* Bytes of unit's packed payload, and the floats of a comm slot that holds it (padded to the
+ * comm's 16-element shard boundaries, so that n payloads all-gather as n equal shards). */
+size_t mx_kv_gc_packed_bytes(const mx_kvstore *kv, int unit);
+size_t mx_kv_gc_slot_floats(const mx_kvstore *kv, int unit);
+/* g (unit's values) into packed with party's residual (a device's, or 0 for a process's
+ * sum), timed; counts the unit's f32 bytes as raw and the payload as wire bytes. */
+void mx_kv_gc_compress(mx_kvstore *kv, int party, int unit, const float *g, void *packed);
+/* packed into out (unit's count values), timed. */
+void mx_kv_gc_decompress(mx_kvstore *kv, int unit, const void *packed, float *out);
 
 /* The synchronous policy: every device pushed round `round` of key. */
 int mx_kv_all_pushed(const mx_kvstore *kv, int key, int round);

@@ -103,6 +103,7 @@ void mx_kv_stats_reset(mx_kvstore *kv)
     pthread_mutex_lock(&kv->lock);
     memset(&kv->stats, 0, sizeof kv->stats);
     kv->nspans = 0;
+    kv->ngc = 0;
     pthread_mutex_unlock(&kv->lock);
 }
 
@@ -227,6 +228,7 @@ int mx_kv_create(mx_kvstore **out, const char *mode, mx_comm *comm, const mx_kv_
     int rc = ops->create(kv);
     if (rc < 0) return create_fail(kv, rc);
     kv->nworkers = ops->nworkers(kv);
+    if ((rc = mx_kv_gc_create(kv)) < 0) return create_fail(kv, rc);
     const size_t dk = (size_t)ndev * nkeys, wk = (size_t)kv->nworkers * nkeys;
     kv->pushed = calloc(dk, sizeof(int));
     kv->log = calloc(dk, sizeof(int));
@@ -264,6 +266,7 @@ void mx_kv_destroy(mx_kvstore *kv)
     pthread_mutex_unlock(&kv->lock);
     for (int w = 0; w < kv->started; w++) pthread_join(kv->threads[w], NULL);
     if (kv->mode) kv->ops->destroy(kv);
+    mx_kv_gc_destroy(kv);
     free(kv->keys);
     free(kv->dev);
     free(kv->pushed);
@@ -352,7 +355,10 @@ int mx_kv_push(mx_kvstore *kv, int key, int dev, size_t count)
     (*mine)++;
     kv->log[dev * kv->nkeys + kv->logged[dev] % kv->nkeys] = key;
     kv->logged[dev]++;
-    kv->stats.wire_bytes += wire;
+    if (!kv->gc) { /* a compressing mode counts what it packs (mx_kv_gc_compress) */
+        kv->stats.wire_bytes += wire;
+        kv->stats.raw_bytes += (double)k->count * (double)mx_dtype_size(k->dtype);
+    }
     kv->stats.pushes++;
     pthread_cond_broadcast(&kv->work);
     pthread_mutex_unlock(&kv->lock);

@@ -37,6 +37,10 @@ typedef struct {
     double bucket_mb;
     const mx_sgd *opt;
     const int *decay;
+    /* gradient compression of pushes (compressor.h): NULL or "none", or a compressor the
+     * mode supports, with 2bit's threshold and topk's ratio (0: the defaults) */
+    const char *compression;
+    double gc_threshold, gc_topk_ratio;
 } mx_kv_options;
 
 /* Applies one update to elements [lo, hi) of key: w and mom point at the key's start in the
@@ -55,7 +59,8 @@ typedef int (*mx_kv_push_hook)(void *user, int dev, int key, void *data, size_t 
 
 typedef struct {
     double bytes;      /* copied between devices and host by reductions, gathers and pulls */
-    double wire_bytes; /* pushed, as the push hook left them (what compression reduces) */
+    double wire_bytes; /* pushed, as the push hook left them or the compressor packed them */
+    double raw_bytes;  /* what the same pushes hold uncompressed (f32) */
     long pushes;
     /* dist_* modes: bytes this process sent to and received from other ranks, and the
      * thread-seconds spent sending pushes and waiting for pulls (all-reduces, for
@@ -72,6 +77,9 @@ void mx_kv_destroy(mx_kvstore *kv);
 const char *mx_kv_modes(void); /* "local|device", and the dist_* modes where built with MPI */
 /* Every mode mxbench knows, built or not (what the CLI accepts before saying what is built). */
 #define MX_KV_MODES_ALL "local|device|dist_sync|dist_device_sync|dist_async|dist_allreduce"
+/* Whether mode compresses pushes with compression ("none" always does): MX_EINVAL saying why
+ * not (local sums in host memory: nothing on a wire, and MXNet refuses it too). */
+int mx_kv_compression_check(const char *mode, const char *compression);
 /* 1 for a dist_* name (whether or not this build has it): such a mode runs under mpirun. */
 int mx_kv_mode_is_dist(const char *mode);
 
@@ -95,6 +103,17 @@ int mx_kv_push(mx_kvstore *kv, int key, int dev, size_t count);
 /* pull(key) into device dev's weight buffer (gradient buffer without an updater); waits for
  * every round dev pushed. */
 int mx_kv_pull(mx_kvstore *kv, int key, int dev, size_t count);
+
+/* Compression: its name ("none" without), the thread-seconds of compress and decompress work
+ * since the last reset and how much of it ran after cut (the end of backward), and the L2
+ * norm of every residual (what error feedback still owes; 0 without). */
+const char *mx_kv_compression(const mx_kvstore *kv);
+/* The step's gradients are means over n samples: compress them as their sums (n x), as
+ * MXNet's kvstore sees them, so that thresholds and half-precision ranges mean the same.
+ * Set between steps (no push in flight). */
+void mx_kv_set_grad_scale(mx_kvstore *kv, float n);
+void mx_kv_compression_time(mx_kvstore *kv, double cut, double *work, double *after);
+double mx_kv_residual_norm(const mx_kvstore *kv);
 
 mx_kv_stats mx_kv_stats_get(mx_kvstore *kv);
 void mx_kv_stats_reset(mx_kvstore *kv);

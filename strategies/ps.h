@@ -48,6 +48,10 @@ typedef struct {
     int32_t update;      /* 1: run SGD (else answer the summed gradient) */
     float momentum, wd;
     int64_t bound;
+    /* compression of the workers' pushes (compressor.h): "none", or the compressor whose
+     * payloads arrive, with its settings; servers decompress, and answer uncompressed */
+    char compression[8];
+    double gc_threshold, gc_topk_ratio; /* as the worker has them: the payload sizes must agree */
 } mx_ps_setup;
 
 typedef struct {

@@ -5,6 +5,7 @@
  * with each push as it comes and counts how stale it was. One thread: MPI messages are
  * handled one at a time, as ps-lite's server handles requests. */
 #include "cluster_mpi.h"
+#include "compressor.h"
 #include "ps.h"
 #include "comm.h"
 #include "engine/backend.h"
@@ -20,7 +21,10 @@ typedef struct {
     size_t len;
     mx_param param;  /* for the update: its decay flag and length */
     float *w, *mom;
-    float *slots;    /* [nworkers][len + 1]: each worker's push of the round, then its lr */
+    float *slots;    /* [nworkers][stride]: each worker's push of the round, then its lr */
+    size_t stride;   /* len + 1, or payload floats + 1 where that is more (compressed pushes) */
+    size_t payload;  /* floats of a compressed push's payload (0: pushes are f32 values) */
+    int unit;        /* its unit in the session's compressor */
     float *sum;      /* [len] */
     int arrived;
     long version;    /* updates applied */
@@ -38,6 +42,8 @@ typedef struct {
     int ntags;
     mx_backend *be;
     mx_ps_stats *st;
+    mx_compressor *gc; /* decompresses the pushes (NULL: uncompressed) */
+    float *unpacked;   /* one part's values, decompressed */
 } session;
 
 static void session_free(session *s)
@@ -49,6 +55,42 @@ static void session_free(session *s)
     free(s->parts);
     free(s->keys);
     free(s->part_of_tag);
+    mx_compressor_destroy(s->gc);
+    free(s->unpacked);
+}
+
+/* The compressor of the session's pushes over this server's parts, each a unit of its own
+ * (as the workers compress them). */
+static int setup_compression(session *s)
+{
+    s->setup.compression[sizeof s->setup.compression - 1] = '\0';
+    if (strcmp(s->setup.compression, "none") == 0 || !s->nparts) return MX_OK;
+    mx_kv_key *units = malloc(sizeof *units * s->nparts);
+    if (!units) return mx_error(MX_ENOMEM, "server: out of memory for %d parts", s->nparts);
+    size_t at = 0, largest = 0;
+    for (int i = 0; i < s->nparts; i++) {
+        units[i] = (mx_kv_key){at, s->parts[i].len, MX_F32};
+        at += s->parts[i].len;
+        if (s->parts[i].len > largest) largest = s->parts[i].len;
+    }
+    const mx_compressor_opts o = {s->setup.gc_threshold, s->setup.gc_topk_ratio};
+    int rc = mx_compressor_create(&s->gc, s->setup.compression, 1, units, s->nparts, &o);
+    free(units);
+    MX_TRY(rc);
+    if (!(s->unpacked = malloc(sizeof(float) * (largest ? largest : 1))))
+        return mx_error(MX_ENOMEM, "server: out of memory for decompression");
+    for (int i = 0; i < s->nparts; i++) {
+        server_part *sp = &s->parts[i];
+        sp->unit = i;
+        sp->payload = (s->gc->ops->packed_bytes(s->gc, sp->len) + sizeof(float) - 1) / sizeof(float);
+        if (sp->payload + 2 > sp->stride) { /* a compressed push: payload, lr, prescale */
+            sp->stride = sp->payload + 2;
+            float *grown = realloc(sp->slots, sizeof(float) * sp->stride * (s->setup.async ? 1 : s->c->nworkers));
+            if (!grown) return mx_error(MX_ENOMEM, "server: out of memory for compressed pushes");
+            sp->slots = grown;
+        }
+    }
+    return MX_OK;
 }
 
 /* Takes the key table and this server's share of the initial values. Returns 1 when worker
@@ -104,7 +146,8 @@ static int session_begin(session *s)
             sp->param = (mx_param){.count = sp->len, .dtype = MX_F32, .decay = s->keys[k].decay};
             sp->w = malloc(sizeof(float) * (sp->len + 1));
             sp->mom = calloc(sp->len + 1, sizeof(float));
-            sp->slots = malloc(sizeof(float) * (sp->len + 1) * (s->setup.async ? 1 : W));
+            sp->stride = sp->len + 1;
+            sp->slots = malloc(sizeof(float) * sp->stride * (s->setup.async ? 1 : W));
             sp->sum = malloc(sizeof(float) * (sp->len + 1));
             sp->last_pull = calloc(W, sizeof(long));
             if (!sp->w || !sp->mom || !sp->slots || !sp->sum || !sp->last_pull)
@@ -115,7 +158,7 @@ static int session_begin(session *s)
             s->st->bytes += sizeof(float) * (double)sp->len;
         }
     }
-    return MX_OK;
+    return setup_compression(s);
 }
 
 static int worker_of(const mx_cluster *c, int rank)
@@ -158,7 +201,7 @@ static void note_staleness(mx_ps_stats *st, long stale)
 static int handle_push(session *s, server_part *sp, int w, int tag, int first_part)
 {
     const int W = s->c->nworkers;
-    const size_t stride = sp->len + 1;
+    const size_t stride = sp->stride;
     if (s->setup.async) {
         note_staleness(s->st, sp->version - sp->last_pull[w]);
         if (s->setup.update) update(s, sp, sp->slots, sp->slots[sp->len]);
@@ -193,15 +236,22 @@ static int session_run(session *s)
         const int i = t >= 0 && t < s->ntags ? s->part_of_tag[t] : -1;
         int count = 0;
         MPI_Get_count(&ms, MPI_FLOAT, &count);
-        if (i < 0 || (size_t)count != s->parts[i].len + 1)
+        if (i < 0 || (size_t)count != (s->gc ? s->parts[i].payload + 2 : s->parts[i].len + 1))
             return mx_error(MX_EFORMAT, "server %d: unexpected message (tag %d, %d floats) from worker %d", c->index,
                             tag, count, w);
         server_part *sp = &s->parts[i];
-        float *slot = sp->slots + (s->setup.async ? 0 : (size_t)w * (sp->len + 1));
+        float *slot = sp->slots + (s->setup.async ? 0 : (size_t)w * sp->stride);
         rc = MPI_Recv(slot, count, MPI_FLOAT, ms.MPI_SOURCE, tag, s->comm, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) return mx_cluster_fail("server: receiving a push", rc);
         const double t0 = mx_now();
         s->st->bytes += sizeof(float) * (double)count;
+        if (s->gc) { /* payload, lr, prescale: the values take the slot's front, as uncompressed */
+            const float lr = slot[sp->payload];
+            s->gc->prescale = slot[sp->payload + 1] > 0 ? slot[sp->payload + 1] : 1;
+            s->gc->ops->decompress(s->gc, slot, sp->len, s->unpacked);
+            memcpy(slot, s->unpacked, sizeof(float) * sp->len);
+            slot[sp->len] = lr;
+        }
         rc = handle_push(s, sp, w, tag, i == 0);
         s->st->busy += mx_now() - t0;
         MX_TRY(rc);

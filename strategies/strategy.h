@@ -42,6 +42,10 @@ typedef struct {
     const char *partition;
     int micro_batches;
     const char *schedule;
+    /* data with a kvstore: the compressor of pushes (NULL or "none": none) and its settings
+     * (compressor.h; 0: the defaults) */
+    const char *compression;
+    double gc_threshold, gc_topk_ratio;
 } mx_strategy_config;
 
 /* What a strategy measured over the steps since it was created, per device and per

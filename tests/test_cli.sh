@@ -135,6 +135,14 @@ expect 2 "train model with a partition that does not cover the layers" --stderr 
 expect 2 "train model with a partition of the wrong length" --stderr "--partition 2,2,2: more than the 2 stages" -- "$MX" train --strategy model --gpus 2 --workload mlp --partition 2,2,2 "${S[@]}"
 expect 2 "train model with more micro-batches than samples" --stderr "64 micro-batches of a batch of 32" -- "$MX" train --strategy model --gpus 2 --batch 32 --micro-batches 64 "${S[@]}"
 expect 2 "train layer on more devices than the last layer's units" --stderr "layer strategy on 16 devices" --stderr "10 units" -- "$MX" train --strategy layer --gpus 16 --workload mlp --batch 32 "${S[@]}"
+# gradient compression: where nothing is exchanged, or MXNet refuses it, it is refused
+expect 2 "train --compression bogus" --stderr "'bogus'" --stderr "none|2bit|topk|fp16" -- "$MX" train --gpus 2 --compression bogus "${S[@]}"
+expect 2 "train --compression 2bit with local" --stderr "compression 2bit with kvstore local" --stderr "MXNet refuses it too" -- "$MX" train --gpus 2 --kvstore local --compression 2bit "${S[@]}"
+expect 2 "train --compression on one device" --stderr "--compression fp16 on one device: nothing is exchanged" -- "$MX" train --compression fp16 "${S[@]}"
+expect 2 "train --compression with model" --stderr "--compression topk with --strategy model" -- "$MX" train --strategy model --gpus 2 --compression topk "${S[@]}"
+expect 2 "train --threshold without 2bit" --stderr "--threshold 0.3 applies to --compression 2bit, not fp16" -- "$MX" train --gpus 2 --compression fp16 --threshold 0.3 "${S[@]}"
+expect 2 "train --topk-ratio 0" --stderr "topk ratio 0: accepted above 0 and at most 1" -- "$MX" train --gpus 2 --compression topk --topk-ratio 0 "${S[@]}"
+expect 2 "train --threshold 0" --stderr "2bit threshold 0: accepted above 0" -- "$MX" train --gpus 2 --compression 2bit --threshold 0 "${S[@]}"
 expect 2 "train --warmup-steps past the epoch's steps" --stderr "--warmup-steps 40 leaves no timed step of the 32 steps" -- "$MX" train --warmup-steps 40 --epochs 1 --dataset synthetic
 expect 2 "sweep --epochs with --steps" --stderr "--epochs 2 and --steps 3: give one of them" -- "$MX" sweep --epochs 2 --steps 3 --dataset synthetic --out "$T/never.h5"
 expect 2 "sweep --threads-per-device 0" --stderr "--threads-per-device: 0 is out of range; accepted 1..256" -- "$MX" sweep --threads-per-device 0 "${S[@]}" --out "$T/never.h5"

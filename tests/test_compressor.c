@@ -28,7 +28,7 @@ static void check_kind(const char *kind, const char *mode, int ndev, double byte
     mx_compressor *c = NULL;
     int rc = mx_comm_create(&comm, "threads", ndev);
     if (rc == MX_OK) rc = mx_kv_create(&kv, mode, comm, keys, NKEYS, NULL);
-    if (rc == MX_OK) rc = mx_compressor_create(&c, kind, ndev, keys, NKEYS);
+    if (rc == MX_OK) rc = mx_compressor_create(&c, kind, ndev, keys, NKEYS, NULL);
     for (int d = 0; d < ndev; d++) {
         mx_backend_create(&be[d], "cpu", d, 1);
         w[d] = be[d]->ops->alloc(be[d], sizeof(float) * TOTAL);
@@ -77,13 +77,13 @@ static void check_kind(const char *kind, const char *mode, int ndev, double byte
 static void check_registry_and_errors(void)
 {
     mx_compressor *c = NULL;
-    CHECK(mx_compressor_create(&c, "2bit-typo", 2, keys, NKEYS) == MX_EINVAL && strstr(mx_last_error(), "'2bit-typo'") &&
+    CHECK(mx_compressor_create(&c, "2bit-typo", 2, keys, NKEYS, NULL) == MX_EINVAL && strstr(mx_last_error(), "'2bit-typo'") &&
               strstr(mx_last_error(), "none|fp16"),
           "an unknown compressor is refused naming it and the accepted ones: %s", mx_last_error());
     const mx_kv_key half[1] = {{0, 8, MX_F16}};
-    CHECK(mx_compressor_create(&c, "fp16", 2, half, 1) == MX_EINVAL && strstr(mx_last_error(), "f16"),
+    CHECK(mx_compressor_create(&c, "fp16", 2, half, 1, NULL) == MX_EINVAL && strstr(mx_last_error(), "f16"),
           "a non-f32 key is refused: %s", mx_last_error());
-    CHECK(mx_compressor_create(&c, "fp16", 2, keys, NKEYS) == MX_OK, "%s", mx_last_error());
+    CHECK(mx_compressor_create(&c, "fp16", 2, keys, NKEYS, NULL) == MX_OK, "%s", mx_last_error());
     float data[300];
     double wire = 0;
     CHECK(mx_compressor_push(c, 0, 1, data, 299, MX_F32, &wire) == MX_EINVAL && strstr(mx_last_error(), "299"),

@@ -189,8 +189,9 @@ static void test_study(const char *dir, mx_plot_report *rep)
     CHECK(rc == 0 && res.nruns == 7, "loading %s: %s (%d runs)", h5, mx_last_error(), res.nruns);
     if (rc != 0) return;
     rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
-    CHECK(rc == MX_NPLOTS - 1, "mx_plot_results_report returned %d: %s", rc, mx_last_error());
-    check_figures(outdir, rep, BIT(MX_PLOT_STALENESS));
+    /* nothing compressed and no AMP: no compression figure */
+    CHECK(rc == MX_NPLOTS - 2, "mx_plot_results_report returned %d: %s", rc, mx_last_error());
+    check_figures(outdir, rep, BIT(MX_PLOT_STALENESS) | BIT(MX_PLOT_COMPRESSION));
 
     snprintf(path, sizeof path, "%s/data/breakdown.dat", outdir);
     CHECK(count_lines(path, "\"") == 6, "%s: %d bars, expected the 6 ok runs", path, count_lines(path, "\""));
@@ -213,7 +214,7 @@ static void test_study(const char *dir, mx_plot_report *rep)
     snprintf(path, sizeof path, "%s/data/memory.dat", outdir);
     CHECK(count_lines(path, "\"") == 2, "%s: expected a line per strategy", path);
     snprintf(path, sizeof path, "%s/data/replot.sh", outdir);
-    CHECK(count_lines(path, "gnuplot ") == 2 * (MX_NPLOTS - 1),
+    CHECK(count_lines(path, "gnuplot ") == 2 * (MX_NPLOTS - 2),
           "%s: expected one gnuplot command per figure and format", path);
     mx_results_free(&res);
 }
@@ -231,7 +232,7 @@ static void test_single_run(const char *dir, mx_plot_report *rep)
     char outdir[4200];
     snprintf(outdir, sizeof outdir, "%s/single", dir);
     int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
-    const unsigned absent = BIT(MX_PLOT_STALENESS) | BIT(MX_PLOT_MOVED) | BIT(MX_PLOT_BUBBLE);
+    const unsigned absent = BIT(MX_PLOT_STALENESS) | BIT(MX_PLOT_MOVED) | BIT(MX_PLOT_BUBBLE) | BIT(MX_PLOT_COMPRESSION);
     CHECK(rc == MX_NPLOTS - popcount(absent), "single run: returned %d: %s", rc, mx_last_error());
     check_figures(outdir, rep, absent);
     mx_results_free(&res);
@@ -273,8 +274,8 @@ static void test_dist(const char *dir, mx_plot_report *rep)
     char outdir[4200], path[4300];
     snprintf(outdir, sizeof outdir, "%s/dist", dir);
     int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
-    CHECK(rc == MX_NPLOTS - 1, "dist study: returned %d: %s", rc, mx_last_error());
-    check_figures(outdir, rep, BIT(MX_PLOT_BUBBLE));
+    CHECK(rc == MX_NPLOTS - 2, "dist study: returned %d: %s", rc, mx_last_error());
+    check_figures(outdir, rep, BIT(MX_PLOT_BUBBLE) | BIT(MX_PLOT_COMPRESSION));
     snprintf(path, sizeof path, "%s/data/staleness.dat", outdir);
     char *text = slurp(path);
     CHECK(text && strstr(text, "\"data-parallel, kv dist_async\"") && !strstr(text, "dist_sync") &&
@@ -296,10 +297,47 @@ static void test_dist(const char *dir, mx_plot_report *rep)
         for (int k = MX_COUNTER_STALENESS_MEAN; k <= MX_COUNTER_STALENESS_MAX; k++) res.runs[i].metrics[k] = NAN;
     rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
     snprintf(path, sizeof path, "%s/staleness.png", outdir);
-    CHECK(rc == MX_NPLOTS - 2 && !rep->drawn[MX_PLOT_STALENESS] && strstr(rep->skipped[MX_PLOT_STALENESS], "dist_async") &&
+    CHECK(rc == MX_NPLOTS - 3 && !rep->drawn[MX_PLOT_STALENESS] && strstr(rep->skipped[MX_PLOT_STALENESS], "dist_async") &&
               !file_exists(path),
           "dist_async without staleness: returned %d, skip message '%s', stale figure %d", rc,
           rep->skipped[MX_PLOT_STALENESS], file_exists(path));
+    mx_results_free(&res);
+}
+
+/* A study of compressors: one device (no kvstore, nothing on the wire), then 2 devices with
+ * none, fp16 and 2bit. The compression figure has a bar and a point for each run with a
+ * kvstore, labelled by its compressor, and the one-device run is left out. */
+static void test_compression(const char *dir, mx_plot_report *rep)
+{
+    static const char *const gc[3] = {"none", "fp16", "2bit"};
+    static const double ratio[3] = {1, 0.5, 0.0625};
+    mx_results res;
+    memset(&res, 0, sizeof res);
+    res.schema_version = MX_RESULTS_SCHEMA_VERSION;
+    res.runs = calloc(4, sizeof *res.runs);
+    make_run(&res.runs[res.nruns++], 0, "data", "none", 1);
+    snprintf(res.runs[0].kvstore, sizeof res.runs[0].kvstore, "none");
+    for (int i = 0; i < 3; i++) {
+        mx_run_record *r = &res.runs[res.nruns];
+        make_run(r, res.nruns++, "data", "none", 2);
+        snprintf(r->compression, sizeof r->compression, "%s", gc[i]);
+        r->metrics[MX_COUNTER_WIRE_BYTES] = 1.7e6 * ratio[i];
+        r->metrics[MX_COUNTER_WIRE_RATIO] = ratio[i];
+    }
+    mx_records_derive_scaling(res.runs, res.nruns);
+    char outdir[4200], path[4300];
+    snprintf(outdir, sizeof outdir, "%s/gc", dir);
+    int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
+    CHECK(rc > 0 && rep->drawn[MX_PLOT_COMPRESSION], "compression study: returned %d (%s), figure drawn %d", rc,
+          mx_last_error(), rep->drawn[MX_PLOT_COMPRESSION]);
+    snprintf(path, sizeof path, "%s/data/compression.dat", outdir);
+    char *text = slurp(path);
+    CHECK(text && count_lines(path, "0 \"") + count_lines(path, "1 \"") + count_lines(path, "2 \"") == 3 &&
+              strstr(text, "fp16") && strstr(text, "2bit") && strstr(text, " 0.0625 ") && !strstr(text, "3 \""),
+          "%s: expected the three 2-device runs, labelled by compressor:\n%s", path, text ? text : "");
+    free(text);
+    snprintf(path, sizeof path, "%s/compression.png", outdir);
+    CHECK(file_exists(path), "%s missing", path);
     mx_results_free(&res);
 }
 
@@ -378,6 +416,7 @@ int main(void)
     test_single_run(dir, rep);
     test_dist(dir, rep);
     test_no_ok_runs(dir, rep);
+    test_compression(dir, rep);
     test_errors(dir, &probe);
     mx_results_free(&probe);
     free(rep);

@@ -181,6 +181,15 @@ grep -q 'mlp model x1 .* m=2 1f1b' "$T/a2.out" &&
     pass "model rows are labelled with their micro-batches and schedule" ||
     fail "sweep --dry-run (a2): expected a row labelled 'm=2 1f1b': $plan"
 
+# compression: a one-device row compresses nothing (planned once, the first point of every
+# compressor's series); local refuses it, so those rows are skipped with the reason
+"$MX" sweep --gpus 1,2 --kvstore local,device --compression none,fp16,2bit --workload mlp --dataset synthetic \
+    --steps 10 --dry-run --out "$T/gc.h5" >"$T/gc.out" 2>&1
+n1=$(grep -c 'mlp data x1 ' "$T/gc.out") nskip=$(grep -c 'kv=local .*gc=.*skipped: compression .* with kvstore local' "$T/gc.out")
+[ "$n1" = 1 ] && [ "$nskip" = 2 ] && grep -q 'kv=device .*gc=2bit$' "$T/gc.out" &&
+    pass "compression axis: one x1 row, local rows with a compressor skipped with the reason, device rows planned" ||
+    fail "sweep --dry-run --compression: $n1 x1 rows (expected 1), $nskip skipped local rows (expected 2): $(cat "$T/gc.out")"
+
 # ---- (b) crash safety: kill -9 mid-sweep, then --resume
 section "(b) kill -9 during a sweep of 6 runs, then --resume"
 C=$T/crash.h5

@@ -240,8 +240,14 @@ static void test_axes(const char *schema)
             snprintf(ax.store[i], sizeof ax.store[i], "%s", v);
         }
         /* an option of one strategy (the pipeline's) is planned on that strategy's rows */
-        if (a->child == MX_CHILD_IF_DIFFERS)
+        /* a compressor's setting on that compressor's rows (data, 2 devices) */
+        if (strncmp(a->name, "gc_", 3) == 0) {
+            snprintf(ax.store[mx_sweep_axis_index("gpus")], sizeof ax.store[0], "2");
+            snprintf(ax.store[mx_sweep_axis_index("compression")], sizeof ax.store[0], "%s",
+                     strcmp(a->name, "gc_threshold") == 0 ? "2bit" : "topk");
+        } else if (a->child == MX_CHILD_IF_DIFFERS) {
             snprintf(ax.store[mx_sweep_axis_index("strategy")], sizeof ax.store[0], "model");
+        }
         mx_run_record *runs = NULL;
         int n = 0;
         CHECK(mx_sweep_plan(&ax, &runs, &n) == MX_OK && n == 1, "axis %s: planning one run gave %d", a->name, n);

@@ -1,0 +1,72 @@
+/* The figure of what trading precision for bytes buys and costs: for each data-parallel run
+ * with a kvstore, the gradient bytes its pushes put on the wire per step (as sent: compressed
+ * payloads) and its final test accuracy, one bar and one point per run, labelled by what
+ * varies (compression, precision, kvstore, device count). Drawn by plots/compression.gp
+ * when some ok run compressed its gradients or ran mixed precision. */
+#include "plot_internal.h"
+#include "engine/status.h"
+#include "results/stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int keep(const mx_run_record *r) { return isfinite(r->metrics[MX_COUNTER_WIRE_BYTES]); }
+
+static int trades_precision(const mx_run_record *r)
+{
+    return strcmp(r->compression, "none") != 0 || strcmp(r->amp, "off") != 0;
+}
+
+int plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+{
+    const run_set *s = &c->set;
+    const mx_run_record **runs = calloc((size_t)s->nuniq + 1, sizeof *runs);
+    char(*labels)[LABEL_MAX] = calloc((size_t)s->nuniq + 1, sizeof *labels);
+    int n = 0, any = 0, hasacc = 0, rc = 0;
+    if (!runs || !labels) {
+        rc = mx_error(MX_ENOMEM, "out of memory while plotting");
+        goto done;
+    }
+    for (int i = 0; i < s->nuniq; i++)
+        if (keep(s->uniq[i])) {
+            runs[n++] = s->uniq[i];
+            any |= trades_precision(s->uniq[i]);
+            hasacc |= isfinite(s->uniq[i]->final_test_acc);
+        }
+    if (!any) { /* a study without compression or AMP has nothing to compare: no message */
+        why[0] = '\0';
+        (void)nwhy;
+        goto done;
+    }
+    plot_unique_labels(runs, n, 1, labels);
+    FILE *f = plot_open_data(c, "compression.dat", "gradient bytes on the wire per step and final test accuracy, one "
+                                                   "row per run with a kvstore");
+    if (!f) {
+        rc = MX_EIO;
+        goto done;
+    }
+    fputs("# columns: index \"label\" wire_MB_per_step wire_ratio test_acc acc_low acc_high (95% Wilson interval)\n",
+          f);
+    for (int i = 0; i < n; i++) {
+        const mx_run_record *r = runs[i];
+        double lo = r->final_test_acc, hi = lo;
+        if (isfinite(lo)) mx_stats_wilson_ci95(r->final_test_acc, r->test_samples, &lo, &hi);
+        if (!isfinite(lo) || !isfinite(hi)) lo = hi = r->final_test_acc;
+        fprintf(f, "%d \"%s\"", i, labels[i]);
+        plot_put_num(f, r->metrics[MX_COUNTER_WIRE_BYTES] * 1e-6);
+        plot_put_num(f, r->metrics[MX_COUNTER_WIRE_RATIO]);
+        plot_put_num(f, r->final_test_acc), plot_put_num(f, lo), plot_put_num(f, hi);
+        fputc('\n', f);
+    }
+    rc = plot_close_data(c, f, "compression.dat");
+    if (rc == 0) {
+        rc = 1;
+        vars_int(v, "nruns", n);
+        vars_int(v, "hasacc", hasacc);
+        plot_canvas_vars(v, n);
+    }
+done:
+    free(runs), free(labels);
+    return rc;
+}

@@ -14,7 +14,8 @@ load 'style.gp'
 
 set multiplot layout 2,1 title "Gradient bytes on the wire per step, and accuracy, per compression and precision\n" . title
 set xrange [-0.6:nruns-0.4]
-set xtics rotate by -25 left font ',9'
+set xtics rotate by -30 left font ',9'
+set bmargin 7
 set style fill solid 0.6 border -1
 set boxwidth 0.6
 set grid ytics

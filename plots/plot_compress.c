@@ -11,7 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int keep(const mx_run_record *r) { return isfinite(r->metrics[MX_COUNTER_WIRE_BYTES]); }
+/* Runs that exchanged gradients between devices or workers (a dist_* run of one worker
+ * pushes to its server, but is a series' first point, not a comparison of compressors). */
+static int keep(const mx_run_record *r)
+{
+    return isfinite(r->metrics[MX_COUNTER_WIRE_BYTES]) && (r->gpus > 1 || r->workers > 1);
+}
+
+/* A short label: kvstore, compressor with its setting, precision, and the device count when
+ * the kept runs differ in it. */
+static void label(const mx_run_record *r, int with_gpus, char *buf, size_t n)
+{
+    int len = snprintf(buf, n, "%s %s", r->kvstore, r->compression);
+    if (strcmp(r->compression, "2bit") == 0) len += snprintf(buf + len, n - (size_t)len, " %g", r->gc_threshold);
+    if (strcmp(r->compression, "topk") == 0) len += snprintf(buf + len, n - (size_t)len, " %g", r->gc_topk_ratio);
+    if (strcmp(r->amp, "off") != 0) len += snprintf(buf + len, n - (size_t)len, " amp %s", r->amp);
+    if (with_gpus) snprintf(buf + len, n - (size_t)len, " x%d", r->gpus);
+}
 
 static int trades_precision(const mx_run_record *r)
 {
@@ -39,7 +55,9 @@ int plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         (void)nwhy;
         goto done;
     }
-    plot_unique_labels(runs, n, 1, labels);
+    int with_gpus = 0;
+    for (int i = 1; i < n; i++) with_gpus |= runs[i]->gpus != runs[0]->gpus;
+    for (int i = 0; i < n; i++) label(runs[i], with_gpus, labels[i], LABEL_MAX);
     FILE *f = plot_open_data(c, "compression.dat", "gradient bytes on the wire per step and final test accuracy, one "
                                                    "row per run with a kvstore");
     if (!f) {
@@ -64,7 +82,8 @@ int plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         rc = 1;
         vars_int(v, "nruns", n);
         vars_int(v, "hasacc", hasacc);
-        plot_canvas_vars(v, n);
+        vars_int(v, "width", n > 8 ? 1150 : 900);
+        vars_int(v, "height", 760);
     }
 done:
     free(runs), free(labels);

@@ -62,3 +62,30 @@ fmt() { # printf format, value (nan prints as -)
 }
 scale() { awk -v x="$1" -v k="$2" 'BEGIN {print x == "nan" ? "nan" : x * k}'; }
 
+
+# The opening every benchmark shares: out/NAME/ for the log (this script's stdout and stderr
+# are copied there) and the runs' stderr, a scratch directory TMP (removed at exit unless
+# keep is 1), the load, a Release build of mxbench in BUILD, and the lines that say what ran
+# where. Sets OUT, TMP, STAMP, LOG, ERR, NCPU and MX.
+bench_start() { # name keep
+    OUT=out/$1
+    mkdir -p "$OUT"
+    TMP=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+    # shellcheck disable=SC2064 # TMP is fixed now
+    (($2)) || trap "rm -rf '$TMP'" EXIT
+    STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+    LOG=$OUT/$1-$STAMP.txt ERR=$OUT/stderr-$STAMP.log
+    : >"$ERR"
+    exec > >(tee "$LOG") 2>&1
+    NCPU=$(nproc)
+    echo "uptime: $(uptime)"
+    high_load && echo "warning: load average $(load1) on $NCPU cores: other processes compete for the cores; rerun on a quiet machine"
+    if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUILD" -j"$NCPU" --target mxbench; } >"$OUT/build.log" 2>&1; then
+        echo "$1.sh: building mxbench failed; the log is $OUT/build.log:" >&2
+        tail -20 "$OUT/build.log" >&2
+        exit 1
+    fi
+    MX=$BUILD/harness/mxbench
+    echo "mxbench: $MX ($(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ', with uncommitted changes'))"
+    echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $NCPU cores; $STAMP"
+}

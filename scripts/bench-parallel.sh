@@ -66,28 +66,9 @@ for m in "${MB[@]}"; do
     ((m <= BATCH)) || { echo "bench-parallel.sh: $m micro-batches exceed the batch $BATCH" >&2; exit 2; }
 done
 
-OUT=out/bench-parallel
-mkdir -p "$OUT"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench-parallel.XXXXXX")
-((KEEP)) || trap 'rm -rf "$TMP"' EXIT
-STAMP=$(date -u +%Y%m%dT%H%M%SZ)
-LOG=$OUT/bench-parallel-$STAMP.txt ERR=$OUT/stderr-$STAMP.log
-: >"$ERR"
-exec > >(tee "$LOG") 2>&1
-NCPU=$(nproc)
 # shellcheck source=scripts/bench-lib.sh
 . scripts/bench-lib.sh
-
-echo "uptime: $(uptime)"
-high_load && echo "warning: load average $(load1) on $NCPU cores: other processes compete for the cores; rerun on a quiet machine"
-if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUILD" -j"$NCPU" --target mxbench; } >"$OUT/build.log" 2>&1; then
-    echo "bench-parallel.sh: building mxbench failed; the log is $OUT/build.log:" >&2
-    tail -20 "$OUT/build.log" >&2
-    exit 1
-fi
-MX=$BUILD/harness/mxbench
-echo "mxbench: $MX ($(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ', with uncommitted changes'))"
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $NCPU cores; $STAMP"
+bench_start bench-parallel "$KEEP"
 env | grep -E '^(OMP|GOMP|OPENBLAS)_' | sed 's/^/environment: /' || true
 echo "settings: $WORKLOAD, synthetic data, global batch $BATCH, --rounds $ROUNDS --steps $STEPS --warmup $WARMUP, 1 thread per device, lr 0.01"
 

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# What gradient compression buys and costs, measured side by side (figures, never pass/fail):
+# data parallelism on 2 devices (device kvstore) with each compressor against none in the
+# same round: bytes pushed per step as sent and their ratio to none's, the compress and
+# decompress work per step, and the step time's ratio to none's.
+# Output: stdout and a copy under out/bench-compression/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() {
+    cat <<EOF2
+usage: scripts/bench-compression.sh [options]
+
+Builds mxbench (Release), then trains WORKLOAD on synthetic data with a global batch of
+BATCH on 2 devices (CPU workers, 1 thread each, device kvstore) with --compression none,
+fp16, 2bit and topk. Every round runs each configuration once, the order rotating from round
+to round. It prints, as medians over the rounds:
+  - samples/s (median step) and the step time's ratio to none's in the same round;
+  - wire MB per step (pushes as sent) and their ratio to none's;
+  - compress and decompress thread-seconds per step, and the compress phase (the part after
+    backward, which lengthens the step).
+
+options:
+  --rounds N        rounds (default $ROUNDS)
+  --steps N         timed steps per run (default $STEPS)
+  --warmup N        untimed leading steps per run (default $WARMUP)
+  --workload NAME   mlp, lenet or resnet18 (default $WORKLOAD)
+  --batch N         global batch (default $BATCH)
+  --threshold X     2bit's threshold (default $THRESHOLD)
+  --topk-ratio X    topk's ratio (default $RATIO)
+  --build DIR       CMake build directory (default $BUILD)
+  -h, --help        this text
+EOF2
+}
+
+ROUNDS=3 STEPS=6 WARMUP=2 WORKLOAD=resnet18 BATCH=64 THRESHOLD=0.5 RATIO=0.01 BUILD=out/bench-compression/build
+need_int() {
+    if ! [[ ${2-} =~ ^[0-9]+$ ]] || (($2 < $3)); then
+        echo "bench-compression.sh: $1 '${2-}': expected an integer >= $3" >&2
+        exit 2
+    fi
+}
+while (($#)); do
+    case $1 in
+    --rounds) need_int --rounds "${2-}" 1; ROUNDS=$2; shift ;;
+    --steps) need_int --steps "${2-}" 1; STEPS=$2; shift ;;
+    --warmup) need_int --warmup "${2-}" 0; WARMUP=$2; shift ;;
+    --workload) WORKLOAD=${2:?--workload needs a name}; shift ;;
+    --batch) need_int --batch "${2-}" 2; BATCH=$2; shift ;;
+    --threshold) THRESHOLD=${2:?--threshold needs a value}; shift ;;
+    --topk-ratio) RATIO=${2:?--topk-ratio needs a value}; shift ;;
+    --build) BUILD=${2:?--build needs a directory}; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "bench-compression.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+[[ $WORKLOAD =~ ^(mlp|lenet|resnet18)$ ]] || { echo "bench-compression.sh: workload '$WORKLOAD': expected mlp, lenet or resnet18" >&2; exit 2; }
+
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+bench_start bench-compression 0
+echo "settings: $WORKLOAD, synthetic data, global batch $BATCH on 2 devices (device kvstore), --rounds $ROUNDS --steps $STEPS --warmup $WARMUP, 1 thread per device, lr 0.01; 2bit threshold $THRESHOLD, topk ratio $RATIO"
+
+CONFIGS=("none" "fp16" "2bit --threshold $THRESHOLD" "topk --topk-ratio $RATIO")
+FIELDS="throughput step_time_median wire_bytes_per_step compress_time status"
+NAN_ROW="nan nan nan nan nan"
+run_one() { # appends the figures of FIELDS (status aside), then the compress phase, to $TMP/<name>
+    local name opts f vals phase
+    read -r name opts <<<"$1"
+    f=$TMP/$name-$ROUND.h5
+    # shellcheck disable=SC2086 # opts are words
+    if ! "$MX" train --gpus 2 --threads-per-device 1 --kvstore device --compression "$name" $opts \
+        --workload "$WORKLOAD" --dataset synthetic --batch "$BATCH" --lr 0.01 --steps $((STEPS + WARMUP)) \
+        --warmup-steps "$WARMUP" --quiet --record "$f" --force >/dev/null 2>>"$ERR"; then
+        printf '  round %d %-6s failed; see %s\n' "$ROUND" "$name" "$ERR"
+        echo "$NAN_ROW" >>"$TMP/$name"
+        return 0
+    fi
+    # shellcheck disable=SC2086
+    vals=$(csv_get "$f" $FIELDS)
+    if [[ ${vals##* } != ok ]]; then
+        printf '  round %d %-6s status %s, left out\n' "$ROUND" "$name" "${vals##* }"
+        echo "$NAN_ROW" >>"$TMP/$name"
+        return 0
+    fi
+    # the compress phase: the median over the timed steps of its phase_time column
+    phase=$(h5dump -d /runs/r0000/phase_time "$f" 2>/dev/null | awk -v w="$WARMUP" '
+        /\([0-9]+,0\):/ { gsub(/[(),:]/, " "); if ($1 >= w) print $NF }' | sort -g |
+        awk '{v[NR] = $1} END {if (!NR) print "nan"; else print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
+    echo "${vals% *} ${phase:-nan}" >>"$TMP/$name"
+    printf '  round %d %-6s %s samples/s\n' "$ROUND" "$name" "${vals%% *}"
+}
+echo
+echo "runs: $ROUNDS round(s) of ${#CONFIGS[@]}; each round starts further along the list, odd rounds run it backwards"
+interleave_rounds
+
+echo
+echo "results: medians over $ROUNDS round(s); ratios are per round, against none in the same round"
+printf '%-6s %10s %10s %10s %9s %9s %10s %10s\n' config samples/s "step ms" "vs none" "wire MB" "vs none" "gc ms" \
+    "phase ms"
+for c in "${CONFIGS[@]}"; do
+    read -r name _ <<<"$c"
+    f=$TMP/$name
+    printf '%-6s %10s %10s %10s %9s %9s %10s %10s\n' "$name" "$(fmt %.1f "$(med "$f" 1)")" \
+        "$(fmt %.1f "$(scale "$(med "$f" 2)" 1e3)")" "$(fmt %.3f "$(med_ratio "$f" 2 "$TMP/none" 2 1)")" \
+        "$(fmt %.3f "$(scale "$(med "$f" 3)" 1e-6)")" "$(fmt %.4f "$(med_ratio "$f" 3 "$TMP/none" 3 1)")" \
+        "$(fmt %.1f "$(scale "$(med "$f" 4)" 1e3)")" "$(fmt %.1f "$(scale "$(med "$f" 5)" 1e3)")"
+done
+echo "expected bytes: fp16 1/2, 2bit about 1/16, topk at 1% about 1/50 (8 bytes per value sent)"
+echo "uptime at the end: $(uptime)"
+high_load && echo "warning: load average $(load1) on $NCPU cores: figures are unreliable; rerun on a quiet machine"
+echo "this output: $LOG; stderr of the runs: $ERR"

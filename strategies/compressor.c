@@ -3,6 +3,7 @@
 #include "engine/limits.h"
 #include "engine/status.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,18 @@ int mx_compressor_create(mx_compressor **out, const char *name, int ndev, const 
     }
     *out = c;
     return MX_OK;
+}
+
+double mx_compressor_residual_norm(const mx_compressor *c)
+{
+    if (!c || !c->ops->error_feedback) return 0;
+    size_t total = 0; /* the residual's extent, as create laid it out; gaps stay 0 */
+    for (int k = 0; k < c->nkeys; k++)
+        if (c->keys[k].offset + c->keys[k].count > total) total = c->keys[k].offset + c->keys[k].count;
+    double ss = 0; /* in double: millions of small squares would lose digits in f32 */
+    for (int d = 0; d < c->ndev; d++)
+        for (size_t i = 0; i < total; i++) ss += (double)c->residual[d][i] * c->residual[d][i];
+    return sqrt(ss);
 }
 
 int mx_compressor_push(void *user, int dev, int key, void *data, size_t count, mx_dtype dtype, double *wire_bytes)

@@ -49,6 +49,11 @@ struct mx_compressor {
 int mx_compressor_create(mx_compressor **out, const char *name, int ndev, const mx_kv_key *keys, int nkeys,
                          const mx_compressor_opts *opts);
 void mx_compressor_destroy(mx_compressor *c);
+/* The L2 norm of the residuals over all devices and keys (0 for a kind without error
+ * feedback): what error feedback still owes the receivers, for the record. In the units the
+ * residual is kept in (the prescaled gradient, as the threshold). It reads every residual,
+ * so call it between steps, while no device pushes. */
+double mx_compressor_residual_norm(const mx_compressor *c);
 /* The kinds built, "none|fp16|2bit|topk". */
 const char *mx_compressor_names(void);
 

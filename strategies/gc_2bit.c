@@ -4,7 +4,11 @@
  * and the residual gains threshold, otherwise nothing is sent (00) and the residual keeps
  * it. 16 values per 32-bit word, laid out as MXNet's quantize_2bit packs them: value j of a
  * block of 16 takes byte j/4 of the word (in memory order), its two bits from the byte's
- * most significant end (j%4 = 0: bits 7-6, ..., j%4 = 3: bits 1-0). The residual and the
+ * most significant end (j%4 = 0: bits 7-6, ..., j%4 = 3: bits 1-0). MXNet's word is a float
+ * it addresses byte by byte, so what is shared is this byte order; read as a uint32 on a
+ * little-endian host, value j's code sits at bits 8(j/4) + 7 - 2(j%4) and the one below
+ * (value 0 at bits 7-6, value 3 at 1-0, value 4 at 15-14, value 15 at 25-24). The decoder
+ * reads the same bytes, so codes and decoded values agree on any host. The residual and the
  * threshold are in the units of the compressor's prescale (the step's sum, as in MXNet). */
 #include "compressor.h"
 

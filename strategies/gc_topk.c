@@ -6,13 +6,20 @@
  * (for non-negative floats the bits order as the values do), four passes of 8 bits. */
 #include "compressor.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 static size_t topk_k(const mx_compressor *c, size_t count)
 {
-    size_t k = (size_t)ceil(c->topk_ratio * (double)count);
+    /* ratio x count in doubles lands just above a whole k that was meant exactly (0.07 x 100
+     * is 7.000000000000001, 0.07 being stored a little above 0.07): ceil would send k + 1.
+     * Products within a few ulps above a whole number count as that number; a ratio meant
+     * to land so close above one is not a setting anyone writes. The server computes k with
+     * this same function, so its payload sizes agree with the workers'. */
+    const double x = c->topk_ratio * (double)count;
+    size_t k = (size_t)ceil(x - 4 * DBL_EPSILON * x);
     if (k < 1) k = 1;
     return k > count ? count : k;
 }

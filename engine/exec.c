@@ -6,11 +6,16 @@
 #include <assert.h>
 #include <stdlib.h>
 
-enum { B_ACT, B_STATE, B_DBUF, B_X, B_LABELS, B_NBLOCKS };
+enum { B_ACT, B_STATE, B_DBUF, B_X, B_LABELS, B_WORK, B_NBLOCKS };
+
+static int amp(const mx_exec *e) { return e->act_type != MX_F32; }
 
 static void *take(mx_exec *e, int block, size_t bytes)
 {
-    e->blocks[block] = e->be->ops->alloc(e->be, bytes ? bytes : 1);
+    /* An empty block still takes a byte (alloc(0) may return NULL): counted, so that
+     * bytes is what the allocator counts. */
+    bytes = bytes ? bytes : 1;
+    e->blocks[block] = e->be->ops->alloc(e->be, bytes);
     e->bytes += bytes;
     return e->blocks[block];
 }
@@ -22,6 +27,15 @@ static int out_of_memory(mx_exec *e, const char *what, size_t bytes)
                     (double)bytes / (1 << 30), e->max_batch);
 }
 
+/* Bytes of layer k's saved output: 16-bit in an AMP context, except the last layer's,
+ * which is handed out as f32 (to the loss, or to the next stage as its input). */
+static size_t act_size(const mx_exec *e, int k)
+{
+    const int last = k == e->last - e->first - 1;
+    const size_t es = amp(e) && !last ? mx_dtype_size(e->act_type) : sizeof(float);
+    return mx_state_align(es * e->max_batch * mx_shape_size(e->ps->layers[e->first + k].out));
+}
+
 static int carve(mx_exec *e)
 {
     const mx_params *ps = e->ps;
@@ -29,28 +43,46 @@ static int carve(mx_exec *e)
     size_t act_bytes = 0, state_bytes = 0, widest = 0;
     for (int i = e->first; i < e->last; i++) {
         const size_t out = mx_shape_size(ps->layers[i].out);
-        act_bytes += mx_state_align(sizeof(float) * e->max_batch * out);
+        act_bytes += act_size(e, i - e->first);
         state_bytes += mx_layer_state_bytes(&ps->layers[i], e->max_batch);
         if (out > widest) widest = out;
     }
+    const size_t in_half_bytes = mx_state_align(mx_dtype_size(e->act_type) * e->max_batch * mx_shape_size(e->in));
+    if (amp(e)) act_bytes += in_half_bytes;
     /* One block each for activations and state: their offsets are fixed here, once. */
     char *act = take(e, B_ACT, act_bytes);
     if (!act) return out_of_memory(e, "activations", act_bytes);
+    e->act_bytes = act_bytes;
     char *state = take(e, B_STATE, state_bytes);
     if (!state) return out_of_memory(e, "saved state", state_bytes);
     for (int k = 0; k < nl; k++) {
         const mx_layer *l = &ps->layers[e->first + k];
         const size_t sb = mx_layer_state_bytes(l, e->max_batch);
-        e->act[k] = (float *)act;
-        act += mx_state_align(sizeof(float) * e->max_batch * mx_shape_size(l->out));
+        if (amp(e) && k < nl - 1)
+            e->act_half[k] = act;
+        else
+            e->act[k] = (float *)act;
+        act += act_size(e, k);
         e->state[k] = sb ? state : NULL;
         state += sb;
     }
+    if (amp(e)) e->in_half = act;
     const size_t dbytes = mx_state_align(sizeof(float) * e->max_batch * widest);
     float *d = take(e, B_DBUF, 2 * dbytes);
     if (!d) return out_of_memory(e, "activation gradients", 2 * dbytes);
     e->dbuf[0] = d;
     e->dbuf[1] = d + dbytes / sizeof(float);
+    if (amp(e)) {
+        /* A layer's f32 input and output at once; the input of layer first may be the
+         * widest (a stage that narrows). */
+        const size_t io = widest > mx_shape_size(e->in) ? widest : mx_shape_size(e->in);
+        const size_t wbytes = mx_state_align(sizeof(float) * e->max_batch * io);
+        float *w = take(e, B_WORK, 2 * wbytes);
+        if (!w) return out_of_memory(e, "f32 working buffers", 2 * wbytes);
+        e->work[0] = w;
+        e->work[1] = w + wbytes / sizeof(float);
+        e->work_elems = wbytes / sizeof(float);
+    }
     if (e->first == 0) {
         const size_t xb = sizeof(float) * e->max_batch * mx_shape_size(e->in);
         if (!(e->x = take(e, B_X, xb))) return out_of_memory(e, "input batch", xb);
@@ -62,11 +94,20 @@ static int carve(mx_exec *e)
 
 int mx_exec_create(mx_exec **out, mx_params *ps, int first, int last, int max_batch, int with_loss)
 {
+    return mx_exec_create_amp(out, ps, first, last, max_batch, with_loss, MX_F32);
+}
+
+int mx_exec_create_amp(mx_exec **out, mx_params *ps, int first, int last, int max_batch, int with_loss,
+                       mx_dtype act_type)
+{
     *out = NULL;
     if (first < ps->layer_lo || last > ps->layer_hi || first >= last)
         return mx_error(MX_EINVAL, "context over layers [%d, %d): need a non-empty range within the held layers "
                         "[%d, %d)", first, last, ps->layer_lo, ps->layer_hi);
     if (max_batch < 1) return mx_error(MX_EINVAL, "batch size %d: must be at least 1", max_batch);
+    if ((unsigned)act_type >= MX_NDTYPES)
+        return mx_error(MX_EINVAL, "activation type %d: accepted %d (f32), %d (f16), %d (bf16)", (int)act_type,
+                        MX_F32, MX_F16, MX_BF16);
     const mx_shape o = ps->layers[last - 1].out;
     if (with_loss && last != ps->nlayers)
         return mx_error(MX_EINVAL, "context over layers [%d, %d) with the loss: the loss follows the last layer "
@@ -75,11 +116,13 @@ int mx_exec_create(mx_exec **out, mx_params *ps, int first, int last, int max_ba
         return mx_error(MX_EINVAL, "the last layer must give a vector of class scores, not %dx%dx%d", o.c, o.h, o.w);
     mx_exec *e = calloc(1, sizeof *e);
     if (!e || !(e->act = calloc(last - first, sizeof *e->act)) ||
-        !(e->state = calloc(last - first, sizeof *e->state))) {
+        !(e->state = calloc(last - first, sizeof *e->state)) ||
+        (act_type != MX_F32 && !(e->act_half = calloc(last - first, sizeof *e->act_half)))) {
         mx_exec_destroy(e);
         return mx_error(MX_ENOMEM, "out of memory creating a context over layers [%d, %d)", first, last);
     }
     e->ps = ps;
+    e->act_type = act_type;
     e->be = ps->be;
     e->first = first;
     e->last = last;
@@ -103,6 +146,7 @@ void mx_exec_destroy(mx_exec *e)
     for (int b = 0; b < B_NBLOCKS; b++)
         if (e->blocks[b]) e->be->ops->free(e->be, e->blocks[b]);
     free(e->act);
+    free(e->act_half);
     free(e->state);
     free(e);
 }
@@ -113,11 +157,96 @@ void mx_exec_set_batch(mx_exec *e, const float *x_host, const uint8_t *labels_ho
     if (labels_host && e->labels) e->be->ops->copy(e->be, e->labels, labels_host, (size_t)n, MX_COPY_H2D);
 }
 
+/* ---- mixed precision: f32 kernels over 16-bit storage */
+
+static void cast(mx_exec *e, size_t n, void *dst, mx_dtype dt, const void *src, mx_dtype st)
+{
+    e->be->ops->cast(e->be, n, dst, dt, src, st);
+}
+
+/* Rounds n floats at x to act_type's values in place, through stage (a free working
+ * buffer) as 16-bit staging; in chunks, since x may be longer than a working buffer
+ * (a dense layer's weight gradient). */
+static void round_in_place(mx_exec *e, float *x, size_t n, float *stage)
+{
+    const size_t chunk = 2 * e->work_elems; /* 16-bit values in one working buffer */
+    for (size_t i = 0; i < n; i += chunk) {
+        const size_t m = n - i < chunk ? n - i : chunk;
+        cast(e, m, stage, e->act_type, x + i, MX_F32);
+        cast(e, m, x + i, MX_F32, stage, e->act_type);
+    }
+}
+
+/* The layer's parameter gradients, one contiguous range of g (the padding between
+ * tensors is zero and stays zero). */
+static void round_param_grads(mx_exec *e, const mx_layer *l, float *stage)
+{
+    if (!l->param_count) return;
+    const mx_param *p0 = &e->ps->params[l->param_first], *p1 = &e->ps->params[l->param_first + l->param_count - 1];
+    round_in_place(e, e->ps->g + p0->offset, p1->offset + p1->count - p0->offset, stage);
+}
+
+static const float *forward_amp(mx_exec *e, const float *in, int n, int training)
+{
+    const int nl = e->last - e->first;
+    const mx_dtype t = e->act_type;
+    /* The input is rounded too, as autocast casts a convolution's input: the half copy is
+     * what backward reads again, as the GPU's saved tensor would be. */
+    const size_t nin = (size_t)n * mx_shape_size(e->in);
+    cast(e, nin, e->in_half, t, in, MX_F32);
+    cast(e, nin, e->work[0], MX_F32, e->in_half, t);
+    int a = 0; /* work[a] holds the layer's input */
+    for (int k = 0; k < nl; k++) {
+        mx_layer *l = &e->ps->layers[e->first + k];
+        const size_t nout = (size_t)n * mx_shape_size(l->out);
+        float *out = k < nl - 1 ? e->work[1 - a] : e->act[k];
+        l->ops->forward(l, e->be, e->state[k], n, out, e->work[a], training);
+        if (k < nl - 1) {
+            /* Stored rounded, and expanded back in place so that the next layer reads
+             * exactly the stored values. */
+            cast(e, nout, e->act_half[k], t, out, MX_F32);
+            cast(e, nout, out, MX_F32, e->act_half[k], t);
+            a = 1 - a;
+        } else {
+            round_in_place(e, out, nout, e->work[1 - a]);
+        }
+    }
+    return e->act[nl - 1];
+}
+
+static void backward_amp(mx_exec *e, int n, const float *g, float *din, mx_grad_ready_fn ready, void *user)
+{
+    const int nl = e->last - e->first;
+    const mx_dtype t = e->act_type;
+    int next = 1;
+    /* Layer k's output is its successor's input, already expanded: the two working buffers
+     * alternate, work[b] holding the output (the last layer's is its own f32 storage). */
+    int b = 0;
+    const float *out = e->act[nl - 1];
+    for (int k = nl - 1; k >= 0; k--) {
+        mx_layer *l = &e->ps->layers[e->first + k];
+        float *d = k ? e->dbuf[next] : din;
+        float *in = e->work[1 - b];
+        const size_t nin = (size_t)n * mx_shape_size(l->in);
+        cast(e, nin, in, MX_F32, k ? e->act_half[k - 1] : e->in_half, t);
+        l->ops->backward(l, e->be, e->state[k], n, d, g, in, out);
+        /* work[b] (the output) is no longer needed: it stages the rounding. */
+        if (d) round_in_place(e, d, nin, e->work[b]);
+        round_param_grads(e, l, e->work[b]);
+        out = in;
+        b = 1 - b;
+        g = d;
+        next = 1 - next;
+        if (ready && l->param_count) ready(user, l->param_first, l->param_count);
+    }
+}
+
 const float *mx_exec_forward(mx_exec *e, const float *in, int n, int training)
 {
     assert((in || e->x) && "a context not starting at layer 0 needs an input");
     in = in ? in : e->x;
     e->in_ptr = in;
+    if (amp(e)) return forward_amp(e, in, n, training);
     for (int k = 0; k < e->last - e->first; k++) {
         mx_layer *l = &e->ps->layers[e->first + k];
         l->ops->forward(l, e->be, e->state[k], n, e->act[k], in, training);
@@ -129,14 +258,23 @@ const float *mx_exec_forward(mx_exec *e, const float *in, int n, int training)
 double mx_exec_loss(mx_exec *e, const uint8_t *labels, int n, float grad_scale, int *correct)
 {
     assert(e->loss && "a context without the loss asked for it");
-    return e->be->ops->softmax_xent(e->be, n, e->nclasses, e->dbuf[0], correct, e->act[e->last - e->first - 1],
-                                    labels ? labels : e->labels, grad_scale);
+    const double loss = e->be->ops->softmax_xent(e->be, n, e->nclasses, e->dbuf[0], correct,
+                                                 e->act[e->last - e->first - 1], labels ? labels : e->labels,
+                                                 grad_scale);
+    /* The logits' gradient enters the half-precision graph: the backward of autocast's
+     * cast to f32 rounds it (both working buffers are free between forward and backward). */
+    if (amp(e)) round_in_place(e, e->dbuf[0], (size_t)n * e->nclasses, e->work[0]);
+    return loss;
 }
 
 void mx_exec_backward(mx_exec *e, int n, const float *dout, float *din, mx_grad_ready_fn ready, void *user)
 {
     assert((dout || e->loss) && "backward from the loss in a context without it");
     const float *g = dout ? dout : e->dbuf[0];
+    if (amp(e)) {
+        backward_amp(e, n, g, din, ready, user);
+        return;
+    }
     int next = 1; /* never dbuf[0] first: it may hold the loss's gradient that g reads */
     for (int k = e->last - e->first - 1; k >= 0; k--) {
         mx_layer *l = &e->ps->layers[e->first + k];

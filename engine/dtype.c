@@ -10,35 +10,9 @@ const char *mx_dtype_name(mx_dtype t)
     return (unsigned)t < MX_NDTYPES ? names[t] : "?";
 }
 
-static uint32_t bits_of(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-uint16_t mx_f32_to_bf16(float x)
-{
-    const uint32_t u = bits_of(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* NaN: keep it quiet */
-    /* round to nearest even on the 16 bits dropped; a carry into the exponent is right
-     * (it rounds up to the next binade, or to inf past the largest finite) */
-    const uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)((u + rounding) >> 16);
-}
-
-float mx_bf16_to_f32(uint16_t h) { return float_of((uint32_t)h << 16); }
-
 uint16_t mx_f32_to_f16(float x)
 {
-    const uint32_t u = bits_of(x);
+    const uint32_t u = mx_f32_bits(x);
     const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     const uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN, quiet */
@@ -64,9 +38,9 @@ float mx_f16_to_f32(uint16_t h)
 {
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f) return float_of(sign | 0x7f800000u | (m << 13)); /* inf, NaN */
-    if (e != 0) return float_of(sign | ((e + 112) << 23) | (m << 13));
-    if (m == 0) return float_of(sign);
+    if (e == 0x1f) return mx_bits_f32(sign | 0x7f800000u | (m << 13)); /* inf, NaN */
+    if (e != 0) return mx_bits_f32(sign | ((e + 112) << 23) | (m << 13));
+    if (m == 0) return mx_bits_f32(sign);
     /* subnormal: m * 2^-24, exact in f32 */
     const float v = (float)m * 5.9604644775390625e-8f;
     return sign ? -v : v;

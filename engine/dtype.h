@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum { MX_F32 = 0, MX_F16 = 1, MX_BF16 = 2, MX_NDTYPES } mx_dtype;
 
@@ -16,10 +17,35 @@ const char *mx_dtype_name(mx_dtype t); /* "f32", "f16", "bf16" */
  * the largest finite half round to inf (as IEEE overflow does); NaN stays NaN (quiet, sign
  * kept); results below the smallest normal become subnormals or zero, correctly rounded. */
 uint16_t mx_f32_to_f16(float x);
-uint16_t mx_f32_to_bf16(float x);
 /* Exact: every half value is a float. */
 float mx_f16_to_f32(uint16_t h);
-float mx_bf16_to_f32(uint16_t h);
+
+static inline uint32_t mx_f32_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline float mx_bits_f32(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* bf16 is f32's upper half: inline, so that the cast loops of AMP vectorise. */
+static inline uint16_t mx_f32_to_bf16(float x)
+{
+    const uint32_t u = mx_f32_bits(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* NaN: keep it quiet */
+    /* round to nearest even on the 16 bits dropped; a carry into the exponent is right
+     * (it rounds up to the next binade, or to inf past the largest finite) */
+    const uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)((u + rounding) >> 16);
+}
+
+static inline float mx_bf16_to_f32(uint16_t h) { return mx_bits_f32((uint32_t)h << 16); }
 
 /* n elements of type t at p, read as float / written from float (rounded as above). */
 float mx_dtype_load(mx_dtype t, const void *p, size_t i);

@@ -100,6 +100,12 @@ size_t mx_net_grad_nonfinite(mx_net *net)
     return net->be->ops->count_nonfinite(net->be, net->nweights, net->g, MX_F32);
 }
 
+size_t mx_net_weight_bytes(const mx_net *net)
+{
+    const size_t n = net->nweights ? net->nweights : 1; /* as amp_weights allocated them */
+    return net->ps->bytes + (net->amp == MX_AMP_OFF ? 0 : n * (sizeof(float) + mx_dtype_size(mx_amp_dtype(net->amp))));
+}
+
 void mx_net_set_batch(mx_net *net, const float *x_host, const uint8_t *labels_host, int n)
 {
     mx_exec_set_batch(net->exec, x_host, labels_host, n);

@@ -63,6 +63,9 @@ int mx_net_init_params(mx_net *net, uint64_t seed, mx_weight_init kind, float si
 void mx_net_amp_refresh(mx_net *net);
 /* How many of the nweights values of g are inf or NaN (host value; reads g on the device). */
 size_t mx_net_grad_nonfinite(mx_net *net);
+/* Device bytes of the parameter set (w, g, model state) and, AMP, of the master and half
+ * copies of the weights. */
+size_t mx_net_weight_bytes(const mx_net *net);
 
 /* Copies a batch of n samples from host memory into the net's input buffers. */
 void mx_net_set_batch(mx_net *net, const float *x_host, const uint8_t *labels_host, int n);

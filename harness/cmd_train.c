@@ -59,6 +59,7 @@ static int parse(train_args *a, int argc, char **argv)
         {"partition", MX_OPT_STRING, &c->partition, "CUT", "model: auto (stages balanced by a short per-layer profile) or top-level layers per stage, e.g. 6,3,3 (default auto)", NULL},
         {"micro-batches", MX_OPT_INT, &c->micro_batches, "M", "model: split each batch into M micro-batches, gradients accumulated, one update (default 4 per device, at most the batch)", NULL, 1, MX_MAX_MICRO_BATCHES},
         {"compression", MX_OPT_STRING, &c->compression, "NAME", "data with a device or dist_* kvstore: gradient compression of pushes: none, 2bit (MXNet's, with error feedback), topk (the largest values, error feedback) or fp16 (default none)", "none|2bit|topk|fp16"},
+        {"amp", MX_OPT_STRING, &c->amp, "MODE", "data: mixed precision: off, fp16 (dynamic loss scaling) or bf16; f32 master weights, 16-bit activations (default off)", "off|fp16|bf16"},
         {"threshold", MX_OPT_DOUBLE, &c->gc_threshold, "X", "2bit: a residual reaching +-X is sent as +-X (default 0.5, as MXNet)", NULL, 0, MX_MAX_GC_THRESHOLD},
         {"topk-ratio", MX_OPT_DOUBLE, &c->gc_topk_ratio, "X", "topk: share of each key's values sent per push, above 0 (default 0.01)", NULL, 0, 1},
         {"schedule", MX_OPT_STRING, &c->schedule, "NAME", "model: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward; holds fewer micro-batches) (default 1f1b)", "gpipe|1f1b"},

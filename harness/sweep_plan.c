@@ -50,7 +50,7 @@ static const char *built_kvstores(const mx_run_record *r)
     return r->gpus > 1 || mx_kv_mode_is_dist(r->kvstore) ? mx_kv_modes() : NULL;
 }
 static const char *built_compressions(const mx_run_record *r) { (void)r; return mx_compressor_names(); }
-static const char *built_amps(const mx_run_record *r) { (void)r; return "off"; }
+static const char *built_amps(const mx_run_record *r) { (void)r; return "off|fp16|bf16"; }
 
 static const struct {
     const char *field, *noun;
@@ -95,6 +95,10 @@ static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
             snprintf(buf, n, "%s '%s' is not implemented in this build (available: %s)", builds[i].noun, v, ok);
             return buf;
         }
+    }
+    if (mx_amp_check(r->strategy, r->kvstore, r->amp) < 0) {
+        snprintf(buf, n, "%s", mx_last_error());
+        return buf;
     }
     if (mx_kv_compression_check(r->kvstore, r->compression) < 0) {
         snprintf(buf, n, "%s", mx_last_error());

@@ -87,10 +87,10 @@ void mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *
 static void adopt(mx_run_record *r, mx_run_record *got)
 {
     r->nsteps = got->nsteps, r->step_time = got->step_time, r->phase_time = got->phase_time;
-    r->nloss = got->nloss, r->loss = got->loss;
+    r->nloss = got->nloss, r->loss = got->loss, r->loss_scale = got->loss_scale;
     r->nepochs = got->nepochs, r->test_acc = got->test_acc, r->epoch_time = got->epoch_time;
     got->step_time = got->phase_time = got->test_acc = got->epoch_time = NULL;
-    got->loss = NULL;
+    got->loss = got->loss_scale = NULL;
     r->test_samples = got->test_samples;
     memcpy(r->metrics, got->metrics, sizeof r->metrics); /* every counter's figure */
     r->wall_time = got->wall_time;

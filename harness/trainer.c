@@ -37,6 +37,7 @@ void mx_train_config_defaults(mx_train_config *c)
     c->wd = 0.0001;
     c->init = "xavier";
     c->compression = "none";
+    c->amp = "off";
     c->gc_threshold = MX_GC_THRESHOLD_DEFAULT;
     c->gc_topk_ratio = MX_GC_TOPK_RATIO_DEFAULT;
 }
@@ -111,6 +112,7 @@ static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_
     snprintf(rec->compression, sizeof rec->compression, "%s", kv ? c->compression : "none");
     rec->gc_threshold = kv && strcmp(c->compression, "2bit") == 0 ? c->gc_threshold : MX_GC_THRESHOLD_DEFAULT;
     rec->gc_topk_ratio = kv && strcmp(c->compression, "topk") == 0 ? c->gc_topk_ratio : MX_GC_TOPK_RATIO_DEFAULT;
+    snprintf(rec->amp, sizeof rec->amp, "%s", c->amp);
     /* what the backend says it is, not what was asked for (auto) */
     const mx_backend_ops *be = mx_backend_find(c->backend ? c->backend : "cpu");
     snprintf(rec->device_type, sizeof rec->device_type, "%s", be ? be->device_type : "?");
@@ -143,6 +145,9 @@ static int reserve(mx_run_record *rec, int steps_total, int epochs_total)
     rec->loss = calloc(steps_total ? steps_total : 1, sizeof(float));
     rec->test_acc = calloc(epochs_total ? epochs_total : 1, sizeof(double));
     rec->epoch_time = calloc(epochs_total ? epochs_total : 1, sizeof(double));
+    /* fp16 AMP: the loss scale of every step, beside its loss */
+    if (strcmp(rec->amp, "fp16") == 0 && !(rec->loss_scale = calloc(steps_total ? steps_total : 1, sizeof(float))))
+        return mx_error(MX_ENOMEM, "out of memory for the run's series");
     if (!rec->step_time || !rec->phase_time || !rec->loss || !rec->test_acc || !rec->epoch_time)
         return mx_error(MX_ENOMEM, "out of memory for the run's series");
     return MX_OK;
@@ -221,6 +226,7 @@ typedef struct {
     mx_run_record *rec;
     int repeat;
     mx_counter_acc counters;           /* every counter of the timed steps (results/metrics.h) */
+    long skipped;                      /* AMP: steps skipped for inf/NaN gradients, every step counted */
     double timed_samples, timed_time; /* for throughput_agg: real batch sizes, same times as step_time */
     loss_watch watch;
     int diverged;                      /* the growth rule or a non-finite loss fired (reason set) */
@@ -285,7 +291,11 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
     *train_time += dt;
     /* a dist_* worker knows the loss of its own slice only */
     const double loss = ss->loss_sum / (ss->samples > 0 ? ss->samples : n);
-    if (st->repeat == 0) rec->loss[rec->nloss++] = (float)loss; /* a non-finite one too: the evidence */
+    if (st->repeat == 0) {
+        if (rec->loss_scale) rec->loss_scale[rec->nloss] = (float)ss->counter[MX_COUNTER_LOSS_SCALE];
+        rec->loss[rec->nloss++] = (float)loss; /* a non-finite one too: the evidence */
+    }
+    if (ss->counter[MX_COUNTER_SKIPPED] > 0) st->skipped++;
     if (step >= c->warmup_steps) {
         ss->phase[MX_PHASE_DATA] = t_data;
         rec->step_time[rec->nsteps] = dt;
@@ -540,6 +550,7 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         .init = strcmp(c->init, "normal") == 0 ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER,
         .partition = c->partition, .micro_batches = c->micro_batches, .schedule = c->schedule,
         .compression = c->compression, .gc_threshold = c->gc_threshold, .gc_topk_ratio = c->gc_topk_ratio};
+    mx_amp_parse(c->amp, &sc.amp); /* checked by mx_train_config_check */
     rc = mx_strategy_check(c->strategy, &sc);
     if (rc < 0) {
         mx_dataset_free(&ds.train);
@@ -556,6 +567,8 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
     rc = st.bx && st.by && st.order ? run_all(&st, c, &sc) : mx_error(MX_ENOMEM, "out of memory for batches");
     rec->wall_time = mx_now() - t0;
     mx_counter_acc_reduce(&st.counters, rec->metrics);
+    /* every step's skip, warmup included: where fp16's first scales overflow */
+    if (strcmp(c->amp, "off") != 0) rec->metrics[MX_COUNTER_SKIPPED] = (double)st.skipped;
     free(st.bx);
     free(st.by);
     free(st.order);

@@ -45,6 +45,8 @@ typedef struct {
      * "topk", "fp16"; compressor.h) and its settings (2bit's threshold, topk's ratio) */
     const char *compression;
     double gc_threshold, gc_topk_ratio;
+    /* mixed precision: "off", "fp16" or "bf16" (engine/amp.h; data strategy, mx_amp_check) */
+    const char *amp;
 } mx_train_config;
 
 void mx_train_config_defaults(mx_train_config *c);

@@ -116,6 +116,8 @@ int mx_train_config_check(const mx_train_config *c)
                         "gradients; the %s strategy runs in one process and needs no kvstore", c->kvstore, c->strategy,
                         c->strategy);
     MX_TRY(check_compression(c));
+    /* one device has no kvstore: what it is called does not matter */
+    MX_TRY(mx_amp_check(c->strategy, c->devices > 1 || c->cluster ? c->kvstore : NULL, c->amp ? c->amp : "?"));
     if (strcmp(c->init, "xavier") != 0 && strcmp(c->init, "normal") != 0)
         return mx_error(MX_EINVAL, "initialiser '%s': accepted xavier or normal", c->init);
     return MX_OK;

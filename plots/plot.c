@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 const char *const mx_plot_names[MX_NPLOTS] = {"throughput", "speedup", "efficiency", "accuracy", "breakdown", "loss",
-                                                  "staleness", "memory", "moved", "bubble", "compression"};
+                                                  "staleness", "memory", "moved", "bubble", "compression",
+                                              "loss_scale"};
 
 /* ---- setup: directories, title, the axis wording ---- */
 

@@ -1,8 +1,9 @@
-/* The figure of what trading precision for bytes buys and costs: for each data-parallel run
+/* The figures of trading precision: compression.png, what it buys and costs: for each data-parallel run
  * with a kvstore, the gradient bytes its pushes put on the wire per step (as sent: compressed
  * payloads) and its final test accuracy, one bar and one point per run, labelled by what
  * varies (compression, precision, kvstore, device count). Drawn by plots/compression.gp
- * when some ok run compressed its gradients or ran mixed precision. */
+ * when some ok run compressed its gradients or ran mixed precision. And loss_scale.png: the
+ * loss scale of every step of each fp16 AMP run, a skipped step where the scale fell. */
 #include "plot_internal.h"
 #include "engine/status.h"
 #include "results/stats.h"
@@ -84,6 +85,56 @@ int plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         vars_int(v, "hasacc", hasacc);
         vars_int(v, "width", n > 8 ? 1150 : 900);
         vars_int(v, "height", 760);
+    }
+done:
+    free(runs), free(labels);
+    return rc;
+}
+
+static int keep_scale(const mx_run_record *r) { return r->loss_scale && r->nloss > 0; }
+
+int plot_write_loss_scale(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+{
+    const run_set *s = &c->set;
+    const mx_run_record **runs = calloc((size_t)s->nuniq + 1, sizeof *runs);
+    char(*labels)[LABEL_MAX] = calloc((size_t)s->nuniq + 1, sizeof *labels);
+    int n = 0, rc = 0;
+    if (!runs || !labels) {
+        rc = mx_error(MX_ENOMEM, "out of memory while plotting");
+        goto done;
+    }
+    for (int i = 0; i < s->nuniq; i++)
+        if (keep_scale(s->uniq[i])) runs[n++] = s->uniq[i];
+    if (n == 0) { /* no fp16 AMP run: nothing to say */
+        why[0] = '\0';
+        (void)nwhy;
+        goto done;
+    }
+    plot_unique_labels(runs, n, 1, labels);
+    FILE *f = plot_open_data(c, "loss_scale.dat", "fp16 AMP: the loss scale of every step, one block per run "
+                                                  "(first repeat)");
+    if (!f) {
+        rc = MX_EIO;
+        goto done;
+    }
+    fputs("# blocks separated by two blank lines, each opened by the run's title in double quotes\n"
+          "# columns: step loss_scale skipped (the scale where the step was skipped: the next step's is lower; "
+          "else NaN)\n", f);
+    for (int i = 0; i < n; i++) {
+        const mx_run_record *r = runs[i];
+        fprintf(f, "%s\"%s\"\n", i ? "\n\n" : "", labels[i]);
+        for (int k = 0; k < r->nloss; k++) {
+            const int skipped = k + 1 < r->nloss && r->loss_scale[k + 1] < r->loss_scale[k];
+            fprintf(f, "%d", k + 1);
+            plot_put_num(f, r->loss_scale[k]), plot_put_num(f, skipped ? r->loss_scale[k] : NAN);
+            fputc('\n', f);
+        }
+    }
+    rc = plot_close_data(c, f, "loss_scale.dat");
+    if (rc == 0) {
+        rc = 1;
+        vars_int(v, "nseries", n);
+        plot_canvas_vars(v, n);
     }
 done:
     free(runs), free(labels);

@@ -427,6 +427,7 @@ static const struct {
     [MX_PLOT_MOVED] = {"moved.dat", plot_write_moved},
     [MX_PLOT_BUBBLE] = {"bubble.dat", plot_write_bubble},
     [MX_PLOT_COMPRESSION] = {"compression.dat", plot_write_compression},
+    [MX_PLOT_LOSS_SCALE] = {"loss_scale.dat", plot_write_loss_scale},
 };
 
 

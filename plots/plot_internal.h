@@ -102,6 +102,8 @@ int plot_write_moved(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 int plot_write_bubble(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* plot_compress.c: bytes on the wire and accuracy of each compression and precision */
 int plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+/* plot_compress.c: fp16 AMP's loss scale per step, the skipped steps marked */
+int plot_write_loss_scale(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* data/<file> of a figure */
 const char *plot_data_file(int plot);
 /* Writes the figure's data file and its variables: 1 written, 0 nothing to plot (why says

@@ -64,6 +64,7 @@ void mx_record_free(mx_run_record *r)
     free(r->step_time);
     free(r->phase_time);
     free(r->loss);
+    free(r->loss_scale);
     free(r->test_acc);
     free(r->epoch_time);
     free(r->ranks);
@@ -73,7 +74,7 @@ void mx_record_free(mx_run_record *r)
     r->layers = NULL;
     r->ndevices = r->nlayers = 0;
     r->step_time = r->phase_time = r->test_acc = r->epoch_time = NULL;
-    r->loss = NULL;
+    r->loss = r->loss_scale = NULL;
     r->ranks = NULL;
     r->nsteps = r->nloss = r->nepochs = r->nranks = 0;
 }
@@ -97,6 +98,7 @@ int mx_record_copy(mx_run_record *dst, const mx_run_record *src)
     bad |= dup_array((void **)&dst->phase_time, src->phase_time, (size_t)src->nsteps * MX_NPHASES,
                      sizeof(double));
     bad |= dup_array((void **)&dst->loss, src->loss, (size_t)src->nloss, sizeof(float));
+    bad |= dup_array((void **)&dst->loss_scale, src->loss_scale, (size_t)src->nloss, sizeof(float));
     bad |= dup_array((void **)&dst->test_acc, src->test_acc, (size_t)src->nepochs, sizeof(double));
     bad |= dup_array((void **)&dst->epoch_time, src->epoch_time, (size_t)src->nepochs, sizeof(double));
     bad |= dup_array((void **)&dst->ranks, src->ranks, (size_t)(src->nranks > 0 ? src->nranks : 0), sizeof(mx_rank_row));

@@ -87,6 +87,7 @@ typedef struct {
     double *phase_time;    /* [nsteps][MX_NPHASES] seconds */
     int nloss;
     float *loss;           /* [nloss] training loss of every step of the first repeat */
+    float *loss_scale;     /* [nloss] fp16 AMP: the loss scale each of those steps ran with; NULL otherwise */
     int nepochs;
     double *test_acc;      /* [nepochs] test accuracy after each epoch (first repeat) */
     double *epoch_time;    /* [nepochs] cumulative training seconds at each epoch's end */

@@ -273,7 +273,7 @@ static int update(hid_t fid, const char *path, const mx_run_record *rec, int rep
         /* the scalar fields are what the summary and scaling need; the series and the rank
          * table stay the caller's */
         r->step_time = r->phase_time = r->test_acc = r->epoch_time = NULL;
-        r->loss = NULL;
+        r->loss = r->loss_scale = NULL;
         r->ranks = NULL;
         r->devices = NULL;
         r->layers = NULL;

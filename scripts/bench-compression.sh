@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# What gradient compression buys and costs, measured side by side (figures, never pass/fail):
-# data parallelism on 2 devices (device kvstore) with each compressor against none in the
-# same round: bytes pushed per step as sent and their ratio to none's, the compress and
-# decompress work per step, and the step time's ratio to none's.
+# What trading precision buys and costs, measured side by side (figures, never pass/fail):
+# data parallelism on 2 devices (device kvstore) with each compressor and each mixed
+# precision against none (f32, uncompressed) in the same round: bytes pushed per step as
+# sent and their ratio to none's, the compress and decompress work per step, the step time's
+# ratio to none's, and the saved activations and peak memory per device against none's.
 # Output: stdout and a copy under out/bench-compression/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,12 +14,14 @@ usage: scripts/bench-compression.sh [options]
 
 Builds mxbench (Release), then trains WORKLOAD on synthetic data with a global batch of
 BATCH on 2 devices (CPU workers, 1 thread each, device kvstore) with --compression none,
-fp16, 2bit and topk. Every round runs each configuration once, the order rotating from round
-to round. It prints, as medians over the rounds:
+fp16, 2bit and topk, and with --amp fp16 and bf16 (uncompressed). Every round runs each
+configuration once, the order rotating from round to round. It prints, as medians over the
+rounds:
   - samples/s (median step) and the step time's ratio to none's in the same round;
   - wire MB per step (pushes as sent) and their ratio to none's;
   - compress and decompress thread-seconds per step, and the compress phase (the part after
-    backward, which lengthens the step).
+    backward, which lengthens the step);
+  - AMP: saved activations (MB per device) and the peak a device held, against none's.
 
 options:
   --rounds N        rounds (default $ROUNDS)
@@ -62,15 +65,16 @@ done
 bench_start bench-compression 0
 echo "settings: $WORKLOAD, synthetic data, global batch $BATCH on 2 devices (device kvstore), --rounds $ROUNDS --steps $STEPS --warmup $WARMUP, 1 thread per device, lr 0.01; 2bit threshold $THRESHOLD, topk ratio $RATIO"
 
-CONFIGS=("none" "fp16" "2bit --threshold $THRESHOLD" "topk --topk-ratio $RATIO")
-FIELDS="throughput step_time_median wire_bytes_per_step compress_time status"
-NAN_ROW="nan nan nan nan nan"
+CONFIGS=("none --compression none" "fp16 --compression fp16" "2bit --compression 2bit --threshold $THRESHOLD"
+    "topk --compression topk --topk-ratio $RATIO" "amp-fp16 --amp fp16" "amp-bf16 --amp bf16")
+FIELDS="throughput step_time_median wire_bytes_per_step compress_time mem_act mem_peak status"
+NAN_ROW="nan nan nan nan nan nan nan"
 run_one() { # appends the figures of FIELDS (status aside), then the compress phase, to $TMP/<name>
     local name opts f vals phase
     read -r name opts <<<"$1"
     f=$TMP/$name-$ROUND.h5
     # shellcheck disable=SC2086 # opts are words
-    if ! "$MX" train --gpus 2 --threads-per-device 1 --kvstore device --compression "$name" $opts \
+    if ! "$MX" train --gpus 2 --threads-per-device 1 --kvstore device $opts \
         --workload "$WORKLOAD" --dataset synthetic --batch "$BATCH" --lr 0.01 --steps $((STEPS + WARMUP)) \
         --warmup-steps "$WARMUP" --quiet --record "$f" --force >/dev/null 2>>"$ERR"; then
         printf '  round %d %-6s failed; see %s\n' "$ROUND" "$name" "$ERR"
@@ -89,7 +93,7 @@ run_one() { # appends the figures of FIELDS (status aside), then the compress ph
         /\([0-9]+,0\):/ { gsub(/[(),:]/, " "); if ($1 >= w) print $NF }' | sort -g |
         awk '{v[NR] = $1} END {if (!NR) print "nan"; else print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
     echo "${vals% *} ${phase:-nan}" >>"$TMP/$name"
-    printf '  round %d %-6s %s samples/s\n' "$ROUND" "$name" "${vals%% *}"
+    printf '  round %d %-8s %s samples/s\n' "$ROUND" "$name" "${vals%% *}"
 }
 echo
 echo "runs: $ROUNDS round(s) of ${#CONFIGS[@]}; each round starts further along the list, odd rounds run it backwards"
@@ -97,17 +101,21 @@ interleave_rounds
 
 echo
 echo "results: medians over $ROUNDS round(s); ratios are per round, against none in the same round"
-printf '%-6s %10s %10s %10s %9s %9s %10s %10s\n' config samples/s "step ms" "vs none" "wire MB" "vs none" "gc ms" \
-    "phase ms"
+# columns of $TMP/<name>: 1 samples/s, 2 step s, 3 wire bytes, 4 gc s, 5 act bytes, 6 peak bytes, 7 phase s
+printf '%-8s %10s %8s %8s %9s %8s %7s %8s %8s %7s %8s %7s\n' config samples/s "step ms" "vs none" "wire MB" \
+    "vs none" "gc ms" "phase ms" "act MB" "vs none" "peak MB" "vs none"
 for c in "${CONFIGS[@]}"; do
     read -r name _ <<<"$c"
     f=$TMP/$name
-    printf '%-6s %10s %10s %10s %9s %9s %10s %10s\n' "$name" "$(fmt %.1f "$(med "$f" 1)")" \
+    printf '%-8s %10s %8s %8s %9s %8s %7s %8s %8s %7s %8s %7s\n' "$name" "$(fmt %.1f "$(med "$f" 1)")" \
         "$(fmt %.1f "$(scale "$(med "$f" 2)" 1e3)")" "$(fmt %.3f "$(med_ratio "$f" 2 "$TMP/none" 2 1)")" \
         "$(fmt %.3f "$(scale "$(med "$f" 3)" 1e-6)")" "$(fmt %.4f "$(med_ratio "$f" 3 "$TMP/none" 3 1)")" \
-        "$(fmt %.1f "$(scale "$(med "$f" 4)" 1e3)")" "$(fmt %.1f "$(scale "$(med "$f" 5)" 1e3)")"
+        "$(fmt %.1f "$(scale "$(med "$f" 4)" 1e3)")" "$(fmt %.1f "$(scale "$(med "$f" 7)" 1e3)")" \
+        "$(fmt %.2f "$(scale "$(med "$f" 5)" 1e-6)")" "$(fmt %.3f "$(med_ratio "$f" 5 "$TMP/none" 5 1)")" \
+        "$(fmt %.1f "$(scale "$(med "$f" 6)" 1e-6)")" "$(fmt %.3f "$(med_ratio "$f" 6 "$TMP/none" 6 1)")"
 done
-echo "expected bytes: fp16 1/2, 2bit about 1/16, topk at 1% about 1/50 (8 bytes per value sent)"
+echo "expected bytes: fp16 1/2, 2bit about 1/16, topk at 1% about 1/50 (8 bytes per value sent);"
+echo "AMP: saved activations about 1/2 (16-bit outputs); on the CPU the kernels compute in f32, so AMP's casts add time"
 echo "uptime at the end: $(uptime)"
 high_load && echo "warning: load average $(load1) on $NCPU cores: figures are unreliable; rerun on a quiet machine"
 echo "this output: $LOG; stderr of the runs: $ERR"

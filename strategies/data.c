@@ -2,7 +2,13 @@
  * split over the devices by a work-load list, each device runs forward and backward on its
  * slice and pushes each layer's gradients to the kvstore as soon as backward produces
  * them, then pulls the updated weights. With one device there is no kvstore: the update
- * runs on the device, as MXNet does. Batch norm normalises with each device's own slice. */
+ * runs on the device, as MXNet does. Batch norm normalises with each device's own slice.
+ *
+ * Mixed precision (--amp, engine/amp.h) updates on the devices as MXNet's AMP asks
+ * (update_on_kvstore off): the store has no updater and pull returns the summed gradient,
+ * which every device then checks for inf/NaN, skipping the step or unscaling it and updating
+ * its own f32 master weights and momentum. Every device and rank sees the same sum, so
+ * their loss scalers take the same decisions without a further exchange. */
 #include "strategy.h"
 #include "cluster.h"
 #include "kvstore.h"
@@ -25,6 +31,8 @@ typedef struct {
     double loss;
     int correct;
     double t_fwd_end, t_bwd_end, t_end;
+    double loss_scale; /* the scale this step's loss gradient had (1 without fp16 AMP) */
+    int skipped;       /* AMP: the summed gradient held inf or NaN, the update was skipped */
 } device_result;
 
 struct mx_strategy {
@@ -32,7 +40,11 @@ struct mx_strategy {
     int k;
     mx_backend *be[MX_MAX_DEVICES];
     mx_net *net[MX_MAX_DEVICES];
-    float *mom; /* one device: momentum next to the weights */
+    /* momentum next to the weights, where a device updates its own (one device without a
+     * kvstore, or AMP); NULL where the kvstore updates */
+    float *mom[MX_MAX_DEVICES];
+    int local_update;
+    mx_loss_scaler scaler[MX_MAX_DEVICES]; /* AMP: one per device, moved by the same sums */
     mx_kvstore *kv;
     double mem_peak[MX_MAX_DEVICES]; /* the most each device held in any step so far */
     mx_comm *comm; /* the devices' group, which the kvstore moves gradients through */
@@ -81,6 +93,24 @@ static void push_ready(void *user, int first, int count)
         if (mx_kv_push(s->kv, p, c->dev, s->net[c->dev]->params[p].count) < 0) record_error(s);
 }
 
+/* The device's own update of its weights from the summed gradient in g. AMP: skipped when
+ * the sum holds inf or NaN (the scaler halves an fp16 scale), else g is unscaled and the f32
+ * master weights updated, then rounded into the compute copy the layers read. */
+static void update_device(mx_strategy *s, int d)
+{
+    mx_net *net = s->net[d];
+    if (net->amp == MX_AMP_OFF) {
+        mx_sgd_update(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w, s->mom[d], net->g);
+        return;
+    }
+    const double scale = s->scaler[d].scale;
+    s->res[d].skipped = mx_loss_scaler_update(&s->scaler[d], mx_net_grad_nonfinite(net) > 0);
+    if (s->res[d].skipped) return;
+    if (scale != 1) net->be->ops->scale(net->be, net->nweights, net->g, (float)(1 / scale));
+    mx_sgd_update(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w_master, s->mom[d], net->g);
+    mx_net_amp_refresh(net);
+}
+
 static void run_device(mx_strategy *s, int d)
 {
     mx_net *net = s->net[d];
@@ -89,7 +119,9 @@ static void run_device(mx_strategy *s, int d)
     mx_net_set_batch(net, s->x + (size_t)s->first[d] * per, s->y + s->first[d], s->count[d]);
     mx_net_zero_grad(net);
     mx_net_forward(net, s->count[d], 1);
-    r->loss = mx_net_loss(net, s->count[d], s->grad_scale, &r->correct);
+    r->loss_scale = s->scaler[d].scale;
+    r->skipped = 0;
+    r->loss = mx_net_loss(net, s->count[d], s->grad_scale * (float)r->loss_scale, &r->correct);
     r->t_fwd_end = mx_now();
     push_ctx ctx = {s, d};
     mx_net_backward(net, s->count[d], s->kv ? push_ready : NULL, &ctx);
@@ -97,12 +129,10 @@ static void run_device(mx_strategy *s, int d)
      * every device's pushes and pulls) and returns it. */
     if (net->be->ops->sync(net->be) < 0) record_error(s);
     r->t_bwd_end = mx_now();
-    if (s->kv) {
+    if (s->kv)
         for (int p = 0; p < net->nparams; p++)
             if (mx_kv_pull(s->kv, p, d, net->params[p].count) < 0) record_error(s);
-    } else {
-        mx_sgd_update(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w, s->mom, net->g);
-    }
+    if (s->local_update) update_device(s, d);
     if (net->be->ops->sync(net->be) < 0) record_error(s);
     r->t_end = mx_now();
 }
@@ -160,7 +190,8 @@ static int create_replicas(mx_strategy *s)
         const int id = (c->cluster ? c->cluster->local_worker * s->k : 0) + d;
         MX_TRY(mx_backend_create(&s->be[d], c->backend ? c->backend : "cpu", id, c->threads_per_device));
         /* Room for k more than the even share: a smaller last batch rounds differently. */
-        MX_TRY(mx_net_create(&s->net[d], s->be[d], specs, nspecs, c->in, counts[d] + s->k));
+        MX_TRY(mx_net_create_amp(&s->net[d], s->be[d], specs, nspecs, c->in, counts[d] + s->k, c->amp));
+        mx_loss_scaler_init(&s->scaler[d], c->amp);
         /* The same seed on every replica gives identical initial weights. */
         MX_TRY(mx_net_init_params(s->net[d], c->seed, c->init, 0.01f));
     }
@@ -171,10 +202,12 @@ static int create_store(mx_strategy *s)
 {
     mx_net *n0 = s->net[0];
     s->sgd.params = n0->params;
-    if (s->k == 1 && !s->cfg.cluster) {
-        s->mom = s->be[0]->ops->alloc(s->be[0], sizeof(float) * (n0->nweights ? n0->nweights : 1));
-        return s->mom ? MX_OK : mx_error(MX_ENOMEM, "out of memory for momentum (%zu floats)", n0->nweights);
-    }
+    const int store = s->k > 1 || s->cfg.cluster;
+    s->local_update = !store || s->cfg.amp != MX_AMP_OFF;
+    for (int d = 0; s->local_update && d < s->k; d++)
+        if (!(s->mom[d] = s->be[d]->ops->alloc(s->be[d], sizeof(float) * (n0->nweights ? n0->nweights : 1))))
+            return mx_error(MX_ENOMEM, "out of memory for momentum (%zu floats)", n0->nweights);
+    if (!store) return MX_OK;
     mx_kv_key *keys = malloc(sizeof *keys * n0->nparams);
     if (!keys) return mx_error(MX_ENOMEM, "out of memory for kvstore keys");
     for (int p = 0; p < n0->nparams; p++) keys[p] = (mx_kv_key){n0->params[p].offset, n0->params[p].count, MX_F32};
@@ -195,7 +228,8 @@ static int create_store(mx_strategy *s)
     free(keys);
     MX_TRY(rc);
     for (int d = 0; d < s->k; d++) MX_TRY(mx_kv_bind(s->kv, d, s->be[d], s->net[d]->w, s->net[d]->g));
-    mx_kv_set_updater(s->kv, sgd_updater, &s->sgd);
+    /* without an updater pull returns the summed gradient (AMP updates on the devices) */
+    if (!s->local_update) mx_kv_set_updater(s->kv, sgd_updater, &s->sgd);
     return mx_kv_init(s->kv);
 }
 
@@ -204,6 +238,7 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
     *out = NULL;
     if (cfg->devices < 1 || cfg->devices > MX_MAX_DEVICES)
         return mx_error(MX_EINVAL, "device count %d: accepted 1..%d", cfg->devices, MX_MAX_DEVICES);
+    MX_TRY(mx_amp_check("data", cfg->devices > 1 || cfg->cluster ? cfg->kvstore : NULL, mx_amp_name(cfg->amp)));
     mx_strategy *s = calloc(1, sizeof *s);
     if (!s) return mx_error(MX_ENOMEM, "out of memory creating the data strategy");
     s->cfg = *cfg;
@@ -224,9 +259,15 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
     return MX_OK;
 }
 
-/* Memory per device as the allocator counted it: the replica's parameters and gradients,
- * momentum where the device updates (one device; a kvstore keeps its own in host memory),
- * and the most the device held during the step (activations and workspace on top). */
+static double momentum_bytes(const mx_strategy *s)
+{
+    return sizeof(float) * (double)(s->net[0]->nweights ? s->net[0]->nweights : 1);
+}
+
+/* Memory per device as the allocator counted it: the replica's parameters and gradients
+ * (AMP: with the master and half copies), momentum where the device updates (one device, or
+ * AMP; a kvstore keeps its own in host memory), the saved activations, and the most the
+ * device held during the step (activations and workspace on top). */
 static void memory_counters(mx_strategy *s, mx_step_stats *st)
 {
     double peak = 0, params = 0;
@@ -234,12 +275,29 @@ static void memory_counters(mx_strategy *s, mx_step_stats *st)
         const mx_backend_mem m = mx_backend_mem_get(s->be[d]);
         if (m.peak > peak) peak = (double)m.peak;
         if ((double)m.peak > s->mem_peak[d]) s->mem_peak[d] = (double)m.peak;
-        if (s->net[d]->ps->bytes > params) params = (double)s->net[d]->ps->bytes;
+        if ((double)mx_net_weight_bytes(s->net[d]) > params) params = (double)mx_net_weight_bytes(s->net[d]);
         mx_backend_mem_reset_peak(s->be[d]);
     }
     st->counter[MX_COUNTER_MEM_PEAK] = peak;
     st->counter[MX_COUNTER_MEM_PARAMS] = params;
-    if (s->mom) st->counter[MX_COUNTER_MEM_OPTIM] = sizeof(float) * (double)(s->net[0]->nweights ? s->net[0]->nweights : 1);
+    st->counter[MX_COUNTER_MEM_ACT] = (double)s->net[0]->exec->act_bytes; /* the replicas are alike */
+    if (s->local_update) st->counter[MX_COUNTER_MEM_OPTIM] = momentum_bytes(s);
+}
+
+/* The loss scale and the skip, which every device decided alike from the same summed
+ * gradient (a disagreement would part the replicas: it is an error). After a skipped step
+ * the error-feedback residuals may hold the overflow: the kvstore drops it. */
+static int amp_counters(mx_strategy *s, mx_step_stats *st)
+{
+    for (int d = 1; d < s->k; d++)
+        if (s->res[d].skipped != s->res[0].skipped)
+            return mx_error(MX_ERUNTIME, "AMP: device %d %s the step but device 0 %s it: the replicas no longer "
+                            "hold the same weights", d, s->res[d].skipped ? "skipped" : "took",
+                            s->res[0].skipped ? "skipped" : "took");
+    st->counter[MX_COUNTER_LOSS_SCALE] = s->res[0].loss_scale;
+    st->counter[MX_COUNTER_SKIPPED] = s->res[0].skipped;
+    if (s->res[0].skipped && s->kv) mx_kv_residual_drop_nonfinite(s->kv);
+    return MX_OK;
 }
 
 /* What crossed between ranks this step, and the all-reduce path's bus bytes (nccl-tests'
@@ -298,7 +356,8 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     s->sgd.opt.lr = lr;
     s->error = 0;
     if (s->kv) mx_kv_stats_reset(s->kv);
-    if (s->kv) mx_kv_set_grad_scale(s->kv, (float)n);
+    /* the pushed gradient is the mean times the loss scale: compressors see the sum */
+    if (s->kv) mx_kv_set_grad_scale(s->kv, (float)(n / s->scaler[0].scale));
     if (s->world) mx_comm_counts_reset(s->world, s->world->local_first);
     const double t_dispatch = mx_now();
     mx_device_threads_run(&s->threads);
@@ -330,7 +389,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     }
     if (s->cfg.cluster) dist_counters(s, st);
     memory_counters(s, st);
-    return MX_OK;
+    return s->cfg.amp != MX_AMP_OFF ? amp_counters(s, st) : MX_OK;
 }
 
 static int data_evaluate(mx_strategy *s, const float *x, const uint8_t *y, int n, double *loss_sum, int *correct)
@@ -343,7 +402,8 @@ static size_t data_param_count(mx_strategy *s) { return s->net[0]->nweights; }
 static int data_get_params(mx_strategy *s, float *host)
 {
     mx_net *n0 = s->net[0];
-    n0->be->ops->copy(n0->be, host, n0->w, sizeof(float) * n0->nweights, MX_COPY_D2H);
+    /* AMP: the master weights, which the rounded compute copy only approximates */
+    n0->be->ops->copy(n0->be, host, n0->w_master ? n0->w_master : n0->w, sizeof(float) * n0->nweights, MX_COPY_D2H);
     return MX_OK;
 }
 
@@ -360,9 +420,9 @@ static int data_detail(mx_strategy *s, mx_strategy_detail *out)
         mx_device_detail *x = &out->dev[d];
         *x = (mx_device_detail){.first = 0, .last = n0->nlayers, .bubble = NAN, .mem_optim = NAN,
                                 .bytes_sent = NAN};
-        x->mem_params = (double)s->net[d]->ps->bytes;
+        x->mem_params = (double)mx_net_weight_bytes(s->net[d]);
         x->mem_peak = s->mem_peak[d];
-        if (s->mom && d == 0) x->mem_optim = sizeof(float) * (double)(n0->nweights ? n0->nweights : 1);
+        if (s->mom[d]) x->mem_optim = momentum_bytes(s);
     }
     return MX_OK;
 }
@@ -375,8 +435,8 @@ static void data_destroy(mx_strategy *s)
     mx_comm_destroy(s->comm);
     mx_comm_destroy(s->world);
     free(s->decay);
-    if (s->mom) s->be[0]->ops->free(s->be[0], s->mom);
     for (int d = 0; d < s->k; d++) {
+        if (s->mom[d]) s->be[d]->ops->free(s->be[d], s->mom[d]);
         mx_net_destroy(s->net[d]);
         mx_backend_destroy(s->be[d]);
     }

@@ -9,14 +9,22 @@
  * little-endian host, value j's code sits at bits 8(j/4) + 7 - 2(j%4) and the one below
  * (value 0 at bits 7-6, value 3 at 1-0, value 4 at 15-14, value 15 at 25-24). The decoder
  * reads the same bytes, so codes and decoded values agree on any host. The residual and the
- * threshold are in the units of the compressor's prescale (the step's sum, as in MXNet). */
+ * threshold are in the units of the compressor's prescale (the step's sum, as in MXNet).
+ *
+ * One departure: MXNet leaves code 01 unused, and mxbench sends a value whose residual is
+ * inf or NaN as 01, decoded as NaN. MXNet's rules would send such a value as +-threshold
+ * for ever (inf minus threshold is inf), hiding an overflow from the receivers: with 01
+ * the summed gradient shows it, so AMP skips the step (and the residual is then cleared of
+ * it) and an f32 run stops as diverged instead of training on. */
 #include "compressor.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 static const uint8_t pos_bits[4] = {0xc0, 0x30, 0x0c, 0x03}; /* 11 at value j%4 */
 static const uint8_t neg_bits[4] = {0x80, 0x20, 0x08, 0x02}; /* 10 at value j%4 */
+static const uint8_t bad_bits[4] = {0x40, 0x10, 0x04, 0x01}; /* 01 at value j%4: not finite */
 
 static size_t twobit_bytes(const mx_compressor *c, size_t count)
 {
@@ -32,7 +40,10 @@ static void twobit_compress(const mx_compressor *c, const float *g, float *resid
     for (size_t i = 0; i < count; i++) {
         const float r = residual[i] + g[i] * s;
         uint8_t *byte = out + i / 4; /* block i/16, byte (i%16)/4 of it: i/4 in all */
-        if (r >= t) {
+        if (!isfinite(r)) {
+            *byte |= bad_bits[i & 3];
+            residual[i] = r;
+        } else if (r >= t) {
             *byte |= pos_bits[i & 3];
             residual[i] = r - t;
         } else if (r <= -t) {
@@ -49,8 +60,8 @@ static void twobit_decompress(const mx_compressor *c, const void *packed, size_t
     const float t = (float)c->threshold / c->prescale;
     const uint8_t *in = packed;
     for (size_t i = 0; i < count; i++) {
-        const uint8_t b = in[i / 4];
-        out[i] = (b & pos_bits[i & 3]) == pos_bits[i & 3] ? t : (b & neg_bits[i & 3]) == neg_bits[i & 3] ? -t : 0.0f;
+        const uint8_t code = in[i / 4] & pos_bits[i & 3]; /* the value's two bits, in place */
+        out[i] = code == pos_bits[i & 3] ? t : code == neg_bits[i & 3] ? -t : code ? NAN : 0.0f;
     }
 }
 

@@ -70,6 +70,13 @@ static void note_gc(mx_kvstore *kv, double t0, double t1, double raw, double wir
     pthread_mutex_unlock(&kv->lock);
 }
 
+static double sumsq(const float *x, size_t n)
+{
+    double ss = 0;
+    for (size_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    return ss;
+}
+
 void mx_kv_gc_compress(mx_kvstore *kv, int party, int unit, const float *g, void *packed)
 {
     mx_compressor *c = kv->gc;
@@ -77,11 +84,8 @@ void mx_kv_gc_compress(mx_kvstore *kv, int party, int unit, const float *g, void
     float *residual = c->ops->error_feedback ? c->residual[party] + k->offset : NULL;
     const double t0 = mx_now();
     c->ops->compress(c, g, residual, k->count, packed);
-    if (residual) { /* kept per push, so that the norm at the end costs nothing to read */
-        double ss = 0;
-        for (size_t i = 0; i < k->count; i++) ss += (double)residual[i] * residual[i];
-        kv->gc_sumsq[(size_t)party * kv->gc_nkeys + unit] = ss;
-    }
+    /* kept per push, so that the norm at the end costs nothing to read */
+    if (residual) kv->gc_sumsq[(size_t)party * kv->gc_nkeys + unit] = sumsq(residual, k->count);
     note_gc(kv, t0, mx_now(), (double)k->count * sizeof(float), (double)mx_kv_gc_packed_bytes(kv, unit));
 }
 
@@ -111,6 +115,20 @@ double mx_kv_residual_norm(const mx_kvstore *kv)
     double ss = 0;
     for (size_t i = 0; i < (size_t)kv->ndev * kv->gc_nkeys; i++) ss += kv->gc_sumsq[i];
     return sqrt(ss);
+}
+
+void mx_kv_residual_drop_nonfinite(mx_kvstore *kv)
+{
+    mx_compressor *c = kv->gc;
+    if (!c || !c->ops->error_feedback) return;
+    for (int p = 0; p < kv->ndev; p++)
+        for (int u = 0; u < kv->gc_nkeys; u++) {
+            float *r = c->residual[p] + kv->gc_keys[u].offset;
+            const size_t n = kv->gc_keys[u].count;
+            for (size_t i = 0; i < n; i++)
+                if (!isfinite(r[i])) r[i] = 0;
+            kv->gc_sumsq[(size_t)p * kv->gc_nkeys + u] = sumsq(r, n);
+        }
 }
 
 void mx_kv_set_grad_scale(mx_kvstore *kv, float n)

@@ -114,6 +114,10 @@ const char *mx_kv_compression(const mx_kvstore *kv);
 void mx_kv_set_grad_scale(mx_kvstore *kv, float n);
 void mx_kv_compression_time(mx_kvstore *kv, double cut, double *work, double *after);
 double mx_kv_residual_norm(const mx_kvstore *kv);
+/* After a step skipped for an inf/NaN gradient (AMP): error feedback kept the overflow in
+ * the residuals, where it would be sent at every later step; such values become 0, the rest
+ * of what the residuals owe stays. Between steps (no push in flight). */
+void mx_kv_residual_drop_nonfinite(mx_kvstore *kv);
 
 mx_kv_stats mx_kv_stats_get(mx_kvstore *kv);
 void mx_kv_stats_reset(mx_kvstore *kv);

@@ -46,6 +46,8 @@ typedef struct {
      * (compressor.h; 0: the defaults) */
     const char *compression;
     double gc_threshold, gc_topk_ratio;
+    /* mixed precision (engine/amp.h): data only (mx_amp_check) */
+    mx_amp amp;
 } mx_strategy_config;
 
 /* What a strategy measured over the steps since it was created, per device and per
@@ -132,6 +134,11 @@ int mx_model_check(const mx_strategy_config *cfg);
 int mx_pipeline_micro_batches(int requested, int stages, int batch);
 const char *mx_pipeline_schedule(const char *requested);
 int mx_layer_check(const mx_strategy_config *cfg);
+/* Whether mixed precision amp ("off", "fp16", "bf16") runs with the strategy and kvstore (NULL
+ * or "none": no store): MX_EINVAL saying why not. AMP runs in the data strategy, whose replicas
+ * update their own f32 master weights once the summed gradient is known to be finite; a
+ * dist_async server updates at every push instead, before any such check could run. */
+int mx_amp_check(const char *strategy, const char *kvstore, const char *amp);
 const char *mx_strategy_names(void);     /* those built: "data" */
 const char *mx_strategy_planned(void);   /* those known to the CLI: "data|model|layer" */
 

@@ -4,8 +4,8 @@
 #     its payload holds (fp16 1/2, 2bit 4 bytes per 16 values, topk 8 bytes per value sent,
 #     none 1), a compress phase and time, a residual norm for the error-feedback ones;
 #  2. accuracy: lenet on Fashion-MNIST, 2 devices (device kvstore), 1 epoch: fp16 within 0.5
-#     points of none, topk (ratio $RATIO) within 2 points, 2bit (threshold $THRESHOLD) learns
-#     (see the measurements below);
+#     points of none, topk (ratio $RATIO) within 2 points, 2bit (threshold $THRESHOLD at lr
+#     $LR_2BIT) within $POINTS_2BIT points (see the measurements below);
 #  3. dist_sync (2 workers, 2 servers) with each compressor runs and records the compressed
 #     push bytes (when this build has MPI).
 # usage: test_compression.sh MXBENCH SOURCE_DIR BUILD_DIR
@@ -20,14 +20,20 @@ cd "$T" || exit 1
 
 FASHION_DIR=/usr/share/datasets/fashion-mnist
 # The settings of the accuracy checks (thresholds are in units of the step's summed gradient,
-# as MXNet's). Measured on lenet, 1 epoch, 2 devices, lr 0.05 (none: 0.8639): topk at ratio
-# 0.05 reaches 0.8602 and at 0.01 0.8369 (2.7 points below); 2bit diverges at MXNet's 0.5 and
-# at 0.1 and reaches 0.45 to 0.65 from 0.05 down to 0.002 (0.6548 at 0.005), 0.76 at 0.5 with
-# lr 0.01 (none: 0.8487): one quantum of +-threshold a step per value, amplified by momentum.
-# So 2bit is checked to learn (0.5 or more), not to match; fp16 and topk to match.
-THRESHOLD=0.005
+# as MXNet's). Measured on lenet, 1 epoch, 2 devices, lr 0.05 (none: 0.8596, 0.8642, 0.8601
+# for seeds 1-3): topk at ratio 0.05 reaches 0.8602 and at 0.01 0.8369; fp16 is within -0.34
+# to +1.08 points of none over seeds 1-3 (chaos of a different rounding, not a bias). 2bit
+# sends at most +-threshold per value and step: below about 1 the rate limit lets residuals
+# pile up behind large gradients, which then push for many steps after the gradient turned
+# (0.45 to 0.68 for thresholds 0.01 to 0.2 at lr 0.02 to 0.1), and at 1 or more each quantum
+# is a large step (diverged at lr 0.05 for thresholds 1, 2, 4). Between the two, threshold 4
+# at lr 0.02 reaches 0.8476, 0.8251, 0.8266 for seeds 1-3 (none at lr 0.02, seed 1: 0.8566;
+# threshold 8: 0.8336; lr 0.01: 0.8331): 1.2 to 3.9 points below none at lr 0.05. So 2bit is
+# checked within 4 points at its own lr, not the 2, which it reaches on seed 1 only.
+THRESHOLD=4
+LR_2BIT=0.02
+POINTS_2BIT=4
 RATIO=0.05
-MIN_2BIT=0.5
 
 npass=0 nfail=0
 pass() { npass=$((npass + 1)); echo "ok: $*"; }
@@ -45,6 +51,9 @@ run() { # run NAME CMD...
 }
 settings() { # the compressor's own option
     case $1 in 2bit) echo "--threshold $THRESHOLD" ;; topk) echo "--topk-ratio $RATIO" ;; esac
+}
+lr_of() { # the compressor's learning rate in the accuracy check
+    case $1 in 2bit) echo "--lr $LR_2BIT" ;; esac
 }
 
 # ---- 1. the record (synthetic data, a few steps)
@@ -88,7 +97,7 @@ else
         start=$(date +%s)
         # shellcheck disable=SC2046
         run "acc-$gc" "$MX" train --workload lenet --epochs 1 --gpus 2 --compression $gc $(settings $gc) \
-            --record "$T/acc-$gc.h5" || continue
+            $(lr_of $gc) --record "$T/acc-$gc.h5" || continue
         acc[$gc]=$(attr "$T/acc-$gc.h5" final_test_acc)
         echo "lenet, 2 devices, compression $gc: test accuracy ${acc[$gc]} ($(($(date +%s) - start)) s)"
     done
@@ -98,9 +107,9 @@ else
     }
     within fp16 0.5 && pass "fp16: accuracy ${acc[fp16]:-} within 0.5 points of none (${acc[none]:-})" ||
         fail "fp16: accuracy ${acc[fp16]:-?} more than 0.5 points below none (${acc[none]:-?})"
-    awk -v a="${acc[2bit]:-0}" -v m="$MIN_2BIT" 'BEGIN { exit !(a >= m) }' &&
-        pass "2bit (threshold $THRESHOLD): learns, accuracy ${acc[2bit]:-} >= $MIN_2BIT (none: ${acc[none]:-})" ||
-        fail "2bit: accuracy ${acc[2bit]:-?} below $MIN_2BIT (none: ${acc[none]:-?})"
+    within 2bit $POINTS_2BIT && pass "2bit (threshold $THRESHOLD, lr $LR_2BIT): accuracy ${acc[2bit]:-} within" \
+        "$POINTS_2BIT points of none (${acc[none]:-})" ||
+        fail "2bit: accuracy ${acc[2bit]:-?} more than $POINTS_2BIT points below none (${acc[none]:-?})"
     within topk 2 && pass "topk (ratio $RATIO): accuracy ${acc[topk]:-} within 2 points of none" ||
         fail "topk: accuracy ${acc[topk]:-?} more than 2 points below none (${acc[none]:-?})"
 fi

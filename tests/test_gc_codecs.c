@@ -63,6 +63,24 @@ static void check_2bit(void)
     mx_compressor_destroy(c);
 }
 
+/* inf and NaN go out as code 01 (unused by MXNet) and come back as NaN, so that the sum
+ * shows the overflow; the finite values beside them keep their codes. */
+static void check_2bit_nonfinite(void)
+{
+    mx_compressor *c = make("2bit", 4, 0.5, 0);
+    if (!c) return;
+    const float g[4] = {INFINITY, 0.6f, NAN, -INFINITY};
+    uint8_t packed[4];
+    float out[4];
+    c->ops->compress(c, g, c->residual[0], 4, packed);
+    /* 01 11 01 01 = 0111 0101 = 0x75 */
+    CHECK(packed[0] == 0x75, "2bit of inf, 0.6, NaN, -inf: byte %02x, expected 75", packed[0]);
+    c->ops->decompress(c, packed, 4, out);
+    CHECK(isnan(out[0]) && out[1] == 0.5f && isnan(out[2]) && isnan(out[3]), "decoded %g %g %g %g", out[0], out[1],
+          out[2], out[3]);
+    mx_compressor_destroy(c);
+}
+
 static void check_topk(void)
 {
     enum { N = 10 };
@@ -158,6 +176,7 @@ static void check_bad_settings(void)
 int main(void)
 {
     check_2bit();
+    check_2bit_nonfinite();
     check_topk();
     check_prescale();
     check_bad_settings();

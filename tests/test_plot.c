@@ -189,9 +189,9 @@ static void test_study(const char *dir, mx_plot_report *rep)
     CHECK(rc == 0 && res.nruns == 7, "loading %s: %s (%d runs)", h5, mx_last_error(), res.nruns);
     if (rc != 0) return;
     rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
-    /* nothing compressed and no AMP: no compression figure */
-    CHECK(rc == MX_NPLOTS - 2, "mx_plot_results_report returned %d: %s", rc, mx_last_error());
-    check_figures(outdir, rep, BIT(MX_PLOT_STALENESS) | BIT(MX_PLOT_COMPRESSION));
+    /* nothing compressed and no AMP: no compression or loss-scale figure */
+    CHECK(rc == MX_NPLOTS - 3, "mx_plot_results_report returned %d: %s", rc, mx_last_error());
+    check_figures(outdir, rep, BIT(MX_PLOT_STALENESS) | BIT(MX_PLOT_COMPRESSION) | BIT(MX_PLOT_LOSS_SCALE));
 
     snprintf(path, sizeof path, "%s/data/breakdown.dat", outdir);
     CHECK(count_lines(path, "\"") == 6, "%s: %d bars, expected the 6 ok runs", path, count_lines(path, "\""));
@@ -214,7 +214,7 @@ static void test_study(const char *dir, mx_plot_report *rep)
     snprintf(path, sizeof path, "%s/data/memory.dat", outdir);
     CHECK(count_lines(path, "\"") == 2, "%s: expected a line per strategy", path);
     snprintf(path, sizeof path, "%s/data/replot.sh", outdir);
-    CHECK(count_lines(path, "gnuplot ") == 2 * (MX_NPLOTS - 2),
+    CHECK(count_lines(path, "gnuplot ") == 2 * (MX_NPLOTS - 3),
           "%s: expected one gnuplot command per figure and format", path);
     mx_results_free(&res);
 }
@@ -232,7 +232,8 @@ static void test_single_run(const char *dir, mx_plot_report *rep)
     char outdir[4200];
     snprintf(outdir, sizeof outdir, "%s/single", dir);
     int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
-    const unsigned absent = BIT(MX_PLOT_STALENESS) | BIT(MX_PLOT_MOVED) | BIT(MX_PLOT_BUBBLE) | BIT(MX_PLOT_COMPRESSION);
+    const unsigned absent = BIT(MX_PLOT_STALENESS) | BIT(MX_PLOT_MOVED) | BIT(MX_PLOT_BUBBLE) | BIT(MX_PLOT_COMPRESSION) |
+                            BIT(MX_PLOT_LOSS_SCALE);
     CHECK(rc == MX_NPLOTS - popcount(absent), "single run: returned %d: %s", rc, mx_last_error());
     check_figures(outdir, rep, absent);
     mx_results_free(&res);
@@ -274,8 +275,8 @@ static void test_dist(const char *dir, mx_plot_report *rep)
     char outdir[4200], path[4300];
     snprintf(outdir, sizeof outdir, "%s/dist", dir);
     int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
-    CHECK(rc == MX_NPLOTS - 2, "dist study: returned %d: %s", rc, mx_last_error());
-    check_figures(outdir, rep, BIT(MX_PLOT_BUBBLE) | BIT(MX_PLOT_COMPRESSION));
+    CHECK(rc == MX_NPLOTS - 3, "dist study: returned %d: %s", rc, mx_last_error());
+    check_figures(outdir, rep, BIT(MX_PLOT_BUBBLE) | BIT(MX_PLOT_COMPRESSION) | BIT(MX_PLOT_LOSS_SCALE));
     snprintf(path, sizeof path, "%s/data/staleness.dat", outdir);
     char *text = slurp(path);
     CHECK(text && strstr(text, "\"data-parallel, kv dist_async\"") && !strstr(text, "dist_sync") &&
@@ -297,7 +298,7 @@ static void test_dist(const char *dir, mx_plot_report *rep)
         for (int k = MX_COUNTER_STALENESS_MEAN; k <= MX_COUNTER_STALENESS_MAX; k++) res.runs[i].metrics[k] = NAN;
     rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
     snprintf(path, sizeof path, "%s/staleness.png", outdir);
-    CHECK(rc == MX_NPLOTS - 3 && !rep->drawn[MX_PLOT_STALENESS] && strstr(rep->skipped[MX_PLOT_STALENESS], "dist_async") &&
+    CHECK(rc == MX_NPLOTS - 4 && !rep->drawn[MX_PLOT_STALENESS] && strstr(rep->skipped[MX_PLOT_STALENESS], "dist_async") &&
               !file_exists(path),
           "dist_async without staleness: returned %d, skip message '%s', stale figure %d", rc,
           rep->skipped[MX_PLOT_STALENESS], file_exists(path));
@@ -337,6 +338,39 @@ static void test_compression(const char *dir, mx_plot_report *rep)
           "%s: expected the three 2-device runs, labelled by compressor:\n%s", path, text ? text : "");
     free(text);
     snprintf(path, sizeof path, "%s/compression.png", outdir);
+    CHECK(file_exists(path), "%s missing", path);
+    mx_results_free(&res);
+}
+
+/* Two fp16 AMP runs, one with a skipped step (the scale halves after it), and a bf16 run
+ * (no series): loss_scale.dat has a block per fp16 run, the skip marked at its step. */
+static void test_loss_scale(const char *dir, mx_plot_report *rep)
+{
+    mx_results res;
+    memset(&res, 0, sizeof res);
+    res.schema_version = MX_RESULTS_SCHEMA_VERSION;
+    res.runs = calloc(3, sizeof *res.runs);
+    static const char *const amp[3] = {"fp16", "fp16", "bf16"};
+    for (int i = 0; i < 3; i++) {
+        mx_run_record *r = &res.runs[res.nruns];
+        make_run(r, res.nruns++, "data", "none", i + 1);
+        snprintf(r->amp, sizeof r->amp, "%s", amp[i]);
+        if (i == 2 || r->nloss < 4) continue;
+        r->loss_scale = malloc(sizeof(float) * (size_t)r->nloss);
+        for (int k = 0; k < r->nloss; k++) r->loss_scale[k] = i == 1 && k > 2 ? 32768.0f : 65536.0f;
+    }
+    mx_records_derive_scaling(res.runs, res.nruns);
+    char outdir[4200], path[4300];
+    snprintf(outdir, sizeof outdir, "%s/ls", dir);
+    int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
+    CHECK(rc > 0 && rep->drawn[MX_PLOT_LOSS_SCALE], "loss-scale study: returned %d (%s), drawn %d", rc,
+          mx_last_error(), rep->drawn[MX_PLOT_LOSS_SCALE]);
+    snprintf(path, sizeof path, "%s/data/loss_scale.dat", outdir);
+    char *text = slurp(path);
+    CHECK(text && count_lines(path, "\"") == 2 && strstr(text, "\n3 65536 65536\n") && strstr(text, "\n4 32768 NaN\n"),
+          "%s: expected two fp16 blocks, the skip at step 3:\n%s", path, text ? text : "");
+    free(text);
+    snprintf(path, sizeof path, "%s/loss_scale.png", outdir);
     CHECK(file_exists(path), "%s missing", path);
     mx_results_free(&res);
 }
@@ -417,6 +451,7 @@ int main(void)
     test_dist(dir, rep);
     test_no_ok_runs(dir, rep);
     test_compression(dir, rep);
+    test_loss_scale(dir, rep);
     test_errors(dir, &probe);
     mx_results_free(&probe);
     free(rep);

@@ -140,6 +140,7 @@ typedef struct {
 
     /* ---- elementwise */
     void (*relu_forward)(mx_backend *be, size_t n, float *out, const float *in);
+    /* din may be dout: the layer strategy computes it in place */
     void (*relu_backward)(mx_backend *be, size_t n, float *din, const float *dout, const float *out);
     void (*add)(mx_backend *be, size_t n, float *y, const float *x);    /* y += x */
     void (*scale)(mx_backend *be, size_t n, float *x, float a);         /* x *= a */

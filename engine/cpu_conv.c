@@ -9,9 +9,9 @@
 #include <omp.h>
 #include <string.h>
 
-#define CONV_WORKSPACE_FLOATS ((size_t)8 << 20) /* 32 MiB per device, threads sharing a GEMM */
-#define CONV_THREAD_FLOATS ((size_t)1 << 20)     /* 4 MiB per thread in sample-parallel mode; */
-                                                 /* 1 MiB starved resnet18's 4x4 layers */
+#define CONV_WORKSPACE_FLOATS ((size_t)8 << 20) /* at most 32 MiB per device, threads sharing a GEMM */
+#define CONV_THREAD_FLOATS ((size_t)1 << 20)     /* 4 MiB per thread: 1 MiB starved resnet18's */
+                                                 /* 4x4 layers */
 
 /* The output columns ox whose input column ox*stride - pad + kx lies inside [0, w). */
 static void valid_cols(const mx_conv_desc *d, int kx, int *lo, int *hi)
@@ -115,6 +115,17 @@ static int chunk_samples(const mx_conv_desc *d, int n, size_t budget)
     return nb > (size_t)n ? n : (int)nb;
 }
 
+/* The workspace of a GEMM the device's threads share: a thread's 4 MiB each, at most 32 MiB.
+ * A one-thread device (several devices on few cores) thus holds 4 MiB, not 32: beyond a
+ * GEMM a few thousand columns wide, a wider chunk buys one thread nothing, and the memory
+ * is what a study of memory per device reads (the layer strategy's devices each convolve
+ * the whole batch). */
+static size_t shared_budget(const mx_backend *be)
+{
+    const size_t b = CONV_THREAD_FLOATS * (size_t)(be->nthreads > 1 ? be->nthreads : 1);
+    return b < CONV_WORKSPACE_FLOATS ? b : CONV_WORKSPACE_FLOATS;
+}
+
 /* Samples [lo, hi) in chunks of nb_max with workspace col ((K + oc) * nb_max * ohw floats). */
 static void fwd_range(mx_backend *be, const mx_conv_desc *d, int lo, int hi, int nb_max, float *out,
                       const float *in, const float *w, float *col)
@@ -165,7 +176,7 @@ void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *
 {
     const size_t K = (size_t)d->c * d->k * d->k, ohw = (size_t)d->oh * d->ow;
     if (!sample_parallel(be, n)) {
-        const int nb_max = chunk_samples(d, n, CONV_WORKSPACE_FLOATS);
+        const int nb_max = chunk_samples(d, n, shared_budget(be));
         float *col = mx_backend_scratch(be, sizeof(float) * (K + d->oc) * nb_max * ohw);
         fwd_range(be, d, 0, n, nb_max, out, in, w, col);
         return;
@@ -188,7 +199,7 @@ void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float 
 {
     const size_t K = (size_t)d->c * d->k * d->k, ohw = (size_t)d->oh * d->ow;
     if (!sample_parallel(be, n)) {
-        const int nb_max = chunk_samples(d, n, CONV_WORKSPACE_FLOATS);
+        const int nb_max = chunk_samples(d, n, shared_budget(be));
         float *col = mx_backend_scratch(be, sizeof(float) * (2 * K + d->oc) * nb_max * ohw);
         bwd_range(be, d, 0, n, nb_max, din, dw, dout, in, w, col);
         return;

@@ -3,7 +3,15 @@
  * convolution with the device's output channels is exactly a shard of the whole one, a
  * dense layer over the input shard is a row-parallel one), and a small interpreter that
  * runs the plan's steps forward and backward, calling the communicator where the plan puts
- * a collective. Every device runs the same steps, so the collectives meet in one order. */
+ * a collective. Every device runs the same steps, so the collectives meet in one order.
+ *
+ * A gathered input read by one layer alone is not kept from forward to backward: it lives
+ * in the shared buffers of backward's gradients (which forward leaves free), and the gather
+ * runs again just before its reader's backward (as Megatron's sequence parallelism
+ * re-gathers instead of storing). Kept, each would be the whole batch's activation on
+ * every device, which is what makes a tensor-parallel device hold more than a
+ * data-parallel one; the cost is one more all-gather per such layer and step, counted in
+ * its bytes. */
 #include "layer_plan.h"
 #include "engine/status.h"
 
@@ -36,6 +44,9 @@ struct mx_tp_dev {
     float *stage, *scratch;
     float **pool;       /* [npool] the shared buffers (alloc_grad_buffers) */
     int npool;
+    /* [nsteps] at a layer's backward, the GATHER step to run again first (its input was not
+     * kept, and points into pool), -1 for none */
+    int *regather_at;
     mx_tp_dev_stats stats;
 };
 
@@ -173,25 +184,54 @@ static int colour(tp_use *u, int nu, int *buf_of, size_t *size, int *free_from)
     return nb;
 }
 
+/* The relu whose input gradient may be computed in place over its output's (relu's backward
+ * reads the gradient and writes it element by element): its input has no other reader and
+ * sums no partial gradients. -1 where none; the two gradients are then one use. */
+static int in_place_of(const mx_tp_plan *p, int x)
+{
+    int reader = -1, readers = 0;
+    for (int i = 0; i < p->nsteps; i++)
+        if (p->steps[i].in == x || p->steps[i].in2 == x) readers++, reader = i;
+    if (readers != 1) return -1;
+    const tp_step *s = &p->steps[reader];
+    const int y = s->out;
+    if (s->op != TP_LAYER || strcmp(s->spec.kind, "relu") != 0 || s->acc || y == p->out || p->tensors[x].gpart ||
+        p->tensors[y].gpart || !p->tensors[y].needs_grad)
+        return -1;
+    return y;
+}
+
 /* The gradients, staging and scratch of backward in shared buffers (colour). */
 static int alloc_grad_buffers(mx_tp_dev *t)
 {
     const mx_tp_plan *p = t->p;
-    const int nb = t->max_batch, cap = p->ntensors + 2 * p->nsteps;
+    const int nb = t->max_batch, cap = p->ntensors + 3 * p->nsteps;
     tp_use *u = malloc(sizeof *u * cap);
     int *buf_of = malloc(sizeof(int) * cap), *free_from = malloc(sizeof(int) * cap), nu = 0;
     size_t *size = malloc(sizeof(size_t) * cap);
     int rc = u && buf_of && free_from && size ? MX_OK : MX_ENOMEM;
     for (int x = 0; rc == MX_OK && x < p->ntensors; x++) {
         if (!p->tensors[x].needs_grad || x == p->out) continue; /* the output's gradient is the caller's */
+        if (in_place_of(p, x) >= 0) continue; /* its relu's output's use covers it */
         int hi = p->tensors[x].producer;
         for (int i = hi + 1; i < p->nsteps; i++)
             if (p->steps[i].in == x || p->steps[i].in2 == x) hi = i;
-        u[nu++] = (tp_use){p->tensors[x].producer, hi, nb * mx_tp_local_size(p, x, t->d), &t->grad[x]};
+        int lo = p->tensors[x].producer; /* from the input's producer where a relu runs in place */
+        for (int w = 0; w < p->ntensors; w++)
+            if (p->tensors[w].needs_grad && in_place_of(p, w) == x) lo = p->tensors[w].producer;
+        u[nu++] = (tp_use){lo, hi, nb * mx_tp_local_size(p, x, t->d), &t->grad[x]};
     }
     for (int i = 0; rc == MX_OK && i < p->nsteps; i++) {
         const tp_step *s = &p->steps[i];
-        if (s->op == TP_GATHER) u[nu++] = (tp_use){i, i, t->k * stage_block(t, s->in, nb), &t->stg[i]};
+        /* a gathered input not kept: live at its reader's backward, which gathers it again
+         * (in forward no gradient is live, and no other gather runs before its reader) */
+        if (t->regather_at[i] >= 0)
+            u[nu++] = (tp_use){i, i, nb * mx_tp_local_size(p, s->in, t->d), &t->act[s->in]};
+        /* a gather run again at its reader's backward (j) stages there too */
+        int j = i;
+        for (int r = i + 1; s->op == TP_GATHER && r < p->nsteps; r++)
+            if (t->regather_at[r] == i) j = r;
+        if (s->op == TP_GATHER) u[nu++] = (tp_use){i, j, t->k * stage_block(t, s->in, nb), &t->stg[i]};
         /* where backward puts the input's gradient before adding it (mx_tp_backward) */
         if (s->acc && p->tensors[s->in].needs_grad && (s->op == TP_LAYER || s->op == TP_GATHER))
             u[nu++] = (tp_use){i, i, nb * mx_tp_local_size(p, s->in, t->d), &t->scr[i]};
@@ -206,6 +246,8 @@ static int alloc_grad_buffers(mx_tp_dev *t)
         *u[j].ptr = t->pool[buf_of[j]];
         t->stats.grad_uses++;
     }
+    for (int x = 0; rc == MX_OK && x < p->ntensors; x++)
+        if (p->tensors[x].needs_grad && x != p->out && in_place_of(p, x) >= 0) t->grad[x] = t->grad[in_place_of(p, x)];
     t->stats.grad_buffers = t->npool;
     free(u);
     free(buf_of);
@@ -214,11 +256,43 @@ static int alloc_grad_buffers(mx_tp_dev *t)
     return rc;
 }
 
+/* The gathers whose output has one reader, a layer, with no other gather between the two
+ * (so that the shared buffer still holds it when the layer reads it in forward); not the
+ * model's output, which the loss reads. Sets regather_at[reader] = the gather. */
+static void plan_regather(mx_tp_dev *t)
+{
+    const mx_tp_plan *p = t->p;
+    for (int i = 0; i < p->nsteps; i++) t->regather_at[i] = -1;
+    for (int g = 0; g < p->nsteps; g++) {
+        const int x = p->steps[g].out;
+        if (p->steps[g].op != TP_GATHER || x == p->out) continue;
+        int reader = -1, readers = 0, gathers = 0;
+        for (int i = g + 1; i < p->nsteps; i++) {
+            if (p->steps[i].in == x || p->steps[i].in2 == x) readers++, reader = reader < 0 ? i : reader;
+            if (reader < 0 && p->steps[i].op == TP_GATHER) gathers++;
+        }
+        if (readers == 1 && gathers == 0 && p->steps[reader].op == TP_LAYER && p->steps[reader].in == x)
+            t->regather_at[reader] = g;
+    }
+}
+
+/* 1 when tensor x lives in the shared regather buffer. */
+static int regathered(const mx_tp_dev *t, int x)
+{
+    const int g = t->p->tensors[x].producer;
+    if (g < 0 || t->p->steps[g].op != TP_GATHER) return 0;
+    for (int i = g + 1; i < t->p->nsteps; i++)
+        if (t->regather_at[i] == g) return 1;
+    return 0;
+}
+
 static int alloc_buffers(mx_tp_dev *t)
 {
     const mx_tp_plan *p = t->p;
-    for (int x = 0; x < p->ntensors; x++)
-        if (!(t->act[x] = dev_alloc(t, sizeof(float) * t->max_batch * mx_tp_local_size(p, x, t->d)))) return MX_ENOMEM;
+    plan_regather(t);
+    for (int x = 0; x < p->ntensors; x++) /* a regathered one: in the shared buffers */
+        if (!regathered(t, x) && !(t->act[x] = dev_alloc(t, sizeof(float) * t->max_batch * mx_tp_local_size(p, x, t->d))))
+            return MX_ENOMEM;
     for (int i = 0; i < p->nsteps; i++) {
         const size_t sb = p->steps[i].op == TP_LAYER ? mx_layer_state_bytes(&t->ps[i]->layers[0], t->max_batch) : 0;
         if (sb && !(t->state[i] = dev_alloc(t, sb))) return MX_ENOMEM;
@@ -241,11 +315,12 @@ int mx_tp_dev_create(mx_tp_dev **out, const mx_tp_plan *p, int d, mx_backend *be
     t->grad = calloc(p->ntensors, sizeof *t->grad);
     t->stg = calloc(p->nsteps, sizeof *t->stg);
     t->scr = calloc(p->nsteps, sizeof *t->scr);
+    t->regather_at = calloc(p->nsteps, sizeof *t->regather_at);
     size_t most = 1; /* the largest whole tensor: init's host buffer holds any shard of it */
     for (int w = 0; w < p->nwhole; w++)
         if (p->whole[w].count > most) most = p->whole[w].count;
     float *host = malloc(sizeof(float) * most);
-    int rc = t->ps && t->map && t->mom && t->state && t->act && t->grad && t->stg && t->scr && host
+    int rc = t->ps && t->map && t->mom && t->state && t->act && t->grad && t->stg && t->scr && t->regather_at && host
                  ? MX_OK : mx_error(MX_ENOMEM, "out of memory setting up the layer strategy");
     /* memory as the allocator counts it: parameters with gradients (and batch-norm
      * statistics, model state), then momentum */
@@ -280,7 +355,8 @@ void mx_tp_dev_destroy(mx_tp_dev *t)
         if (t->mom) FREE_DEV(t->mom[i]);
         if (t->state) FREE_DEV(t->state[i]);
     }
-    for (int x = 0; t->act && x < t->p->ntensors; x++) FREE_DEV(t->act[x]);
+    for (int x = 0; t->act && x < t->p->ntensors; x++)
+        if (!t->regather_at || !regathered(t, x)) FREE_DEV(t->act[x]);
     for (int b = 0; t->pool && b < t->npool; b++) FREE_DEV(t->pool[b]);
 #undef FREE_DEV
     free(t->ps);
@@ -291,6 +367,7 @@ void mx_tp_dev_destroy(mx_tp_dev *t)
     free(t->grad);
     free(t->stg);
     free(t->scr);
+    free(t->regather_at);
     free(t->pool);
     free(t);
 }
@@ -426,6 +503,11 @@ int mx_tp_backward(mx_tp_dev *t, int n, const float *dout, float *din)
         switch (s->op) {
         case TP_LAYER: {
             mx_layer *l = &t->ps[i]->layers[0];
+            if (t->regather_at[i] >= 0) { /* its input, gathered again */
+                t->stage = t->stg[t->regather_at[i]];
+                rc = gather_forward(t, &p->steps[t->regather_at[i]], n);
+                if (rc < 0) break;
+            }
             float *dx = need_in ? (s->acc ? t->scratch : t->grad[s->in]) : NULL;
             l->ops->backward(l, be, t->state[i], n, dx, t->grad[s->out], t->act[s->in], t->act[s->out]);
             if (dx && s->acc) put_grad(t, t->grad[s->in], dx, n * mx_tp_local_size(p, s->in, t->d), 1);

@@ -279,15 +279,18 @@ static void check_memory(void)
 
 /* ---- backward's gradient buffers, shared by liveness (layer_run.c) */
 
-/* Lenet is a chain: at any step of backward at most three uses are live (the step's output
- * gradient, its input gradient, a gather's staging; it has no scratch: nothing adds), so the
- * colouring needs at most three buffers, none larger than the largest use. Without sharing
- * (a buffer per tensor, as before) lenet at batch 128 takes 40090 floats per device x1 and
- * 23119 x2 against bounds of 34560 and 17280: this fails. On one device the allocator's whole
- * count for the device program is bounded too: parameters, momentum, activations and saved
- * state (each shard there is the whole layer, so the one-device model's state) plus those
- * three buffers. Measured: x1 25920 floats per sample in 3 buffers for 14 uses (13.27 MB, the
- * device program 36.16 MB against 40.58; 43.41 unshared), x2 12960 (6.64 MB). */
+/* Lenet is a chain: at any step of backward at most four uses are live (the step's output
+ * gradient, its input gradient, a gather's staging, and at a layer whose gathered input was
+ * not kept that input, gathered again; it has no scratch: nothing adds; a relu's input
+ * gradient is its output's, computed in place), so the colouring needs at most four buffers,
+ * in all no more than three of the largest use. Without sharing (a buffer per tensor) lenet
+ * at batch 128 takes 40090 floats per device x1 and 23119 x2 against bounds of 34560 and
+ * 17280: this fails. On one device the allocator's whole count for the device program is
+ * bounded too: parameters, momentum, activations and saved state (each shard there is the
+ * whole layer, so the one-device model's state) plus that bound. Measured: x1 in 4 buffers
+ * for 13 uses (10.32 MB, the device program 31.73 MB against 40.58; 43.41 unshared), x2
+ * 6.72 MB (3 buffers for 14 uses, 13.27 MB and 36.16 MB, before inputs were gathered again
+ * and relu ran in place). */
 static void check_grad_sharing(int k)
 {
     const int nb = 128;
@@ -323,8 +326,8 @@ static void check_grad_sharing(int k)
         const double held = (double)(mx_backend_mem_get(be).live - live0);
         const mx_tp_dev_stats *st = mx_tp_stats(t);
         const double bound = 3.0 * sizeof(float) * largest;
-        CHECK(st->grad_buffers <= 3 && st->grad_buffers < st->grad_uses && st->mem_grads <= bound,
-              "lenet x%d: %d gradient buffers for %d uses, %.0f bytes (bound: 3 buffers, %.0f bytes)", k,
+        CHECK(st->grad_buffers <= 4 && st->grad_buffers < st->grad_uses && st->mem_grads <= bound,
+              "lenet x%d: %d gradient buffers for %d uses, %.0f bytes (bound: 4 buffers, %.0f bytes)", k,
               st->grad_buffers, st->grad_uses, st->mem_grads, bound);
         const double all = st->mem_params + st->mem_optim + (double)acts + (double)state + bound;
         if (k == 1) CHECK(held <= all, "lenet x1: the device program holds %.0f bytes, bound %.0f", held, all);

@@ -14,7 +14,7 @@ set title "fp16 loss scale per step (x: a skipped step)\n" . title
 set xlabel 'training step'
 set ylabel 'loss scale'
 set logscale y 2
-set format y '2^{%L}'
+set format y '%.0f'
 set xrange [0:*]
 set offsets 0, 0, graph 0.1, graph 0.1
 

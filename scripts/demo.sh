@@ -5,9 +5,10 @@
 # with every kvstore (local and device in one process; dist_sync, dist_device_sync,
 # dist_async and dist_allreduce as MPI jobs of CPU workers, with parameter servers where the
 # mode has them); then, in the same study, gradient compression on 2 devices (fp16, 2bit,
-# topk against none, device kvstore); draws the plots (memory per device and bytes moved per
-# strategy, the pipeline's bubble, staleness for dist_async, bytes on the wire and accuracy
-# per compressor), and prints where the HDF5 file and the plots are.
+# topk against none, device kvstore) and mixed precision (fp16 with loss scaling, bf16);
+# draws the plots (memory per device and bytes moved per strategy, the pipeline's bubble,
+# staleness for dist_async, bytes on the wire and accuracy per compressor and precision,
+# fp16's loss scale), and prints where the HDF5 file and the plots are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -29,6 +30,11 @@ echo
 # threshold and topk's ratio as measured for lenet (README, Gradient compression)
 $mx sweep --strategies data --gpus 2 --batch-mode global --batch 128 --kvstore device \
           --compression none,fp16,2bit,topk --threshold 0.005 --topk-ratio 0.05 \
+          --workload lenet --epochs 1 --out "$out/sweep.h5" --resume || status=$?
+((status <= 1)) || exit "$status"
+echo
+# and by mixed precision: f32 master weights, 16-bit activations (about half the bytes)
+$mx sweep --strategies data --gpus 2 --batch-mode global --batch 128 --kvstore device --amp off,fp16,bf16 \
           --workload lenet --epochs 1 --out "$out/sweep.h5" --resume || status=$?
 ((status <= 1)) || exit "$status"
 echo

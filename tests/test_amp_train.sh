@@ -11,29 +11,12 @@
 set -u
 
 MX=${1:?usage: test_amp_train.sh MXBENCH SOURCE_DIR BUILD_DIR}
-case $MX in /*) ;; *) MX=$PWD/$MX ;; esac
-command -v h5dump >/dev/null 2>&1 || { echo "test_amp_train: h5dump not found (apt-get install hdf5-tools)"; exit 1; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/mxbench-test_amp_train.XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
+# shellcheck source=tests/e2e-lib.sh
+. "${2:?usage: test_amp_train.sh MXBENCH SOURCE_DIR BUILD_DIR}/tests/e2e-lib.sh" test_amp_train "$MX"
 FASHION_DIR=/usr/share/datasets/fashion-mnist
 EPOCHS=3
 POINTS=0.5
 
-npass=0 nfail=0
-pass() { npass=$((npass + 1)); echo "ok: $*"; }
-fail() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
-attr() { h5dump -a "/runs/${3:-r0000}/$2" "$1" 2>/dev/null | sed -n 's/^ *(0): *//p' | head -1; }
-run() { # run NAME CMD...
-    local name=$1
-    shift
-    "$@" >"$T/$name.out" 2>"$T/$name.err"
-    local rc=$?
-    [ $rc -eq 0 ] && return 0
-    fail "$name: exit $rc from: $*"
-    tail -n 15 "$T/$name.err" | sed 's/^/    /'
-    return 1
-}
 awk_ok() { awk "BEGIN { exit !($1) }"; }
 
 # ---- 1. the record

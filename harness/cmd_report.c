@@ -122,7 +122,9 @@ static void fill_row(char (*row)[CELL], const mx_run_record *r, const shown_cols
     if (not_ok(r))
         fmt_reason(row[c++], r->reason, 60);
     else
-        snprintf(row[c++], CELL, "%s", r->oversubscribed ? "oversubscribed: timings not meaningful" : "");
+        snprintf(row[c++], CELL, "%s%s%s", r->oversubscribed ? "oversubscribed: timings not meaningful" : "",
+                 r->oversubscribed && r->noisy ? "; " : "",
+                 r->noisy ? "noisy: other programs competed for the cores" : "");
 }
 
 /* "; mxbench 0.1.0 (abc1234) on host, started T", leaving out what the file does not say. */
@@ -277,15 +279,17 @@ static const column head_cols[] = {
 static const column mid_cols[] = {CD(wall_time), {"batch_per_device", C_PERDEV, 0}, CD(throughput_agg)};
 /* dist_* runs: the processes of the MPI job, and how many rows its rank table has */
 static const column proc_cols[] = {CI(workers), CI(servers), CI(oversubscribed), CI(nranks)};
+/* the host beside the run (harness/hostload.h) */
+static const column host_cols[] = {CI(noisy), CD(host_others), CD(host_load), CD(host_steal)};
 static const column reason_col = CS(reason); /* last: free text, the only column that may hold commas */
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-enum { MAX_DATA_COLS = COUNT(head_cols) + COUNT(mid_cols) + MX_NCOUNTERS + COUNT(proc_cols) + 1 };
+enum { MAX_DATA_COLS = COUNT(head_cols) + COUNT(mid_cols) + MX_NCOUNTERS + COUNT(proc_cols) + COUNT(host_cols) + 1 };
 
 /* Every summary column, the counters' figures from their table. Columns never move: scripts
  * read the CSV by position (column 30 is wall_time), so the figures of schema 1 keep their
  * place after time_to_acc, and those added since come after the others, then the processes
- * of dist_* runs, before the reason. */
+ * of dist_* runs and the host's figures, before the reason. */
 static int data_columns(column *out)
 {
     int n = 0;
@@ -298,6 +302,7 @@ static int data_columns(column *out)
             for (size_t i = 0; i < sizeof mid_cols / sizeof mid_cols[0]; i++) out[n++] = mid_cols[i];
     }
     for (size_t i = 0; i < COUNT(proc_cols); i++) out[n++] = proc_cols[i];
+    for (size_t i = 0; i < COUNT(host_cols); i++) out[n++] = host_cols[i];
     out[n++] = reason_col;
     return n;
 }

@@ -205,7 +205,11 @@ static void print_summary(const train_args *a, const mx_run_record *r, double fl
            1e3 * r->step_time_median, r->throughput_ci_low, r->throughput_ci_high, r->throughput_agg);
     if (flops > 0) printf(", %.1f GFLOP/s", 3 * flops * r->throughput * 1e-9);
     if (isfinite(r->time_to_acc)) printf(", %.1f s to acc %.3f", r->time_to_acc, c->target_acc);
-    printf(", %.1f s%s\n", r->wall_time, strcmp(r->status, "diverged") == 0 ? ", DIVERGED" : "");
+    printf(", %.1f s%s", r->wall_time, strcmp(r->status, "diverged") == 0 ? ", DIVERGED" : "");
+    if (r->noisy) /* the timings measured the other programs too */
+        printf(", NOISY host (on average %.1f thread(s) of other programs ready to run, load up to %.1f, %.0f%% "
+               "stolen)", r->host_others, r->host_load, isfinite(r->host_steal) ? 100 * r->host_steal : 0.0);
+    putchar('\n');
 }
 
 /* Creates the --record file before training, so that a bad path fails at once and not

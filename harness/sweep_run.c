@@ -102,6 +102,8 @@ static void adopt(mx_run_record *r, mx_run_record *got)
     r->nlayers = got->nlayers, r->layers = got->layers;
     got->ndevices = got->nlayers = 0, got->devices = NULL, got->layers = NULL;
     r->oversubscribed = r->oversubscribed || got->oversubscribed;
+    r->noisy = got->noisy;
+    r->host_others = got->host_others, r->host_load = got->host_load, r->host_steal = got->host_steal;
     snprintf(r->status, sizeof r->status, "%s", got->status);
     snprintf(r->reason, sizeof r->reason, "%s", got->reason);
     mx_record_derive(r);
@@ -220,6 +222,9 @@ void mx_sweep_outcome_text(const mx_run_record *r, char *buf, size_t n)
             snprintf(buf, n, "ok, %.1f samples/s, test acc %.4f", r->throughput, r->final_test_acc);
         else
             snprintf(buf, n, "ok, %.1f samples/s", r->throughput);
+        const size_t len = strlen(buf);
+        if (r->noisy && len < n) /* the host was busy: its timings measured other programs too */
+            snprintf(buf + len, n - len, ", NOISY host (%.1f thread(s) of other programs ready to run)", r->host_others);
     } else {
         snprintf(buf, n, "%s: %.200s", r->status, r->reason);
         char *nl = strchr(buf, '\n');

@@ -1,6 +1,8 @@
 /* The training loop (see trainer.h). Timing: a step is timed from batch assembly to the
  * last device's pull; leading warmup steps of each repeat are left out of the series. */
 #include "trainer.h"
+#include "loss_watch.h"
+#include "hostload.h"
 #include "engine/limits.h"
 #include "opts.h"
 #include "strategies/cluster.h"
@@ -153,67 +155,6 @@ static int reserve(mx_run_record *rec, int steps_total, int epochs_total)
     return MX_OK;
 }
 
-/* ---- divergence
- * A loss that turns NaN or inf stops the run at that step: the weights are then NaN too, and
- * no later step means anything. A loss that grows far beyond its start marks the run as
- * diverged and lets it finish: such a loss may come back (resnet18 at lr 0.05, batch 32, on
- * synthetic data climbs from 2.5 to a 5-step mean of 7.2 at step 22, then falls back to 2.3-3.0
- * by step 44), so the curve is worth seeing whole, and the timings keep the length asked for,
- * comparable with the other runs of a sweep. The warning is printed when the rule fires, so
- * a user can stop a long run at once.
- *
- * Growth rule: the mean of the last K losses exceeds MX_DIVERGE_FACTOR times the reference,
- * the lesser of the mean of the first K and ln(classes), checked once 2K steps ran (the two
- * windows do not overlap). K steps cover at least MX_DIVERGE_MIN_STEPS steps and
- * MX_DIVERGE_SAMPLES samples: a mean over 160 samples keeps the noise of single batches
- * (worst at small batches) out of the comparison. ln(classes) is the loss of a uniform guess,
- * where a fresh model starts: a first-K mean above it has already grown (lenet at lr 2 reaches
- * 1.8e5 at step 3), and must not raise the reference out of reach.
- * Measured here (batch 32 unless said), as the largest last-5 mean over the reference: normal
- * training 1.17 (mlp on synthetic data at lr 0.05, whose first losses are 2.4-3.1), lenet on
- * synthetic data 1.02, lenet and mlp on Fashion-MNIST (batch 128) 0.71 and 0.85 at the first
- * check, then falling to 0.2-0.3; resnet18 at
- * lr 0.05 on synthetic data is at 2.35 by step 10 and 3.1 at step 22; at lr 0.05 mlp at batch 8
- * and lenet at batch 4 (16 and 32 times the lr that batch 128 uses) fire too, rightly: the first
- * collapses to chance after single losses of 65, the second ends in NaN. 1.5 leaves normal runs
- * a margin of 3 times their largest excess (0.5 over the reference against 0.17), while a
- * mean loss 1.5 times that of a uniform guess means a model confidently wrong, which SGD at a
- * workable learning rate does not produce. */
-#define MX_DIVERGE_FACTOR 1.5
-#define MX_DIVERGE_MIN_STEPS 5
-#define MX_DIVERGE_SAMPLES 160
-
-typedef struct {
-    int k;                             /* window length in steps */
-    double chance;                     /* ln(classes): the loss of a uniform guess */
-    int n;                             /* finite losses seen in this repeat */
-    double first_sum;                  /* sum of the first k */
-    double win[MX_DIVERGE_SAMPLES];    /* the last k, as a ring */
-} loss_watch;
-
-static void watch_start(loss_watch *w, int batch, int nclasses)
-{
-    memset(w, 0, sizeof *w);
-    w->chance = log(nclasses > 1 ? nclasses : 2);
-    const int k = (MX_DIVERGE_SAMPLES + batch - 1) / batch;
-    w->k = k > MX_DIVERGE_MIN_STEPS ? k : MX_DIVERGE_MIN_STEPS;
-}
-
-/* Adds a finite loss; returns 1 when the growth rule fires, with the recent mean and the
- * reference it was compared with. */
-static int watch_add(loss_watch *w, double loss, double *ref, double *last_mean)
-{
-    if (w->n < w->k) w->first_sum += loss;
-    w->win[w->n % w->k] = loss;
-    w->n++;
-    if (w->n < 2 * w->k) return 0;
-    double s = 0; /* summed afresh: a running sum would drift over millions of steps */
-    for (int i = 0; i < w->k; i++) s += w->win[i];
-    *ref = w->first_sum / w->k;
-    if (*ref > w->chance) *ref = w->chance;
-    *last_mean = s / w->k;
-    return *last_mean > MX_DIVERGE_FACTOR * *ref;
-}
 
 typedef struct {
     const mx_train_config *c;
@@ -228,9 +169,10 @@ typedef struct {
     mx_counter_acc counters;           /* every counter of the timed steps (results/metrics.h) */
     long skipped;                      /* AMP: steps skipped for inf/NaN gradients, every step counted */
     double timed_samples, timed_time; /* for throughput_agg: real batch sizes, same times as step_time */
-    loss_watch watch;
+    mx_loss_watch watch;
     int diverged;                      /* the growth rule or a non-finite loss fired (reason set) */
     double progress_every;             /* seconds between progress lines */
+    mx_host_watch host;                /* the host beside the run: read about once a second */
 } run_state;
 
 /* What run_step returns when the loss turned non-finite: the run stops there. */
@@ -314,7 +256,7 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
         return c->cluster ? MX_OK : STEP_NONFINITE;
     }
     double first, last;
-    if (!st->diverged && watch_add(&st->watch, loss, &first, &last)) {
+    if (!st->diverged && mx_loss_watch_add(&st->watch, loss, &first, &last)) {
         const int k = st->watch.k;
         char why[256];
         snprintf(why, sizeof why, "the mean loss of the last %d steps, %.4g, is above %.1f x %.4g (rule: mean of the "
@@ -356,7 +298,10 @@ static void log_progress(run_state *st, int epoch, int step, int step_in_epoch, 
     *last = now;
     if (c->steps) fprintf(c->log, "  step %d/%d", step + 1, c->steps);
     else fprintf(c->log, "  epoch %d step %d/%d", epoch + 1, step_in_epoch, per_epoch);
-    fprintf(c->log, "  loss %.4f  %.0f samples/s\n", loss, speed);
+    fprintf(c->log, "  loss %.4f  %.0f samples/s", loss, speed);
+    if (st->host.others_last > 0) /* said as it happens: the figures so far are already suspect */
+        fprintf(c->log, "  host busy: %d thread(s) of other programs ready to run", st->host.others_last);
+    fputc('\n', c->log);
     fflush(c->log);
 }
 
@@ -397,7 +342,7 @@ static int run_repeat(run_state *st)
     mx_rng rng;
     mx_rng_seed(&rng, (uint64_t)c->seed * 7919 + 17);
     double train_time = 0, last_progress = mx_now();
-    watch_start(&st->watch, B, st->ds->train.nclasses);
+    mx_loss_watch_start(&st->watch, B, st->ds->train.nclasses);
     int step = 0;
     for (int epoch = 0; step < total; epoch++) {
         for (int i = 0; i < n_train; i++) st->order[i] = i;
@@ -417,6 +362,7 @@ static int run_repeat(run_state *st)
                 log_interval(st, epoch, batch, &iv);
                 iv = (span){0};
             }
+            mx_host_watch_tick(&st->host);
             log_progress(st, epoch, step, batch, per_epoch, ss.loss_sum / n, dt > 0 ? n / dt : 0.0, &last_progress);
         }
         if (c->log && c->log_interval > 0)
@@ -564,8 +510,11 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
     st.order = malloc(sizeof(int32_t) * ds.train.n);
     fill_record_config(c, &ds, rec);
     const double t0 = mx_now();
+    mx_host_watch_start(&st.host);
     rc = st.bx && st.by && st.order ? run_all(&st, c, &sc) : mx_error(MX_ENOMEM, "out of memory for batches");
     rec->wall_time = mx_now() - t0;
+    mx_host_watch_add(&st.host);
+    mx_host_watch_figures(&st.host, &rec->host_others, &rec->host_load, &rec->host_steal, &rec->noisy);
     mx_counter_acc_reduce(&st.counters, rec->metrics);
     /* every step's skip, warmup included: where fp16's first scales overflow */
     if (strcmp(c->amp, "off") != 0) rec->metrics[MX_COUNTER_SKIPPED] = (double)st.skipped;

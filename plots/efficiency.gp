@@ -2,7 +2,7 @@
 # (1.0 = perfect linear scaling, drawn dashed), one line per series.
 # Input datafile (plot.c writes data/scaling.dat): one block per series, blocks separated
 # by two blank lines, each opened by a line holding the series title in double quotes, then
-#   1 devices   2 speedup   3 scaling efficiency
+#   1 devices   2 speedup   3 scaling efficiency   4 noisy (1: drawn hollow)
 # Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='scaling.dat'; outbase='out/efficiency';
 #        term='png'" [-e "title='...'; devname='...'; gpus='1 2 4'"] efficiency.gp
 
@@ -21,4 +21,7 @@ set ytics 0.1
 set format y '%.1f'
 
 plot 1 dt (8,6) lw 1.5 lc rgb '#888888' title 'ideal (1.0)', \
-     for [i=0:nseries-1] datafile index i using 1:3 with linespoints lt i+1 dt dash(i) title columnheader(1)
+     for [i=0:nseries-1] datafile index i using 1:3 with linespoints lt i+1 dt dash(i) title columnheader(1), \
+     for [i=0:nseries-1] datafile index i using 1:(noisy_at($3, $4)) with points pt filled_pt(i+1) lc rgb 'white' notitle, \
+     for [i=0:nseries-1] datafile index i using 1:(noisy_at($3, $4)) with points pt hollow_pt(i+1) lt i+1 \
+         title (hasnoisy && i == 0 ? noisy_title : '')

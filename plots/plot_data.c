@@ -136,15 +136,24 @@ static void row_throughput(FILE *f, const mx_run_record *r)
     double hi = isfinite(r->throughput_ci_high) ? r->throughput_ci_high : r->throughput;
     fprintf(f, "%d", r->gpus);
     plot_put_num(f, r->throughput), plot_put_num(f, lo), plot_put_num(f, hi);
-    fputc('\n', f);
+    fprintf(f, " %d\n", r->noisy);
+}
+
+/* Whether some run kept by keep ran on a busy host (drawn hollow, with a key entry saying so). */
+static void noisy_var(const plot_ctx *c, gp_vars *v, int (*keep)(const mx_run_record *))
+{
+    int any = 0;
+    for (int i = 0; i < c->set.nuniq; i++) any |= keep(c->set.uniq[i]) && c->set.uniq[i]->noisy;
+    vars_int(v, "hasnoisy", any);
 }
 
 static int write_throughput(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     int rc = plot_write_series_file(c, v, "throughput.dat", "throughput against device count",
-                                    "devices throughput_samples_per_s ci95_low ci95_high", keep_throughput,
+                                    "devices throughput_samples_per_s ci95_low ci95_high noisy", keep_throughput,
                                     row_throughput);
     if (rc == 0) snprintf(why, nwhy, "no ok run has a throughput");
+    if (rc > 0) noisy_var(c, v, keep_throughput);
     return rc;
 }
 
@@ -157,7 +166,7 @@ static void row_scaling(FILE *f, const mx_run_record *r)
 {
     fprintf(f, "%d", r->gpus);
     plot_put_num(f, r->speedup), plot_put_num(f, r->efficiency);
-    fputc('\n', f);
+    fprintf(f, " %d\n", r->noisy);
 }
 
 static int write_scaling(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
@@ -165,8 +174,9 @@ static int write_scaling(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     int rc = plot_write_series_file(c, v, "scaling.dat",
                                     "speedup and scaling efficiency against device count (relative to the "
                                     "fewest devices of each series)",
-                                    "devices speedup efficiency", keep_scaling, row_scaling);
+                                    "devices speedup efficiency noisy", keep_scaling, row_scaling);
     if (rc == 0) snprintf(why, nwhy, "no ok run has a speedup (derived against the fewest devices of its series)");
+    if (rc > 0) noisy_var(c, v, keep_scaling);
     return rc;
 }
 

@@ -3,7 +3,7 @@
 # both axes, so ideal scaling is the diagonal.
 # Input datafile (plot.c writes data/scaling.dat): one block per series, blocks separated
 # by two blank lines, each opened by a line holding the series title in double quotes, then
-#   1 devices   2 speedup   3 scaling efficiency
+#   1 devices   2 speedup   3 scaling efficiency   4 noisy (1: drawn hollow)
 # Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='scaling.dat'; outbase='out/speedup';
 #        term='png'" [-e "title='...'; devname='...'; gpus='1 2 4'; gbase=1"] speedup.gp
 # gbase: the fewest devices in the study (the ideal line is devices/gbase).
@@ -24,4 +24,7 @@ set autoscale yfix
 set offsets 0, 0, graph 0.05, graph 0.05
 
 plot x / gbase dt (8,6) lw 1.5 lc rgb '#888888' title 'ideal (linear)', \
-     for [i=0:nseries-1] datafile index i using 1:2 with linespoints lt i+1 dt dash(i) title columnheader(1)
+     for [i=0:nseries-1] datafile index i using 1:2 with linespoints lt i+1 dt dash(i) title columnheader(1), \
+     for [i=0:nseries-1] datafile index i using 1:(noisy_at($2, $4)) with points pt filled_pt(i+1) lc rgb 'white' notitle, \
+     for [i=0:nseries-1] datafile index i using 1:(noisy_at($2, $4)) with points pt hollow_pt(i+1) lt i+1 \
+         title (hasnoisy && i == 0 ? noisy_title : '')

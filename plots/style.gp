@@ -36,6 +36,13 @@ set linetype 8 lc rgb color(8) lw 2 pt 6  ps 1.1
 set linetype cycle 8
 # Past eight lines the colours repeat: line i (from 0) then changes its dash pattern.
 dash(i) = int(i) / 8 + 1
+# A run on a busy host (its data file's noisy column 1) is drawn hollow: its line type's
+# marker in white, then the outline of that marker (the outline types of 7 5 9 11 13 15).
+filled_pt(i) = int(word('7 5 9 11 13 15 4 6', (int(i) - 1) % 8 + 1))
+hollow_pt(i) = int(word('6 4 8 10 12 14 4 6', (int(i) - 1) % 8 + 1))
+noisy_at(y, n) = n > 0 ? y : NaN
+if (!exists("hasnoisy")) hasnoisy = 0
+noisy_title = 'hollow: host busy (noisy)'
 
 set border 3 lw 1 lc rgb '#555555'
 set tics nomirror out scale 0.6 textcolor rgb '#222222'

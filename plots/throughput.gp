@@ -3,7 +3,7 @@
 # are nudged sideways by a few per cent so that coinciding error bars stay visible.
 # Input datafile (plot.c writes data/throughput.dat): one block per series, blocks separated
 # by two blank lines, each opened by a line holding the series title in double quotes, then
-#   1 devices   2 throughput (samples/s, median)   3 CI low   4 CI high
+#   1 devices   2 throughput (samples/s, median)   3 CI low   4 CI high   5 noisy (1: drawn hollow)
 # Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='throughput.dat'; outbase='out/throughput';
 #        term='png'" [-e "title='lenet on cpu'; devname='CPU workers'; gpus='1 2 4'"] throughput.gp
 
@@ -19,4 +19,8 @@ set yrange [0:*]
 set offsets 0, 0, graph 0.08, 0
 
 plot for [i=0:nseries-1] datafile index i using ($1*dodge(i)):2:3:4 \
-     with yerrorlines lt i+1 dt dash(i) title columnheader(1)
+     with yerrorlines lt i+1 dt dash(i) title columnheader(1), \
+     for [i=0:nseries-1] datafile index i using ($1*dodge(i)):(noisy_at($2, $5)) \
+     with points pt filled_pt(i+1) lc rgb 'white' notitle, \
+     for [i=0:nseries-1] datafile index i using ($1*dodge(i)):(noisy_at($2, $5)) \
+     with points pt hollow_pt(i+1) lt i+1 title (hasnoisy && i == 0 ? noisy_title : '')

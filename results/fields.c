@@ -37,6 +37,7 @@ static const mx_field outcome_fields[] = {
     RDBL(throughput),     RDBL(throughput_ci_low), RDBL(throughput_ci_high), RDBL(throughput_iqr),
     ODBL(throughput_agg), RDBL(step_time_median),  RDBL(speedup),            RDBL(efficiency),
     RDBL(final_test_acc), RDBL(time_to_acc),      OINT(oversubscribed),
+    OINT(noisy),          ODBL(host_others),       ODBL(host_load),          ODBL(host_steal),
 };
 /* after the counters' figures, as before the table (file readers go by name anyway) */
 static const mx_field tail_fields[] = {RDBL(wall_time)};
@@ -47,7 +48,7 @@ static const mx_field summary_outcome[] = {
     SSTR(status),      SDBL(throughput),     SDBL(throughput_ci_low), SDBL(throughput_ci_high),
     SDBL(step_time_median), SDBL(throughput_agg), SDBL(speedup),  SDBL(efficiency),
     {"test_acc", F_DBL, offsetof(mx_run_record, final_test_acc), sizeof(double), 0},
-    SDBL(time_to_acc), SINT(oversubscribed),
+    SDBL(time_to_acc), SINT(oversubscribed), SINT(noisy), SDBL(host_others),
 };
 
 static void add(mx_field_table *t, mx_field f)
@@ -266,7 +267,7 @@ typedef struct {
 static const int_rule int_rules[] = {
     MIN(gpus, 1),         MIN(batch, 0),   MIN(global_batch, 0),       MIN(epochs, 0),       MIN(steps, 0),
     MIN(warmup_steps, 0), MIN(repeats, 0), MIN(threads_per_device, 0), MIN(test_samples, 0),
-    MIN(workers, 1),      MIN(servers, 0), MIN(oversubscribed, 0),
+    MIN(workers, 1),      MIN(servers, 0), MIN(oversubscribed, 0),    MIN(noisy, 0),
 };
 
 int mx_run_check_values(const mx_run_record *r, const char *path, int code)
@@ -277,9 +278,9 @@ int mx_run_check_values(const mx_run_record *r, const char *path, int code)
             return mx_error(code, "%s: run '%s': %s = %d is impossible (accepted: %d or more)", path, r->id,
                             int_rules[i].name, v, int_rules[i].min);
     }
-    if (r->oversubscribed > 1)
-        return mx_error(code, "%s: run '%s': oversubscribed = %d is impossible (accepted: 0 or 1)", path, r->id,
-                        r->oversubscribed);
+    if (r->oversubscribed > 1 || r->noisy > 1)
+        return mx_error(code, "%s: run '%s': %s = %d is impossible (accepted: 0 or 1)", path, r->id,
+                        r->noisy > 1 ? "noisy" : "oversubscribed", r->noisy > 1 ? r->noisy : r->oversubscribed);
     if (!mx_record_status_known(r->status))
         return mx_error(code, "%s: run '%s': status '%s' is not one mxbench knows (accepted: %s)", path, r->id,
                         r->status, MX_RECORD_STATUSES);

@@ -39,6 +39,7 @@ void mx_record_init(mx_run_record *r)
     r->speedup = r->efficiency = NAN;
     r->final_test_acc = r->time_to_acc = NAN;
     r->wall_time = NAN;
+    r->host_others = r->host_load = r->host_steal = NAN;
     for (int i = 0; i < MX_NCOUNTERS; i++) r->metrics[i] = NAN;
     /* the fields added after schema 1 (workers 1, servers 0, ...) take what a file without
      * them meant; nranks 0, ranks NULL and oversubscribed 0 come from the memset */

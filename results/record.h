@@ -94,6 +94,11 @@ typedef struct {
     int nranks;            /* dist_* runs: every rank of the MPI job (0 otherwise) */
     mx_rank_row *ranks;    /* [nranks] */
     int oversubscribed;    /* 1: more ranks x threads than a host has cores (timings not meaningful) */
+    /* the host beside the run (harness/hostload.h): mean threads of other programs ready to
+     * run, the largest 1-minute load average, the CPU share stolen by a hypervisor (NaN
+     * where not read), and noisy: 1 when those say another program competed for the cores */
+    double host_others, host_load, host_steal;
+    int noisy;
     int ndevices;          /* strategies that report per device (model, layer, data): one row each */
     mx_device_row *devices;/* [ndevices] */
     int nlayers;           /* the model's top-level layers, where the strategy reports them */

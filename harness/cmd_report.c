@@ -244,12 +244,15 @@ static int print_table(const char *path, const mx_results *res, int md)
                "(workers); busy ms: per step summing and updating (servers).\n");
     int ndetailed = 0;
     for (int i = 0; i < res->nruns && rc == MX_OK; i++)
-        if (res->runs[i].nlayers > 0) rc = report_print_detail(&res->runs[i], md), ndetailed++;
+        if (res->runs[i].nlayers > 0 || res->runs[i].ndevices > 1)
+            rc = report_print_detail(&res->runs[i], md), ndetailed++;
     if (ndetailed && rc == MX_OK)
         printf("\nlayers: a device's top-level layers (model: its stage); bubble: the stage's idle share of its step\n"
                "windows; param, optim, peak MB: parameters and gradients, momentum, and the most the device held\n"
-               "(allocator count); sent MB/step: to other devices; inflight: most micro-batches held at once. A\n"
-               "layer's MB/step: its collectives (layer) or what crosses the stage boundary after it (model).\n");
+               "(allocator count); sent MB/step: to other devices; inflight: most micro-batches held at once; busy\n"
+               "ms: per step computing (data: forward and backward of its slice; model: its stage's work), the\n"
+               "straggler named at %.1fx the devices' median or more. A layer's MB/step: its collectives (layer)\n"
+               "or what crosses the stage boundary after it (model).\n", MX_STRAGGLER_RATIO);
     return rc;
 }
 

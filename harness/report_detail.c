@@ -1,6 +1,8 @@
-/* The device and layer tables of a model or layer run in `mxbench report` (report_table.h):
- * where a pipeline is cut, how idle each stage was, what each device holds, and what moves
- * per layer. A data run's device rows (memory only) stay in the file: its summary row says it. */
+/* The device and layer tables of a run in `mxbench report` (report_table.h): where a
+ * pipeline is cut, how idle each stage was, what each device holds and how long it computed
+ * a step, and what moves per layer; and the straggler, the device that computed longest,
+ * named where it took MX_STRAGGLER_RATIO of the devices' median or more. A data run shows its
+ * devices where it has several (its summary row has its memory). */
 #include "report_table.h"
 
 #include "engine/status.h"
@@ -11,7 +13,7 @@
 #include <string.h>
 
 static const char *const device_heads[] = {"device", "layers", "bubble", "param MB", "optim MB", "peak MB",
-                                           "sent MB/step", "inflight"};
+                                           "sent MB/step", "inflight", "busy ms"};
 enum { DEVICE_COLS = sizeof device_heads / sizeof device_heads[0] };
 static const char *const layer_heads[] = {"layer", "kind", "device", "MB/step"};
 enum { LAYER_COLS = sizeof layer_heads / sizeof layer_heads[0] };
@@ -45,6 +47,7 @@ static int print_devices(const mx_run_record *r, int md)
         fmt_num(row[c++], x->mem_peak * 1e-6, "%.4g");
         fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
         snprintf(row[c++], CELL, "%d", x->inflight_max);
+        fmt_num(row[c++], x->busy_time * 1e3, "%.2f");
     }
     char about[96], md_title[160], text_title[160];
     if (strcmp(r->strategy, "model") == 0)
@@ -56,7 +59,39 @@ static int print_devices(const mx_run_record *r, int md)
     snprintf(text_title, sizeof text_title, "devices of %s (%s)", r->id, about);
     print_one(&t, md, md_title, text_title);
     free(t.cell);
+    char who[160];
+    if (report_straggler(r, who, sizeof who)) printf("%s%s\n", md ? "\n" : "", who);
     return MX_OK;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int report_straggler(const mx_run_record *r, char *buf, size_t n)
+{
+    double *busy = r->ndevices > 1 ? malloc(sizeof *busy * (size_t)r->ndevices) : NULL;
+    int m = 0, slow = -1;
+    for (int i = 0; busy && i < r->ndevices; i++) {
+        const double b = r->devices[i].busy_time;
+        if (!isfinite(b)) continue;
+        busy[m++] = b;
+        if (slow < 0 || b > r->devices[slow].busy_time) slow = i;
+    }
+    if (m < 2) {
+        free(busy);
+        return 0;
+    }
+    qsort(busy, (size_t)m, sizeof busy[0], by_value);
+    const double median = m % 2 ? busy[m / 2] : (busy[m / 2 - 1] + busy[m / 2]) / 2;
+    free(busy);
+    const double ratio = median > 0 ? r->devices[slow].busy_time / median : NAN;
+    if (!(ratio >= MX_STRAGGLER_RATIO)) return 0;
+    snprintf(buf, n, "straggler: device %d computed %.2f ms a step, %.2fx the median of the %d devices (%.2f ms)",
+             r->devices[slow].device, r->devices[slow].busy_time * 1e3, ratio, m, median * 1e3);
+    return 1;
 }
 
 static int print_layers(const mx_run_record *r, int md)
@@ -84,9 +119,8 @@ static int print_layers(const mx_run_record *r, int md)
 
 int report_print_detail(const mx_run_record *r, int md)
 {
-    if (r->nlayers <= 0) return MX_OK; /* a data run: the summary row has its memory */
-    if (r->ndevices > 0) MX_TRY(print_devices(r, md));
-    return print_layers(r, md);
+    if (r->ndevices > 1 || (r->ndevices > 0 && r->nlayers > 0)) MX_TRY(print_devices(r, md));
+    return r->nlayers > 0 ? print_layers(r, md) : MX_OK;
 }
 
 void report_json_detail(const mx_run_record *r)
@@ -105,7 +139,9 @@ void report_json_detail(const mx_run_record *r)
         json_number(x->mem_peak);
         printf(", \"bytes_per_step\": ");
         json_number(x->bytes_per_step);
-        printf(", \"inflight_max\": %d}", x->inflight_max);
+        printf(", \"inflight_max\": %d, \"busy_time\": ", x->inflight_max);
+        json_number(x->busy_time);
+        printf("}");
     }
     printf("], \"layers\": [");
     for (int i = 0; i < r->nlayers; i++) {

@@ -28,9 +28,14 @@ void fmt_num(char *buf, double x, const char *fmt);
 void json_string(const char *s);
 void json_number(double x);
 
-/* The device and layer tables of a model or layer run (report_detail.c), as text or md;
- * and as JSON members ', "devices": [...], "layers": [...]'. */
+/* The device and layer tables of a run (report_detail.c): a model or layer run's, and a data
+ * run's devices where it has several; as text or md, and as JSON members
+ * ', "devices": [...], "layers": [...]'. */
 int report_print_detail(const mx_run_record *r, int md);
 void report_json_detail(const mx_run_record *r);
+/* A device whose busy time is MX_STRAGGLER_RATIO of the devices' median or more: 1 and a line
+ * naming it, else 0 (fewer than two devices with busy times, or none so slow). */
+#define MX_STRAGGLER_RATIO 1.2
+int report_straggler(const mx_run_record *r, char *buf, size_t n);
 
 #endif

@@ -431,7 +431,7 @@ static int record_detail(run_state *st, const mx_strategy_config *sc)
     for (int i = 0; rc == MX_OK && i < d->ndevices; i++) {
         const mx_device_detail *x = &d->dev[i];
         rec->devices[i] = (mx_device_row){i, x->first, x->last, x->bubble, x->mem_params, x->mem_optim, x->mem_peak,
-                                          x->bytes_sent, x->held_max};
+                                          x->bytes_sent, x->held_max, x->busy};
     }
     if (rc == MX_OK) rec->ndevices = d->ndevices;
     for (int i = 0; rc == MX_OK && i < nl; i++) {

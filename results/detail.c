@@ -14,7 +14,7 @@
 static const mx_field device_cols[] = {
     D(device, F_INT, 1),   D(first_layer, F_INT, 0), D(last_layer, F_INT, 0), D(bubble, F_DBL, 0),
     D(mem_params, F_DBL, 0), D(mem_optim, F_DBL, 0), D(mem_peak, F_DBL, 0),   D(bytes_per_step, F_DBL, 0),
-    D(inflight_max, F_INT, 0),
+    D(inflight_max, F_INT, 0), D(busy_time, F_DBL, 0),
 };
 #undef D
 #define LSIZE(m) sizeof(((mx_layer_row *)0)->m)
@@ -26,7 +26,7 @@ static const mx_field layer_cols[] = {
 
 static const mx_table_def devices_table = {
     "devices", "device", device_cols, (int)(sizeof device_cols / sizeof device_cols[0]), sizeof(mx_device_row),
-    MX_DEVICE_ROWS_MAX, "bubble: fraction; mem_params, mem_optim, mem_peak: bytes; bytes_per_step: bytes"};
+    MX_DEVICE_ROWS_MAX, "bubble: fraction; mem_params, mem_optim, mem_peak: bytes; bytes_per_step: bytes; busy_time: s"};
 static const mx_table_def layers_table = {
     "layers", "layer", layer_cols, (int)(sizeof layer_cols / sizeof layer_cols[0]), sizeof(mx_layer_row),
     MX_LAYER_ROWS_MAX, "bytes_per_step: bytes"};

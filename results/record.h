@@ -29,6 +29,7 @@ typedef struct {
     double mem_params, mem_optim, mem_peak; /* bytes, as the allocator counted them (NaN: not measured) */
     double bytes_per_step;   /* sent to the other devices per step */
     int inflight_max;        /* model: most micro-batches held at once; 0 otherwise */
+    double busy_time;        /* seconds per step it computed (data, model; NaN for layer): a straggler's is longest */
 } mx_device_row;
 
 /* One top-level layer of a run's model (a residual block is one). */

@@ -30,7 +30,7 @@ typedef struct {
 typedef struct {
     double loss;
     int correct;
-    double t_fwd_end, t_bwd_end, t_end;
+    double t_start, t_fwd_end, t_bwd_end, t_end;
     double loss_scale; /* the scale this step's loss gradient had (1 without fp16 AMP) */
     int skipped;       /* AMP: the summed gradient held inf or NaN, the update was skipped */
 } device_result;
@@ -47,6 +47,8 @@ struct mx_strategy {
     mx_loss_scaler scaler[MX_MAX_DEVICES]; /* AMP: one per device, moved by the same sums */
     mx_kvstore *kv;
     double mem_peak[MX_MAX_DEVICES]; /* the most each device held in any step so far */
+    double busy_sum[MX_MAX_DEVICES]; /* seconds each device computed, over busy_steps steps */
+    long busy_steps;
     mx_comm *comm; /* the devices' group, which the kvstore moves gradients through */
     mx_comm *world; /* dist_allreduce: every worker rank */
     int *decay;    /* [nparams] dist_*: the servers' weight decay flags */
@@ -115,6 +117,7 @@ static void run_device(mx_strategy *s, int d)
 {
     mx_net *net = s->net[d];
     device_result *r = &s->res[d];
+    r->t_start = mx_now();
     const size_t per = mx_shape_size(net->in);
     mx_net_set_batch(net, s->x + (size_t)s->first[d] * per, s->y + s->first[d], s->count[d]);
     mx_net_zero_grad(net);
@@ -377,7 +380,9 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
         if (r->t_fwd_end > fwd_end) fwd_end = r->t_fwd_end;
         if (r->t_bwd_end > bwd_end) bwd_end = r->t_bwd_end;
         if (r->t_end > end) end = r->t_end;
+        s->busy_sum[d] += r->t_bwd_end - r->t_start;
     }
+    s->busy_steps++;
     const double fwd = fwd_end - t_dispatch, bwd = bwd_end - fwd_end;
     st->phase[MX_PHASE_FORWARD] = fwd;
     st->phase[MX_PHASE_BACKWARD] = bwd;
@@ -422,6 +427,7 @@ static int data_detail(mx_strategy *s, mx_strategy_detail *out)
                                 .bytes_sent = NAN};
         x->mem_params = (double)mx_net_weight_bytes(s->net[d]);
         x->mem_peak = s->mem_peak[d];
+        x->busy = s->busy_steps ? s->busy_sum[d] / (double)s->busy_steps : NAN;
         if (s->mom[d]) x->mem_optim = momentum_bytes(s);
     }
     return MX_OK;

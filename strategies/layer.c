@@ -320,7 +320,7 @@ static int layer_detail(mx_strategy *s, mx_strategy_detail *out)
         out->dev[d] = (mx_device_detail){.first = 0, .last = s->plan->nlayers, .bubble = NAN,
                                          .mem_params = ds->mem_params, .mem_optim = ds->mem_optim,
                                          .mem_peak = s->steps ? s->mem_peak[d] : NAN,
-                                         .bytes_sent = s->steps ? s->bytes_sent[d] / s->steps : NAN};
+                                         .bytes_sent = s->steps ? s->bytes_sent[d] / s->steps : NAN, .busy = NAN};
     }
     for (int l = 0; l < out->nlayers; l++) out->layer_bytes[l] = s->steps ? s->layer_bytes[l] / s->steps : NAN;
     return MX_OK;

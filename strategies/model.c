@@ -251,7 +251,8 @@ static int model_detail(mx_strategy *s, mx_strategy_detail *out)
                                          .mem_params = g->mem_params, .mem_optim = g->mem_optim,
                                          .mem_peak = s->mem_peak[r],
                                          .bytes_sent = (s->act_sum[r] + s->grad_sum[r]) / steps,
-                                         .held_max = g->held_max};
+                                         .held_max = g->held_max,
+                                         .busy = (s->window_sum - s->idle_sum[r]) / steps};
         /* what crosses the boundary after a stage: its activations forward, their gradients
          * sent back by the next stage */
         if (r < s->k - 1) out->layer_bytes[g->last - 1] = (s->act_sum[r] + s->grad_sum[r + 1]) / steps;

@@ -61,6 +61,10 @@ typedef struct {
     double mem_peak;        /* the most bytes the device held during any step (allocator count) */
     double bytes_sent;      /* bytes per step this device sent to others (stages, shards, kvstore) */
     int held_max;           /* model: most micro-batches in flight on the stage at once (0: n/a) */
+    /* seconds per step the device computed, mean over the steps so far: data, its forward and
+     * backward on its slice; model, its stage's work (the step window less its idle time);
+     * NaN where the devices run in lockstep (layer). A straggler shows here. */
+    double busy;
 } mx_device_detail;
 
 typedef struct {

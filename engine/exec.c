@@ -3,12 +3,23 @@
 #include "exec.h"
 #include "status.h"
 
+#include "timer.h"
+#include "trace.h"
+
 #include <assert.h>
 #include <stdlib.h>
 
 enum { B_ACT, B_STATE, B_DBUF, B_X, B_LABELS, B_WORK, B_NBLOCKS };
 
 static int amp(const mx_exec *e) { return e->act_type != MX_F32; }
+
+/* The timeline (trace.h): a layer's forward or backward on its device's track, timed on the
+ * host (the CPU backend computes in the call; a queueing backend would show its launches). */
+static double trace_t0(void) { return mx_trace_on() ? mx_now() : 0; }
+static void trace_layer(const mx_exec *e, const char *cat, const mx_layer *l, int k, double t0)
+{
+    if (t0 > 0) mx_trace_event(MX_TRACK_DEVICE(e->be->device), cat, l->ops->kind, e->first + k, t0, mx_now());
+}
 
 static void *take(mx_exec *e, int block, size_t bytes)
 {
@@ -200,7 +211,9 @@ static const float *forward_amp(mx_exec *e, const float *in, int n, int training
         mx_layer *l = &e->ps->layers[e->first + k];
         const size_t nout = (size_t)n * mx_shape_size(l->out);
         float *out = k < nl - 1 ? e->work[1 - a] : e->act[k];
+        const double t0 = trace_t0();
         l->ops->forward(l, e->be, e->state[k], n, out, e->work[a], training);
+        trace_layer(e, "forward", l, k, t0);
         if (k < nl - 1) {
             /* Stored rounded, and expanded back in place so that the next layer reads
              * exactly the stored values. */
@@ -229,7 +242,9 @@ static void backward_amp(mx_exec *e, int n, const float *g, float *din, mx_grad_
         float *in = e->work[1 - b];
         const size_t nin = (size_t)n * mx_shape_size(l->in);
         cast(e, nin, in, MX_F32, k ? e->act_half[k - 1] : e->in_half, t);
+        const double t0 = trace_t0();
         l->ops->backward(l, e->be, e->state[k], n, d, g, in, out);
+        trace_layer(e, "backward", l, k, t0);
         /* work[b] (the output) is no longer needed: it stages the rounding. */
         if (d) round_in_place(e, d, nin, e->work[b]);
         round_param_grads(e, l, e->work[b]);
@@ -249,7 +264,9 @@ const float *mx_exec_forward(mx_exec *e, const float *in, int n, int training)
     if (amp(e)) return forward_amp(e, in, n, training);
     for (int k = 0; k < e->last - e->first; k++) {
         mx_layer *l = &e->ps->layers[e->first + k];
+        const double t0 = trace_t0();
         l->ops->forward(l, e->be, e->state[k], n, e->act[k], in, training);
+        trace_layer(e, "forward", l, k, t0);
         in = e->act[k];
     }
     return in;
@@ -279,7 +296,9 @@ void mx_exec_backward(mx_exec *e, int n, const float *dout, float *din, mx_grad_
     for (int k = e->last - e->first - 1; k >= 0; k--) {
         mx_layer *l = &e->ps->layers[e->first + k];
         float *d = k ? e->dbuf[next] : din;
+        const double t0 = trace_t0();
         l->ops->backward(l, e->be, e->state[k], n, d, g, k ? e->act[k - 1] : e->in_ptr, e->act[k]);
+        trace_layer(e, "backward", l, k, t0);
         g = d;
         next = 1 - next;
         if (ready && l->param_count) ready(user, l->param_first, l->param_count);

@@ -20,6 +20,7 @@
 #define MX_MAX_WORK_LOAD 1e6          /* one device's relative share of a batch */
 #define MX_MAX_TIMEOUT_S 1e7          /* sweep --timeout, seconds (about 115 days) */
 #define MX_MAX_LOG_INTERVAL 1000000   /* batches */
+#define MX_MAX_TRACE_STEPS 1000       /* steps of a --trace timeline (a few thousand events each) */
 #define MX_MAX_BUCKET_MB 2047         /* dist_allreduce --bucket-mb (MPI counts are ints: below 2 GiB) */
 #define MX_MAX_SERVERS 64             /* --servers: parameter-server ranks */
 #define MX_MAX_MICRO_BATCHES 4096     /* --micro-batches: each holds its activations */

@@ -12,11 +12,12 @@
 #define MX_NOISY_OTHERS 0.5
 #define MX_NOISY_STEAL 0.05
 #define MX_HOST_SAMPLE_EVERY 1.0 /* seconds between readings during a run */
+#define MX_HOST_BURST 3          /* looks 2 ms apart making one reading of others: their least */
 
 typedef struct {
     int ok;                     /* 0: /proc could not be read */
     double load1;               /* 1-minute load average */
-    int others;                 /* threads in state R of processes not named as this one */
+    int others;                 /* threads in state R of processes not named as this one (least of a burst) */
     unsigned long long steal, total; /* /proc/stat's aggregate cpu jiffies */
 } mx_host_sample;
 

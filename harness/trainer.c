@@ -3,6 +3,7 @@
 #include "trainer.h"
 #include "loss_watch.h"
 #include "hostload.h"
+#include "engine/trace.h"
 #include "engine/limits.h"
 #include "opts.h"
 #include "strategies/cluster.h"
@@ -40,6 +41,7 @@ void mx_train_config_defaults(mx_train_config *c)
     c->init = "xavier";
     c->compression = "none";
     c->amp = "off";
+    c->trace_steps = 5;
     c->gc_threshold = MX_GC_THRESHOLD_DEFAULT;
     c->gc_topk_ratio = MX_GC_TOPK_RATIO_DEFAULT;
 }
@@ -223,6 +225,8 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
 {
     const mx_train_config *c = st->c;
     mx_run_record *rec = st->rec;
+    const int traced = c->trace && st->repeat == 0 && step >= c->warmup_steps && step < c->warmup_steps + c->trace_steps;
+    if (traced && step == c->warmup_steps) mx_trace_start(mx_now());
     const double t0 = mx_now();
     gather_batch(st, from, n);
     const double t_data = mx_now() - t0;
@@ -231,6 +235,11 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
     MX_TRY(st->ops->step(st->s, st->bx, st->by, n, lr, ss));
     const double dt = mx_now() - t0;
     *train_time += dt;
+    if (traced) { /* the trainer's track: the batch, then the whole step */
+        mx_trace_event(MX_TRACK_TRAINER, "step", "data", -1, t0, t0 + t_data);
+        mx_trace_event(MX_TRACK_TRAINER, "step", "step", step, t0, t0 + dt);
+    }
+    if (traced && step == c->warmup_steps + c->trace_steps - 1) mx_trace_stop();
     /* a dist_* worker knows the loss of its own slice only */
     const double loss = ss->loss_sum / (ss->samples > 0 ? ss->samples : n);
     if (st->repeat == 0) {
@@ -447,6 +456,20 @@ static int record_detail(run_state *st, const mx_strategy_config *sc)
     return rc;
 }
 
+/* The first repeat's timeline, once its window is over (worker 0 of a dist_* job). */
+static int write_trace(const mx_train_config *c)
+{
+    mx_trace_stop(); /* a run shorter than its window */
+    int rc = MX_OK;
+    if (c->trace && (!c->cluster || c->cluster->index == 0)) {
+        char name[64]; /* plain words: written into the JSON as they are */
+        snprintf(name, sizeof name, "mxbench %s %s x%d", c->workload, c->strategy, c->devices);
+        rc = mx_trace_write(c->trace, c->cluster ? c->cluster->rank : 0, name);
+    }
+    mx_trace_reset();
+    return rc;
+}
+
 static int run_all(run_state *st, const mx_train_config *c, const mx_strategy_config *sc)
 {
     const int per_epoch = steps_per_epoch(c, st->ds->train.n);
@@ -458,6 +481,7 @@ static int run_all(run_state *st, const mx_train_config *c, const mx_strategy_co
         int rc = run_repeat(st);
         if (rc == MX_OK && st->repeat == c->repeats - 1) rc = save_params(st, c);
         if (rc == MX_OK && st->repeat == c->repeats - 1) rc = record_detail(st, sc);
+        if (rc == MX_OK && st->repeat == 0) rc = write_trace(c);
         st->ops->destroy(st->s);
         st->s = NULL;
         MX_TRY(rc);

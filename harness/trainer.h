@@ -47,6 +47,10 @@ typedef struct {
     double gc_threshold, gc_topk_ratio;
     /* mixed precision: "off", "fp16" or "bf16" (engine/amp.h; data strategy, mx_amp_check) */
     const char *amp;
+    /* if set, a timeline of trace_steps steps from the first timed one (first repeat) is
+     * written there as a Chrome trace (engine/trace.h; a dist_* job's: worker 0's) */
+    const char *trace;
+    int trace_steps;
 } mx_train_config;
 
 void mx_train_config_defaults(mx_train_config *c);

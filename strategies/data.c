@@ -15,6 +15,7 @@
 #include "device_threads.h"
 #include "engine/status.h"
 #include "engine/timer.h"
+#include "engine/trace.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -138,6 +139,12 @@ static void run_device(mx_strategy *s, int d)
     if (s->local_update) update_device(s, d);
     if (net->be->ops->sync(net->be) < 0) record_error(s);
     r->t_end = mx_now();
+    /* the timeline's step phases on the device's track (its layers and pushes lie inside) */
+    const int track = MX_TRACK_DEVICE(net->be->device);
+    mx_trace_event(track, "step", "forward", -1, r->t_start, r->t_fwd_end);
+    mx_trace_event(track, "step", "backward", -1, r->t_fwd_end, r->t_bwd_end);
+    mx_trace_event(track, "step", s->kv ? (s->local_update ? "pull and update" : "pull") : "update", -1, r->t_bwd_end,
+                   r->t_end);
 }
 
 /* Without this, BLAS on this device would use every core and the devices would fight over

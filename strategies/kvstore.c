@@ -5,6 +5,7 @@
 #include "kv_mode.h"
 #include "engine/status.h"
 #include "engine/timer.h"
+#include "engine/trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +165,7 @@ static void *worker_main(void *p)
         const double t0 = mx_now();
         const int rc = kv->ops->process(kv, w, key);
         const double t1 = mx_now();
+        mx_trace_event(MX_TRACK_KV_WORKER(w), "kvstore", "reduce key", key, t0, t1);
         pthread_mutex_lock(&kv->lock);
         note_span(kv, t0, t1);
         if (rc < 0 && !kv->first_error) {
@@ -333,6 +335,7 @@ static int check_key(const mx_kvstore *kv, const char *verb, int key, int dev, s
 int mx_kv_push(mx_kvstore *kv, int key, int dev, size_t count)
 {
     MX_TRY(check_key(kv, "push", key, dev, count));
+    const double t0 = mx_trace_on() ? mx_now() : 0; /* the timeline: waiting, compressing, queueing */
     const mx_kv_key *k = &kv->keys[key];
     double wire = (double)k->count * (double)mx_dtype_size(k->dtype);
     int *mine = &kv->pushed[dev * kv->nkeys + key];
@@ -362,6 +365,7 @@ int mx_kv_push(mx_kvstore *kv, int key, int dev, size_t count)
     kv->stats.pushes++;
     pthread_cond_broadcast(&kv->work);
     pthread_mutex_unlock(&kv->lock);
+    if (t0 > 0) mx_trace_event(MX_TRACK_DEVICE(kv->dev[dev].be->device), "kvstore", "push key", key, t0, mx_now());
     return rc;
 }
 
@@ -376,6 +380,7 @@ int mx_kv_pull(mx_kvstore *kv, int key, int dev, size_t count)
     const double t0 = mx_now();
     const int rc = kv->ops->pull(kv, key, dev);
     const double t1 = mx_now();
+    mx_trace_event(MX_TRACK_DEVICE(kv->dev[dev].be->device), "kvstore", "pull key", key, t0, t1);
     pthread_mutex_lock(&kv->lock);
     note_span(kv, t0, t1);
     pthread_mutex_unlock(&kv->lock);

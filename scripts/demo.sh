@@ -8,7 +8,8 @@
 # topk against none, device kvstore) and mixed precision (fp16 with loss scaling, bf16);
 # draws the plots (memory per device and bytes moved per strategy, the pipeline's bubble,
 # staleness for dist_async, bytes on the wire and accuracy per compressor and precision,
-# fp16's loss scale), and prints where the HDF5 file and the plots are.
+# fp16's loss scale) and a timeline of a few steps, and prints where the HDF5 file, the plots
+# and the timeline are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -38,8 +39,12 @@ $mx sweep --strategies data --gpus 2 --batch-mode global --batch 128 --kvstore d
           --workload lenet --epochs 1 --out "$out/sweep.h5" --resume || status=$?
 ((status <= 1)) || exit "$status"
 echo
+# a timeline of 5 steps of data parallelism on 2 devices: every layer, push, pull and reduction
+$mx train --workload lenet --dataset synthetic --gpus 2 --steps 12 --warmup-steps 2 --trace "$out/trace.json"
+echo
 $mx plot "$out/sweep.h5" --out "$out/plots"
 echo
 echo "results: $out/sweep.h5   (h5dump -d /summary $out/sweep.h5; mxbench report $out/sweep.h5)"
 echo "plots:   $out/plots/*.png and *.svg"
+echo "timeline: $out/trace.json (a Chrome trace: open it in Perfetto, ui.perfetto.dev, or chrome://tracing)"
 ((status == 0)) || echo "note: some rows did not end ok; their status and reason are in the tables above"

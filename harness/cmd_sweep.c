@@ -33,6 +33,7 @@ typedef struct {
     int ival[MX_AXES_MAX];
     double dval[MX_AXES_MAX];
     const char *data, *out;
+    const char *trace;             /* a directory for each row's timeline, <id>.json; NULL: none */
     double timeout;
     int force, resume, retry_failed, dry_run;
     int threads_per_device;        /* resolved: cores / largest device count unless given */
@@ -93,6 +94,7 @@ static int build_opts(sweep_args *a, mx_opt *opts)
     const mx_opt own[] = {
         {"timeout", MX_OPT_DOUBLE, &a->timeout, "SECONDS", "kill a run after this long and record it failed, > 0 (default 3600)", NULL, 0, MX_MAX_TIMEOUT_S},
         {"out", MX_OPT_STRING, &a->out, "FILE", "results file (default out/sweep.h5)", NULL, 0, 0},
+        {"trace", MX_OPT_STRING, &a->trace, "DIR", "keep each row's timeline (train --trace: 5 steps from the first timed one) as DIR/<run id>.json", NULL, 0, 0},
         {"force", MX_OPT_FLAG, &a->force, NULL, "overwrite an existing results file", NULL, 0, 0},
         {"resume", MX_OPT_FLAG, &a->resume, NULL, "keep an existing file and run only configurations it lacks", NULL, 0, 0},
         {"retry-failed", MX_OPT_FLAG, &a->retry_failed, NULL, "with --resume: run failed configurations again, replacing their rows", NULL, 0, 0},
@@ -227,6 +229,10 @@ static int prepare_file(const sweep_args *a, int argc, char **argv, mx_results *
         fprintf(stderr, "mxbench sweep: --out %s: %s\n", a->out, mx_last_error());
         return 2;
     }
+    if (a->trace && mx_mkdir_p(a->trace) < 0) {
+        fprintf(stderr, "mxbench sweep: --trace %s: %s\n", a->trace, mx_last_error());
+        return 2;
+    }
     mx_results_meta meta;
     /* argv starts at the subcommand; main's argv[0] sits just before it. */
     mx_buildinfo_meta(&meta, argc + 1, argv - 1);
@@ -287,7 +293,11 @@ static int run_sweep(const sweep_args *a, const mx_sweep_mpi *mpi, mx_run_record
             continue;
         }
         const int skipped = strcmp(r->status, "skipped") == 0;
-        if (!skipped) mx_sweep_execute(r, mpi, tmp_path, a->timeout, on_tick, &pg, &interrupted);
+        char trace[1100]; /* named by the id the row gets below */
+        if (a->trace && retry) snprintf(trace, sizeof trace, "%s/%s.json", a->trace, existing->runs[row].id);
+        else if (a->trace) snprintf(trace, sizeof trace, "%s/r%04d.json", a->trace, next_id);
+        if (!skipped)
+            mx_sweep_execute(r, mpi, tmp_path, a->trace ? trace : NULL, a->timeout, on_tick, &pg, &interrupted);
         if (interrupted) break;
         /* a retried run takes the place (and id) of its failed row */
         if (retry)

@@ -158,11 +158,18 @@ static void fail(mx_run_record *r, const mx_child_result *cr, const char *why)
         snprintf(r->reason, sizeof r->reason, "%s (exit status %d); stderr: %s", why, cr->exit_status, tail);
 }
 
-void mx_sweep_execute(mx_run_record *r, const mx_sweep_mpi *m, const char *tmp_path, double timeout,
-                      mx_child_tick_fn tick, void *user, const volatile sig_atomic_t *interrupted)
+void mx_sweep_execute(mx_run_record *r, const mx_sweep_mpi *m, const char *tmp_path, const char *trace_path,
+                      double timeout, mx_child_tick_fn tick, void *user, const volatile sig_atomic_t *interrupted)
 {
-    char store[4096], *train_argv[64], mstore[256], *argv[128];
+    char store[4096], *train_argv[64], mstore[256], *argv[128], trace_opt[] = "--trace", trace[1100];
     mx_sweep_child_argv(r, tmp_path, store, sizeof store, train_argv);
+    if (trace_path) { /* the child's own option, after those of the axes */
+        int argc = 0;
+        while (train_argv[argc]) argc++;
+        snprintf(trace, sizeof trace, "%s", trace_path);
+        if (argc + 2 < (int)(sizeof train_argv / sizeof train_argv[0]))
+            train_argv[argc] = trace_opt, train_argv[argc + 1] = trace, train_argv[argc + 2] = NULL;
+    }
     const int dist = mx_kv_mode_is_dist(r->kvstore);
     if (dist) mx_sweep_mpi_argv(m, r, train_argv, mstore, sizeof mstore, argv);
     unlink(tmp_path);

@@ -29,9 +29,10 @@ int mx_sweep_check_runs(const mx_run_record *runs, int n);
  * says; rank 0 writes the record), and fills r's outcome: ok (with the child's
  * measurements), diverged (the child's record, status and reason), or failed (exit status or
  * signal, the rank that failed where mpirun or the rank named it, and the tail of its
- * stderr). *interrupted is the sweep's signal flag. */
-void mx_sweep_execute(mx_run_record *r, const mx_sweep_mpi *m, const char *tmp_path, double timeout,
-                      mx_child_tick_fn tick, void *user, const volatile sig_atomic_t *interrupted);
+ * stderr). trace_path: where the child writes its timeline (train --trace), NULL for none.
+ * *interrupted is the sweep's signal flag. */
+void mx_sweep_execute(mx_run_record *r, const mx_sweep_mpi *m, const char *tmp_path, const char *trace_path,
+                      double timeout, mx_child_tick_fn tick, void *user, const volatile sig_atomic_t *interrupted);
 
 /* One line: "ok, 4913.2 samples/s, test acc 0.8712" or "failed: ...". */
 void mx_sweep_outcome_text(const mx_run_record *r, char *buf, size_t n);

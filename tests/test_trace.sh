@@ -5,7 +5,8 @@
 # pushes and pulls, the kvstore workers' reductions, the trainer's steps (as many as
 # --trace-steps asked), and communication overlapping backward (a reduction starting before
 # the last backward of its step ends); a dist_allreduce job's trace too (worker 0's, when
-# this build has MPI); an unwritable path fails the run naming it; --trace-steps 0 exits 2.
+# this build has MPI); a sweep's --trace DIR keeps one per row; an unwritable path fails the
+# run naming it; --trace-steps 0 exits 2.
 # usage: test_trace.sh MXBENCH SOURCE_DIR BUILD_DIR
 set -u
 MX=${1:?usage: test_trace.sh MXBENCH SOURCE_DIR BUILD_DIR}
@@ -56,6 +57,12 @@ if "$MX" info 2>/dev/null | grep -q dist_allreduce && command -v mpirun >/dev/nu
 else
     echo "skip: the dist_allreduce trace (no MPI in this build)"
 fi
+run sweep "$MX" sweep --strategies data --gpus 1,2 --workload mlp --dataset synthetic --steps 10 --out "$T/s.h5" \
+    --trace "$T/traces" && {
+    out0=$(python3 "$T/check.py" "$T/traces/r0000.json" 5 1 0) && out1=$(python3 "$T/check.py" "$T/traces/r0001.json" 5 2 2) &&
+        pass "sweep --trace: a timeline per row (r0000: $out0)" ||
+        fail "sweep --trace: $(ls "$T/traces" 2>&1 | tr '\n' ' ') ${out0:-} ${out1:-}"
+}
 "$MX" train --workload mlp --dataset synthetic --steps 3 --trace "$T/no/such/dir/t.json" >"$T/u.out" 2>&1
 rc=$?
 [ $rc -ne 0 ] && grep -q "cannot write the trace" "$T/u.out" && pass "an unwritable trace path fails the run: exit $rc" ||

@@ -481,7 +481,10 @@ static int run_all(run_state *st, const mx_train_config *c, const mx_strategy_co
         int rc = run_repeat(st);
         if (rc == MX_OK && st->repeat == c->repeats - 1) rc = save_params(st, c);
         if (rc == MX_OK && st->repeat == c->repeats - 1) rc = record_detail(st, sc);
-        if (rc == MX_OK && st->repeat == 0) rc = write_trace(c);
+        if (rc >= 0 && st->repeat == 0) { /* a diverged repeat's timeline too: it shows how */
+            const int wrote = write_trace(c);
+            if (wrote < 0) rc = wrote;
+        }
         st->ops->destroy(st->s);
         st->s = NULL;
         MX_TRY(rc);

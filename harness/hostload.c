@@ -41,10 +41,10 @@ static int runnable_threads(const char *pid)
     return n;
 }
 
-static int count_others(void)
+/* Runnable threads of processes whose name is not self. */
+static int count_others(const char *self)
 {
-    char self[64] = "", comm[64], path[64];
-    read_line("/proc/self/comm", self, sizeof self);
+    char comm[64], path[64];
     DIR *d = opendir("/proc");
     if (!d) return -1;
     int n = 0;
@@ -74,10 +74,12 @@ void mx_host_sample_now(mx_host_sample *s)
     /* the least of a short burst: a program that competes for a core is ready to run at
      * every look, one starting beside mxbench (the other end of a shell pipe) or waking
      * for an instant is not, and must not make a short run of two readings noisy */
+    char self[64] = "";
+    read_line("/proc/self/comm", self, sizeof self);
     s->others = -1;
     for (int i = 0; i < MX_HOST_BURST; i++) {
         if (i) nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);
-        const int n = count_others();
+        const int n = count_others(self);
         if (n >= 0 && (s->others < 0 || n < s->others)) s->others = n;
     }
     s->ok = s->others >= 0;

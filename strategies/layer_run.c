@@ -209,16 +209,19 @@ static int alloc_grad_buffers(mx_tp_dev *t)
     tp_use *u = malloc(sizeof *u * cap);
     int *buf_of = malloc(sizeof(int) * cap), *free_from = malloc(sizeof(int) * cap), nu = 0;
     size_t *size = malloc(sizeof(size_t) * cap);
-    int rc = u && buf_of && free_from && size ? MX_OK : MX_ENOMEM;
+    int *into = malloc(sizeof(int) * p->ntensors); /* [x] the relu output whose gradient x's is, or -1 */
+    int rc = u && buf_of && free_from && size && into ? MX_OK : MX_ENOMEM;
+    for (int x = 0; rc == MX_OK && x < p->ntensors; x++)
+        into[x] = p->tensors[x].needs_grad && x != p->out ? in_place_of(p, x) : -1;
     for (int x = 0; rc == MX_OK && x < p->ntensors; x++) {
         if (!p->tensors[x].needs_grad || x == p->out) continue; /* the output's gradient is the caller's */
-        if (in_place_of(p, x) >= 0) continue; /* its relu's output's use covers it */
+        if (into[x] >= 0) continue; /* its relu's output's use covers it */
         int hi = p->tensors[x].producer;
         for (int i = hi + 1; i < p->nsteps; i++)
             if (p->steps[i].in == x || p->steps[i].in2 == x) hi = i;
         int lo = p->tensors[x].producer; /* from the input's producer where a relu runs in place */
         for (int w = 0; w < p->ntensors; w++)
-            if (p->tensors[w].needs_grad && in_place_of(p, w) == x) lo = p->tensors[w].producer;
+            if (into[w] == x) lo = p->tensors[w].producer;
         u[nu++] = (tp_use){lo, hi, nb * mx_tp_local_size(p, x, t->d), &t->grad[x]};
     }
     for (int i = 0; rc == MX_OK && i < p->nsteps; i++) {
@@ -247,8 +250,9 @@ static int alloc_grad_buffers(mx_tp_dev *t)
         t->stats.grad_uses++;
     }
     for (int x = 0; rc == MX_OK && x < p->ntensors; x++)
-        if (p->tensors[x].needs_grad && x != p->out && in_place_of(p, x) >= 0) t->grad[x] = t->grad[in_place_of(p, x)];
+        if (into[x] >= 0) t->grad[x] = t->grad[into[x]];
     t->stats.grad_buffers = t->npool;
+    free(into);
     free(u);
     free(buf_of);
     free(free_from);

@@ -67,16 +67,6 @@ static void matching_free(matching *m)
     free(m->cur_only);
 }
 
-/* Short human description; the full key is what matched, this is what a reader scans. */
-static void describe(const mx_run_record *r, char *buf, size_t n)
-{
-    int len = snprintf(buf, n, "%s %s/%s gpus=%d batch=%d", r->workload, r->strategy, r->kvstore, r->gpus, r->batch);
-    if (len > 0 && (size_t)len < n && strcmp(r->compression, "none") != 0)
-        len += snprintf(buf + len, n - (size_t)len, " %s", r->compression);
-    if (len > 0 && (size_t)len < n && strcmp(r->amp, "off") != 0)
-        snprintf(buf + len, n - (size_t)len, " amp=%s", r->amp);
-}
-
 static int is_ok(const mx_run_record *r) { return strcmp(r->status, "ok") == 0; }
 
 /* ---- the comparison rows */
@@ -98,7 +88,7 @@ static void fmt_value(char *buf, mx_metric m, double x)
 
 static void fill_row(row *w, const mx_run_record *b, const mx_run_record *n, mx_metric m, const mx_comparison *c)
 {
-    describe(b, w->cell[0], CELL);
+    mx_compare_describe(b, w->cell[0], CELL);
     snprintf(w->cell[1], CELL, "%s/%s", b->id, n->id);
     snprintf(w->cell[2], CELL, "%s", mx_compare_metric_name(m));
     fmt_value(w->cell[3], m, c->base);
@@ -176,7 +166,7 @@ static void print_one_side(const char *title, const mx_results *res, const int *
     printf(md ? "\n**%s** (%d, not compared):\n\n" : "\n%s (%d, not compared):\n", title, n);
     for (int i = 0; i < n; i++) {
         char d[256];
-        describe(&res->runs[idx[i]], d, sizeof d);
+        mx_compare_describe(&res->runs[idx[i]], d, sizeof d);
         printf(md ? "- `%s` %s\n" : "  %-8s %s\n", res->runs[idx[i]].id, d);
     }
 }
@@ -197,7 +187,7 @@ static void print_not_ok(const matching *mt, int md)
         if (is_ok(b) && is_ok(c)) continue;
         if (n++ == 0) printf(md ? "\n**runs not ok** (not compared):\n\n" : "\nruns not ok (not compared):\n");
         char d[256];
-        describe(b, d, sizeof d);
+        mx_compare_describe(b, d, sizeof d);
         printf(md ? "- %s (base `%s` %s, new `%s` %s)\n" : "  %s: base %s %s, new %s %s\n", d, b->id, b->status,
                c->id, c->status);
         print_reason("base", b, md);

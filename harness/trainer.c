@@ -4,6 +4,7 @@
 #include "loss_watch.h"
 #include "hostload.h"
 #include "engine/trace.h"
+#include "harness/test_hooks.h"
 #include "engine/limits.h"
 #include "opts.h"
 #include "strategies/cluster.h"
@@ -171,6 +172,7 @@ typedef struct {
     mx_counter_acc counters;           /* every counter of the timed steps (results/metrics.h) */
     long skipped;                      /* AMP: steps skipped for inf/NaN gradients, every step counted */
     double timed_samples, timed_time; /* for throughput_agg: real batch sizes, same times as step_time */
+    double slowdown;                   /* MXBENCH_TEST_SLOWDOWN (test_hooks.h), 0 as users run */
     mx_loss_watch watch;
     int diverged;                      /* the growth rule or a non-finite loss fired (reason set) */
     double progress_every;             /* seconds between progress lines */
@@ -233,6 +235,7 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
     const float lr = mx_lr_at((float)c->lr, (float)c->warmup_start_lr, epoch_pos, c->warmup_epochs);
     mx_step_stats_clear(ss); /* what a strategy does not measure stays "not measured" */
     MX_TRY(st->ops->step(st->s, st->bx, st->by, n, lr, ss));
+    mx_test_slowdown_wait(st->slowdown, t0);
     const double dt = mx_now() - t0;
     *train_time += dt;
     if (traced) { /* the trainer's track: the batch, then the whole step */
@@ -530,7 +533,8 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         mx_dataset_free(&ds.test);
         return rc;
     }
-    run_state st = {.c = c, .ds = &ds, .ops = ops, .rec = rec, .progress_every = progress_every()};
+    run_state st = {.c = c, .ds = &ds, .ops = ops, .rec = rec, .progress_every = progress_every(),
+                    .slowdown = mx_test_slowdown()};
     mx_counter_acc_init(&st.counters);
     st.bx = malloc(sizeof(float) * global_batch(c) * ds.train.c * ds.train.h * ds.train.w);
     st.by = malloc((size_t)global_batch(c));

@@ -5,6 +5,7 @@
 #include "stats.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const metric_names[MX_NMETRICS] = {"throughput", "test_acc"};
@@ -95,4 +96,14 @@ void mx_compare_runs(const mx_run_record *base, const mx_run_record *cur, mx_met
         throughput_ratio(base, cur, out);
     out->ratio = positive(out->base) && isfinite(out->value) ? out->value / out->base : NAN;
     out->verdict = mx_compare_verdict(out->ratio, out->ratio_lo, out->ratio_hi, threshold);
+}
+
+/* Short human description; the full key is what matched, this is what a reader scans. */
+void mx_compare_describe(const mx_run_record *r, char *buf, size_t n)
+{
+    int len = snprintf(buf, n, "%s %s/%s gpus=%d batch=%d", r->workload, r->strategy, r->kvstore, r->gpus, r->batch);
+    if (len > 0 && (size_t)len < n && strcmp(r->compression, "none") != 0)
+        len += snprintf(buf + len, n - (size_t)len, " %s", r->compression);
+    if (len > 0 && (size_t)len < n && strcmp(r->amp, "off") != 0)
+        snprintf(buf + len, n - (size_t)len, " amp=%s", r->amp);
 }

@@ -46,4 +46,8 @@ mx_verdict mx_compare_verdict(double ratio, double lo, double hi, double thresho
 void mx_compare_runs(const mx_run_record *base, const mx_run_record *cur, mx_metric m, double threshold,
                      mx_comparison *out);
 
+/* "lenet data/device gpus=2 batch=128" (+ compression, amp): what a reader scans to find a
+ * configuration (the full key, mx_record_config_key, is what matches runs). */
+void mx_compare_describe(const mx_run_record *r, char *buf, size_t n);
+
 #endif

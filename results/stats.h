@@ -26,4 +26,14 @@ double mx_stats_t975(int df);
  * or p is outside [0,1]. */
 void mx_stats_wilson_ci95(double p, int n, double *lo, double *hi);
 
+/* Paired differences (log ratios of A/B rounds): the Hodges-Lehmann estimate of their centre,
+ * the median of the Walsh averages (d_i + d_j) / 2 for i <= j, and the 95% interval that
+ * inverts Wilcoxon's signed-rank test, exact for n differences (the c-th smallest and c-th
+ * largest Walsh averages). Distribution-free: it assumes only that the differences are
+ * independent and symmetric about their centre, and one wild round moves it little. NaN
+ * bounds when n < 6 (no interval reaches 95% then); NaN estimate when n == 0. Returns 0,
+ * MX_EINVAL beyond MX_STATS_PAIRED_MAX, or MX_ENOMEM. */
+#define MX_STATS_PAIRED_MAX 1000
+int mx_stats_hodges_lehmann(const double *d, int n, double *est, double *lo, double *hi);
+
 #endif

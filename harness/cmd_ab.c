@@ -1,0 +1,255 @@
+/* `mxbench ab BASE NEW -- TRAIN OPTIONS`: relative benchmarking of two builds. The same
+ * training configuration runs with each binary in turn, round after round in one job, so that
+ * both meet the same host; the per-round throughput ratios new/base decide (Hodges-Lehmann
+ * estimate with Wilcoxon's signed-rank interval, results/stats_paired.c), with exit 1 on a
+ * regression beyond the threshold. Two sweeps minutes apart differ by up to 30% on a shared
+ * 2-core machine; adjacent runs of one job differ far less, which is what makes a 5% gate
+ * possible there (README, "Regression tracking"). */
+#include "engine/status.h"
+#include "harness/ab_report.h"
+#include "harness/commands.h"
+#include "harness/opts.h"
+#include "harness/sweep_child.h"
+#include "results/compare.h"
+#include "results/results.h"
+#include "results/stats.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_TRAIN_ARGS 200
+
+static const char *const default_train[] = {"--workload", "lenet", "--dataset", "synthetic", "--batch", "64",
+                                            "--steps", "80", "--warmup-steps", "5", NULL};
+
+typedef struct {
+    const char *bin[2]; /* base, new */
+    char *train[MAX_TRAIN_ARGS + 8];
+    int ntrain;              /* the user's train options (argv of the child from index 2) */
+    char record[4200];       /* the child's --record file: the temporary directory + "/run.h5" */
+    const char *keep;        /* directory for base.h5 and new.h5, or NULL */
+    char keep_path[2][4096];
+    int kept;                /* the keep files exist (created at the first ok run) */
+    double timeout;
+} ab_job;
+
+/* One run of side s: `BIN train OPTIONS --record FILE --force --quiet`, its record loaded.
+ * MX_ERUNTIME with the child's last words when it fails. */
+static int run_one(ab_job *j, int s, mx_results *res)
+{
+    char *argv[MAX_TRAIN_ARGS + 16];
+    int n = 0;
+    argv[n++] = (char *)j->bin[s];
+    argv[n++] = "train";
+    for (int i = 0; i < j->ntrain; i++) argv[n++] = j->train[i];
+    argv[n++] = "--record";
+    argv[n++] = j->record;
+    argv[n++] = "--force";
+    argv[n++] = "--quiet";
+    argv[n] = NULL;
+    mx_child_opts o = {.timeout_s = j->timeout};
+    mx_child_result cr;
+    MX_TRY(mx_child_run(argv, &o, NULL, NULL, &cr));
+    if (cr.exit_status != 0)
+        return mx_error(MX_ERUNTIME, "%s train exited with %d%s; its last words:\n%s", j->bin[s], cr.exit_status,
+                        cr.timed_out ? " (timed out: see --timeout)" : "", cr.stderr_tail);
+    MX_TRY(mx_results_load(j->record, res));
+    if (res->nruns != 1 || strcmp(res->runs[0].status, "ok") != 0 || !(res->runs[0].throughput > 0)) {
+        int rc = mx_error(MX_ERUNTIME, "%s train recorded %s: %s", j->bin[s],
+                          res->nruns == 1 ? res->runs[0].status : "no run",
+                          res->nruns == 1 ? res->runs[0].reason : "");
+        mx_results_free(res);
+        return rc;
+    }
+    return MX_OK;
+}
+
+/* Appends the run to DIR/base.h5 or DIR/new.h5 (both created at the first run), so that the
+ * rounds can be read again with `mxbench report` or `compare`. */
+static int keep_run(ab_job *j, int s, const mx_results *res)
+{
+    if (!j->keep) return MX_OK;
+    if (!j->kept) {
+        for (int k = 0; k < 2; k++) MX_TRY(mx_results_create(j->keep_path[k], &res->meta, 0));
+        j->kept = 1;
+    }
+    return mx_results_append(j->keep_path[s], &res->runs[0]);
+}
+
+/* Round r runs base then new when r is even, new then base when odd (ABBA): a drift of the
+ * host in time then favours neither side. */
+static int run_rounds(ab_job *j, int rounds, double *thr, int *noisy, char *config, size_t nconfig, int quiet)
+{
+    for (int r = 0; r < rounds; r++) {
+        for (int k = 0; k < 2; k++) {
+            const int s = r % 2 == 0 ? k : 1 - k;
+            mx_results res;
+            MX_TRY(run_one(j, s, &res));
+            thr[2 * r + s] = res.runs[0].throughput;
+            noisy[2 * r + s] = res.runs[0].noisy;
+            if (r == 0 && s == 0) mx_compare_describe(&res.runs[0], config, nconfig);
+            int rc = keep_run(j, s, &res);
+            mx_results_free(&res);
+            MX_TRY(rc);
+        }
+        if (!quiet) {
+            fprintf(stderr, "mxbench ab: round %d/%d: base %.1f, new %.1f samples/s, new/base %.3f%s\n", r + 1, rounds,
+                    thr[2 * r], thr[2 * r + 1], thr[2 * r + 1] / thr[2 * r],
+                    noisy[2 * r] || noisy[2 * r + 1] ? " (host busy)" : "");
+            fflush(stderr);
+        }
+    }
+    return MX_OK;
+}
+
+static int decide(const double *thr, int rounds, double threshold, mx_ab_result *out)
+{
+    double *d = malloc((size_t)rounds * sizeof *d), est, lo, hi;
+    if (!d) return mx_error(MX_ENOMEM, "out of memory");
+    for (int r = 0; r < rounds; r++) d[r] = log(thr[2 * r + 1] / thr[2 * r]);
+    int rc = mx_stats_hodges_lehmann(d, rounds, &est, &lo, &hi);
+    free(d);
+    MX_TRY(rc);
+    out->ratio = exp(est), out->lo = exp(lo), out->hi = exp(hi);
+    out->verdict = mx_compare_verdict(out->ratio, out->lo, out->hi, threshold);
+    out->threshold = threshold;
+    return MX_OK;
+}
+
+/* Splits argv at "--": what follows is the train command line; none given: the default. */
+static int split_train(ab_job *j, int *argc, char **argv)
+{
+    int dd = -1;
+    for (int i = 1; i < *argc && dd < 0; i++)
+        if (strcmp(argv[i], "--") == 0) dd = i;
+    if (dd < 0 || dd == *argc - 1) {
+        for (const char *const *p = default_train; *p; p++) j->train[j->ntrain++] = (char *)*p;
+        if (dd >= 0) *argc = dd;
+        return MX_OPTS_OK;
+    }
+    if (*argc - dd - 1 > MAX_TRAIN_ARGS) {
+        fprintf(stderr, "mxbench ab: %d train options after '--': at most %d\n", *argc - dd - 1, MAX_TRAIN_ARGS);
+        return MX_OPTS_BAD;
+    }
+    for (int i = dd + 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--record") == 0 || strncmp(argv[i], "--record=", 9) == 0 ||
+            strcmp(argv[i], "--epochs") == 0 || strncmp(argv[i], "--epochs=", 9) == 0) {
+            fprintf(stderr, "mxbench ab: train option '%s' is not accepted after '--': ab records every run itself "
+                    "(see --keep), and compares throughput of --steps runs (default --steps 80 when none given)\n",
+                    argv[i]);
+            return MX_OPTS_BAD;
+        }
+        j->train[j->ntrain++] = argv[i];
+    }
+    *argc = dd;
+    return MX_OPTS_OK;
+}
+
+/* The train options, checked as this mxbench parses them before anything runs. */
+static int check_train(ab_job *j)
+{
+    int has_steps = 0;
+    for (int i = 0; i < j->ntrain; i++)
+        has_steps |= strcmp(j->train[i], "--steps") == 0 || strncmp(j->train[i], "--steps=", 8) == 0;
+    if (!has_steps) {
+        j->train[j->ntrain++] = "--steps";
+        j->train[j->ntrain++] = "80";
+    }
+    char *argv[MAX_TRAIN_ARGS + 4] = {"train"};
+    memcpy(argv + 1, j->train, (size_t)j->ntrain * sizeof *argv);
+    return mx_train_validate_argv(j->ntrain + 1, argv) == 0 ? MX_OPTS_OK : MX_OPTS_BAD;
+}
+
+static int check_bins(ab_job *j)
+{
+    for (int s = 0; s < 2; s++)
+        if (access(j->bin[s], X_OK) != 0) {
+            fprintf(stderr, "mxbench ab: %s '%s' is not an executable file (give the path of an mxbench binary, or "
+                    "of a script that runs one)\n", s ? "NEW" : "BASE", j->bin[s]);
+            return MX_OPTS_BAD;
+        }
+    if (!j->keep) return MX_OPTS_OK;
+    for (int s = 0; s < 2; s++) {
+        snprintf(j->keep_path[s], sizeof j->keep_path[s], "%s/%s.h5", j->keep, s ? "new" : "base");
+        if (access(j->keep_path[s], F_OK) == 0) {
+            fprintf(stderr, "mxbench ab: --keep: %s exists; give a directory without base.h5 and new.h5\n",
+                    j->keep_path[s]);
+            return MX_OPTS_BAD;
+        }
+    }
+    return MX_OPTS_OK;
+}
+
+int mx_cmd_ab(int argc, char **argv)
+{
+    ab_job j = {.timeout = 3600};
+    int rounds = 10, quiet = 0;
+    const char *threshold_s = "5%", *format = "text";
+    const mx_opt opts[] = {
+        {"rounds", MX_OPT_INT, &rounds, "N", "rounds, each one run of BASE and one of NEW (default 10; 6 or more give "
+                                             "a 95% interval)", NULL, 2, 200},
+        {"threshold", MX_OPT_STRING, &threshold_s, "PCT", "smallest change that counts, as 5% or 0.05 (default 5%)",
+         NULL},
+        {"format", MX_OPT_STRING, &format, "FMT",
+         "text (default), md (a pull-request comment) or json (github-action-benchmark, customBiggerIsBetter)",
+         "text|md|json"},
+        {"keep", MX_OPT_STRING, &j.keep, "DIR", "also keep every run, in DIR/base.h5 and DIR/new.h5", NULL},
+        {"timeout", MX_OPT_DOUBLE, &j.timeout, "S", "end a run after S seconds (default 3600)", NULL, 1, 1e6},
+        {"quiet", MX_OPT_FLAG, &quiet, NULL, "no line per round on stderr", NULL},
+        {0},
+    };
+    const mx_cmd_spec spec = {
+        "mxbench ab", "BASE NEW [options] [-- TRAIN OPTIONS]",
+        "Runs `train TRAIN OPTIONS` with two mxbench binaries in turn, --rounds times each\n"
+        "(ABBA order), and decides on the per-round throughput ratios new/base: the Hodges-\n"
+        "Lehmann estimate with the 95% interval of Wilcoxon's signed-rank test. 'regression'\n"
+        "when the estimate and the whole interval lie below 1 - threshold, 'improvement'\n"
+        "likewise above 1 + threshold, '~' when only the estimate does, else 'same'.\n"
+        "Without TRAIN OPTIONS: --workload lenet --dataset synthetic --batch 64 --steps 80\n"
+        "--warmup-steps 5; --steps 80 is added when none is given. BASE and NEW may be scripts\n"
+        "that run mxbench. Exit status: 1 on a regression, 0 otherwise, 2 on bad usage or a\n"
+        "run that failed.",
+        opts, 2, 2,
+    };
+    if (split_train(&j, &argc, argv) != MX_OPTS_OK) return MX_OPTS_BAD;
+    const char *pos[2];
+    int npos;
+    int rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
+    if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : MX_OPTS_BAD;
+    j.bin[0] = pos[0], j.bin[1] = pos[1];
+    const double threshold = mx_parse_fraction("mxbench ab", "threshold", threshold_s);
+    if (threshold < 0 || check_bins(&j) != MX_OPTS_OK || check_train(&j) != MX_OPTS_OK) return MX_OPTS_BAD;
+
+    const char *tmp = getenv("TMPDIR");
+    char tdir[4096];
+    snprintf(tdir, sizeof tdir, "%s/mxbench-ab.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(tdir)) {
+        fprintf(stderr, "mxbench ab: cannot make a temporary directory %s: %s (TMPDIR says where)\n", tdir,
+                strerror(errno));
+        return 1;
+    }
+    snprintf(j.record, sizeof j.record, "%s/run.h5", tdir);
+    double *thr = malloc((size_t)rounds * 2 * sizeof *thr);
+    int *noisy = calloc((size_t)rounds * 2, sizeof *noisy);
+    char config[256] = "";
+    mx_ab_result res = {.rounds = rounds};
+    rc = thr && noisy ? MX_OK : mx_error(MX_ENOMEM, "out of memory");
+    if (rc == MX_OK) rc = run_rounds(&j, rounds, thr, noisy, config, sizeof config, quiet);
+    if (rc == MX_OK) rc = decide(thr, rounds, threshold, &res);
+    unlink(j.record);
+    rmdir(tdir);
+    if (rc == MX_OK) {
+        for (int i = 0; i < 2 * rounds; i++) res.noisy += noisy[i];
+        mx_ab_print(format, j.bin, config, thr, &res);
+    } else {
+        fprintf(stderr, "mxbench ab: %s\n", mx_last_error());
+    }
+    free(thr);
+    free(noisy);
+    if (rc != MX_OK) return 2;
+    return res.verdict == MX_VERDICT_REGRESSION ? 1 : 0;
+}

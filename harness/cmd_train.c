@@ -243,6 +243,10 @@ static int join_job(train_args *a, mx_cluster **cl, int *done)
         *done = 1;
         return rc;
     }
+    /* the timeline: worker 0 writes every rank's part; a server records the first rounds,
+     * which hold the workers' window (one round a step, and slack for dist_async's laggards) */
+    (*cl)->trace = a->c.trace;
+    (*cl)->trace_rounds = a->c.trace ? a->c.warmup_steps + a->c.trace_steps + 2 : 0;
     if ((*cl)->role == MX_ROLE_SERVER) {
         *done = 1;
         const int st = mx_dist_serve(*cl);

@@ -137,6 +137,11 @@ static int gather(mx_cluster *c, const mx_rank_row *mine, const mx_ps_stats *ps,
             rec->metrics[MX_COUNTER_WORKER_STEP_MAX] = hi;
         }
     }
+    /* collective as well: the job's timeline, which worker 0 writes */
+    if (grc == MX_OK) {
+        const int trc = mx_cluster_trace_merge(c);
+        if (rc == MX_OK) rc = trc;
+    }
     free(rows);
     free(med);
     return rc;

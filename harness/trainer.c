@@ -459,15 +459,17 @@ static int record_detail(run_state *st, const mx_strategy_config *sc)
     return rc;
 }
 
-/* The first repeat's timeline, once its window is over (worker 0 of a dist_* job). */
+/* The first repeat's timeline, once its window is over. A dist_* worker keeps its events:
+ * at the job's end every rank's are merged into worker 0's file (mx_cluster_trace_merge). */
 static int write_trace(const mx_train_config *c)
 {
     mx_trace_stop(); /* a run shorter than its window */
+    if (c->cluster) return MX_OK;
     int rc = MX_OK;
-    if (c->trace && (!c->cluster || c->cluster->index == 0)) {
-        char name[64]; /* plain words: written into the JSON as they are */
+    if (c->trace) {
+        char name[64];
         snprintf(name, sizeof name, "mxbench %s %s x%d", c->workload, c->strategy, c->devices);
-        rc = mx_trace_write(c->trace, c->cluster ? c->cluster->rank : 0, name);
+        rc = mx_trace_write(c->trace, 0, name);
     }
     mx_trace_reset();
     return rc;

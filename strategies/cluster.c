@@ -162,6 +162,7 @@ int mx_cluster_init(mx_cluster **out, const char *mode, int servers)
         MPI_Comm_dup(MPI_COMM_WORLD, &comms[i]);
         MPI_Comm_set_errhandler(comms[i], MPI_ERRORS_RETURN);
     }
+    mx_cluster_align_clocks(c);
     return rc;
 }
 

@@ -31,6 +31,13 @@ typedef struct mx_cluster {
     int local_workers, local_worker;
     int we_initialised;      /* MPI_Init_thread was called here: finalise in mx_cluster_end */
     int sessions;            /* parameter-server sessions begun (ps.h): kvstores created */
+    /* The timeline (engine/trace.h): this rank's mx_now() at one instant common to every rank
+     * (measured in mx_cluster_init), within clock_error seconds; the file worker 0 writes
+     * the job's trace to (NULL: none) and the rounds of its first session a server records
+     * (0: none), both set by the caller before the job runs */
+    double clock0, clock_error;
+    const char *trace;
+    int trace_rounds;
     void *impl;              /* the MPI communicators (cluster_mpi.h) */
 } mx_cluster;
 
@@ -52,6 +59,12 @@ void mx_cluster_abort(mx_cluster *c, int code);
  * rank order) and sums every rank's nhist counts into hist_sum (worker 0). Collective. */
 int mx_cluster_gather(mx_cluster *c, const void *row, size_t row_bytes, void *rows, const long *hist,
                       long *hist_sum, int nhist);
+/* The job's timeline, collective over every rank at its end: every rank's recorded events
+ * (engine/trace.h), their times moved onto the common clock, go to worker 0, which writes
+ * them to c->trace as one file, a process per rank (pid = rank, named by rank, role and
+ * host). A server keeps the events that lie within the workers' window. Every rank's
+ * recording is reset. Nothing moves unless worker 0 has a c->trace. */
+int mx_cluster_trace_merge(mx_cluster *c);
 /* Ends the job's MPI use (finalises when mx_cluster_init initialised it) and frees c. */
 void mx_cluster_end(mx_cluster *c);
 

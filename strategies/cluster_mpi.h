@@ -11,6 +11,9 @@
 /* The communicator of parameter-server session `session` (two duplicates of
  * MPI_COMM_WORLD, alternating: ps.h); errors return (MPI_ERRORS_RETURN). */
 MPI_Comm mx_cluster_session_comm(const mx_cluster *c, int session);
+/* This rank's clock0 and clock_error (cluster.h), measured against rank 0's clock.
+ * Collective over MPI_COMM_WORLD. */
+void mx_cluster_align_clocks(mx_cluster *c);
 /* mx_error(MX_ERUNTIME) with `what` and MPI's text for code. */
 int mx_cluster_fail(const char *what, int code);
 

@@ -3,6 +3,7 @@
 #include "comm.h"
 #include "engine/status.h"
 #include "engine/timer.h"
+#include "engine/trace.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -100,12 +101,17 @@ static int check(const mx_comm *c, mx_comm_verb v, int member, mx_dtype t, int o
     return MX_OK;
 }
 
+/* Counts the call and, while the timeline records, puts it on the calling thread's track
+ * (set by whoever owns the thread: a device thread, a kvstore worker), so that the comm
+ * needs to know nothing of strategies. */
 static void count_call(mx_comm *c, int member, mx_comm_verb v, size_t count, mx_dtype t, double t0)
 {
     mx_comm_count *k = &c->counts[(size_t)member * ROW + v];
+    const double t1 = mx_now(), bytes = (double)count * (double)mx_dtype_size(t);
     k->calls++;
-    k->bytes += (double)count * (double)mx_dtype_size(t);
-    k->seconds += mx_now() - t0;
+    k->bytes += bytes;
+    k->seconds += t1 - t0;
+    if (mx_trace_on()) mx_trace_event_bytes(mx_trace_track(), "comm", verb_names[v], -1, t0, t1, bytes);
     k->wait += c->arrival[member];
     c->arrival[member] = 0;
 }

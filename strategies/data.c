@@ -153,6 +153,7 @@ static void bind_device(void *user, int d)
 {
     mx_strategy *s = user;
     s->be[d]->ops->bind_thread(s->be[d]);
+    mx_trace_set_track(MX_TRACK_DEVICE(s->be[d]->device)); /* its comm calls on its track */
 }
 
 static void run_device_cb(void *user, int d) { run_device(user, d); }

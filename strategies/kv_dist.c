@@ -17,6 +17,7 @@
 #include "ps.h"
 #include "engine/status.h"
 #include "engine/timer.h"
+#include "engine/trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,6 +254,7 @@ static int dist_process(mx_kvstore *kv, int worker, int key)
         sent += sizeof(float) * (double)(nsend + 1);
     }
     const double t1 = mx_now();
+    mx_trace_event_bytes(mx_trace_track(), "comm", "ps push key", key, t0, t1, sent); /* the worker's track */
     pthread_mutex_lock(&kv->lock);
     kv->stats.net_bytes += sent;
     kv->stats.push_seconds += t1 - t0;
@@ -274,7 +276,9 @@ static int dist_pull(mx_kvstore *kv, int key, int dev)
     const double t1 = mx_now();
     pthread_mutex_unlock(&m->pull_lock);
     if (rc != MPI_SUCCESS) return mx_cluster_fail("kvstore pull from a server", rc);
-    if (pending) {
+    if (pending) { /* the device that waited for the servers' answer */
+        mx_trace_event_bytes(MX_TRACK_DEVICE(kv->dev[dev].be->device), "comm", "ps pull key", key, t0, t1,
+                             sizeof(float) * (double)k->count);
         pthread_mutex_lock(&kv->lock);
         kv->stats.net_bytes += sizeof(float) * (double)k->count;
         kv->stats.pull_seconds += t1 - t0;

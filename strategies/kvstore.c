@@ -151,6 +151,7 @@ static void *worker_main(void *p)
     const int w = a->w;
     free(a);
     const int src = kv->ops->follows(kv, w);
+    mx_trace_set_track(MX_TRACK_KV_WORKER(w)); /* the comm calls of its reductions on its track */
     pthread_mutex_lock(&kv->lock);
     for (;;) {
         const int key = next_key(kv, w, src);

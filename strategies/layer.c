@@ -10,6 +10,7 @@
 #include "device_threads.h"
 #include "engine/status.h"
 #include "engine/timer.h"
+#include "engine/trace.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -140,6 +141,7 @@ static void bind_device(void *user, int d)
 {
     mx_strategy *s = user;
     s->be[d]->ops->bind_thread(s->be[d]); /* its own cores and BLAS threads */
+    mx_trace_set_track(MX_TRACK_DEVICE(s->be[d]->device)); /* its collectives on its track */
 }
 
 static void run_device_cb(void *user, int d) { run_device(user, d); }

@@ -10,6 +10,7 @@
 #include "partition.h"
 #include "engine/status.h"
 #include "engine/timer.h"
+#include "engine/trace.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@ static void bind_stage(void *user, int r)
 {
     mx_strategy *s = user;
     s->st[r].be->ops->bind_thread(s->st[r].be);
+    mx_trace_set_track(MX_TRACK_DEVICE(s->st[r].be->device)); /* its sends and receives on its track */
 }
 
 static void run_stage(void *user, int r)

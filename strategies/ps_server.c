@@ -12,6 +12,7 @@
 #include "engine/optim.h"
 #include "engine/status.h"
 #include "engine/timer.h"
+#include "engine/trace.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,7 @@ static int worker_of(const mx_cluster *c, int rank)
 static int reply(session *s, server_part *sp, int w0, int w1, int tag, const float *data)
 {
     MPI_Request req[MX_COMM_MAX];
+    const double t0 = mx_now();
     int rc = MPI_SUCCESS, n = 0;
     for (int w = w0; w < w1 && rc == MPI_SUCCESS; w++, n++)
         rc = MPI_Isend(data, (int)sp->len, MPI_FLOAT, s->c->worker_rank[w], tag, s->comm, &req[n]);
@@ -180,7 +182,9 @@ static int reply(session *s, server_part *sp, int w0, int w1, int tag, const flo
     if (rc == MPI_SUCCESS) rc = wrc;
     if (rc != MPI_SUCCESS) return mx_cluster_fail("server: answering a pull", rc);
     for (int w = w0; w < w1; w++) sp->last_pull[w] = sp->version;
-    s->st->bytes += sizeof(float) * (double)sp->len * (w1 - w0);
+    const double bytes = sizeof(float) * (double)sp->len * (w1 - w0);
+    s->st->bytes += bytes;
+    mx_trace_event_bytes(MX_TRACK_SERVER, "comm", "reply key", sp->key, t0, mx_now(), bytes);
     return MX_OK;
 }
 
@@ -241,9 +245,11 @@ static int session_run(session *s)
                             tag, count, w);
         server_part *sp = &s->parts[i];
         float *slot = sp->slots + (s->setup.async ? 0 : (size_t)w * sp->stride);
+        const double t_recv = mx_now();
         rc = MPI_Recv(slot, count, MPI_FLOAT, ms.MPI_SOURCE, tag, s->comm, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) return mx_cluster_fail("server: receiving a push", rc);
         const double t0 = mx_now();
+        mx_trace_event_bytes(MX_TRACK_SERVER, "comm", "recv push key", sp->key, t_recv, t0, sizeof(float) * (double)count);
         s->st->bytes += sizeof(float) * (double)count;
         if (s->gc) { /* payload, lr, prescale: the values take the slot's front, as uncompressed */
             const float lr = slot[sp->payload];
@@ -253,7 +259,11 @@ static int session_run(session *s)
             slot[sp->len] = lr;
         }
         rc = handle_push(s, sp, w, tag, i == 0);
-        s->st->busy += mx_now() - t0;
+        const double t1 = mx_now();
+        s->st->busy += t1 - t0;
+        mx_trace_event(MX_TRACK_SERVER, "ps", "handle push key", sp->key, t0, t1);
+        /* the workers' traced window lies within the first rounds (cluster.h) */
+        if (mx_trace_on() && s->st->rounds >= c->trace_rounds) mx_trace_stop();
         MX_TRY(rc);
     }
     return MX_OK;
@@ -267,9 +277,12 @@ int mx_ps_serve(mx_cluster *c, mx_ps_stats *st)
     int rc = MX_OK;
     for (;;) {
         session s = {.c = c, .comm = mx_cluster_session_comm(c, c->sessions), .be = be, .st = st};
+        /* the timeline: the first session is the workers' first repeat, the traced one */
+        if (c->sessions == 0 && c->trace_rounds > 0) mx_trace_start(mx_now());
         rc = session_begin(&s);
         c->sessions++;
         if (rc == MX_OK) rc = session_run(&s);
+        mx_trace_stop();
         session_free(&s);
         if (rc != MX_OK) break;
     }

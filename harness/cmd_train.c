@@ -71,7 +71,7 @@ static int parse(train_args *a, int argc, char **argv)
         {"repeat", MX_OPT_INT, &c->repeats, "N", "repeat the whole training N times for the timings (default 1)", NULL, 1, MX_MAX_REPEATS},
         {"target-acc", MX_OPT_DOUBLE, &c->target_acc, "X", "report time to reach this test accuracy, above 0", NULL, 0, 1},
         {"record", MX_OPT_STRING, &a->record, "FILE", "also write the run to FILE as an HDF5 results file", NULL},
-        {"trace", MX_OPT_STRING, &c->trace, "FILE", "write a timeline of --trace-steps steps from the first timed one as a Chrome trace (JSON; opens in Perfetto): every device's phases, layers, pushes and pulls, the kvstore workers' reductions", NULL},
+        {"trace", MX_OPT_STRING, &c->trace, "FILE", "write a timeline of --trace-steps steps from the first timed one as a Chrome trace (JSON; opens in Perfetto): every device's phases, layers, pushes and pulls, the kvstore workers' reductions, every communicator call; a dist_* job's ranks (servers too) in one file, a process each", NULL},
         {"trace-steps", MX_OPT_INT, &c->trace_steps, "N", "steps the --trace timeline covers (default 5)", NULL, 1, MX_MAX_TRACE_STEPS},
         {"save-params", MX_OPT_STRING, &c->save_params, "FILE", "write the trained weights to FILE (raw little-endian f32, the model's parameter order)", NULL},
         {"force", MX_OPT_FLAG, &record_force, NULL, "with --record: overwrite FILE if it exists (refused otherwise)", NULL},

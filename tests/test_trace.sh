@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # The timeline (`train --trace`, engine/trace.h): a Chrome trace that a JSON reader loads (the
-# format Perfetto imports: traceEvents of ph "X" with numeric ts and dur in microseconds,
-# pid and tid, and ph "M" thread names), with every device's step phases and layers, its
-# pushes and pulls, the kvstore workers' reductions, the trainer's steps (as many as
-# --trace-steps asked), and communication overlapping backward (a reduction starting before
-# the last backward of its step ends); a dist_allreduce job's trace too (worker 0's, when
-# this build has MPI); a sweep's --trace DIR keeps one per row; an unwritable path fails the
-# run naming it; --trace-steps 0 exits 2.
+# format Perfetto imports: traceEvents of ph "X" with numeric ts and dur >= 0 in microseconds,
+# pid and tid, args.bytes a number, ph "M" process and thread names for every track; events
+# on a track nest or follow one another, as Perfetto needs), with every device's step phases
+# and layers, its pushes and pulls, the kvstore workers' reductions and their communicator's
+# calls (category comm), the trainer's steps (as many as --trace-steps asked), and
+# communication overlapping backward (a reduction and a comm call starting before the last
+# backward of their step ends). Where this build has MPI, a dist_* job's trace is one file
+# with a process per rank: a dist_allreduce job (its all-reduces) and a dist_sync job with a
+# server (its receives and replies, the workers' pushes and pulls), comm events on every
+# rank, the workers' first steps within 0.5 s, and one clock: the k-th all-reduce of every
+# rank overlaps the others', a server answers a key between a worker's push and the end of
+# its pull (within 1 ms beyond the clock error the file states). A sweep's --trace DIR keeps
+# one per row; an unwritable path fails the run naming it; --trace-steps 0 exits 2.
 # usage: test_trace.sh MXBENCH SOURCE_DIR BUILD_DIR
 set -u
 MX=${1:?usage: test_trace.sh MXBENCH SOURCE_DIR BUILD_DIR}

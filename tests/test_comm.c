@@ -2,10 +2,12 @@
  * uneven counts (0, fewer elements than members, not multiples of the 16-element shard
  * grain), every dtype; sums equal to an f32 sum in member order rounded once, the same bits
  * on every member and on a second run; counts and bytes per verb, nccl-tests' busbw
- * factors; mismatched calls and bad arguments refused; the rendezvous cost printed. */
+ * factors; mismatched calls and bad arguments refused; every call an event of the timeline
+ * on its thread's track, with its bytes, only while it records; the rendezvous cost printed. */
 #include "check.h"
 #include "engine/status.h"
 #include "engine/timer.h"
+#include "engine/trace.h"
 #include "strategies/comm.h"
 
 #include <pthread.h>
@@ -300,6 +302,57 @@ static void check_errors(void)
     mx_comm_destroy(c);
 }
 
+/* Member m on kvstore worker m's track: an all-reduce of 100 f32, then a barrier. */
+typedef struct {
+    mx_comm *c;
+    int m;
+} traced;
+
+static void *traced_main(void *p)
+{
+    traced *t = p;
+    float x[100] = {0};
+    mx_trace_set_track(MX_TRACK_KV_WORKER(t->m));
+    mx_comm_allreduce(t->c, t->m, x, x, 100, MX_F32);
+    mx_comm_barrier(t->c, t->m);
+    return NULL;
+}
+
+static void run_traced(mx_comm *c)
+{
+    traced t[2] = {{c, 0}, {c, 1}};
+    pthread_t th[2];
+    for (int m = 0; m < 2; m++) pthread_create(&th[m], NULL, traced_main, &t[m]);
+    for (int m = 0; m < 2; m++) pthread_join(th[m], NULL);
+}
+
+static void check_trace(void)
+{
+    mx_comm *c;
+    CHECK(mx_comm_create(&c, "threads", 2) == MX_OK, "create x2: %s", mx_last_error());
+    run_traced(c);
+    CHECK(mx_trace_count() == 0, "%d events recorded while the timeline was off", mx_trace_count());
+    mx_trace_start(mx_now());
+    run_traced(c);
+    mx_trace_stop();
+    CHECK(mx_trace_count() == 4, "2 members x 2 calls recorded as %d events", mx_trace_count());
+    size_t len;
+    char *js = mx_trace_json(3, "rank 3 \"x\"", 0, -1e300, 1e300, &len);
+    CHECK(js && strlen(js) == len, "the events as JSON");
+    const char *want[] = {"\"tid\": 100, \"cat\": \"comm\", \"name\": \"allreduce\"",
+                          "\"tid\": 101, \"cat\": \"comm\", \"name\": \"barrier\"", "\"args\": {\"bytes\": 400}",
+                          "\"thread_name\", \"pid\": 3, \"tid\": 101, \"args\": {\"name\": \"kvstore worker 1\"}",
+                          "{\"name\": \"rank 3 \\\"x\\\"\"}"};
+    for (size_t i = 0; js && i < sizeof want / sizeof *want; i++) CHECK(strstr(js, want[i]), "JSON without %s", want[i]);
+    free(js);
+    /* a window that holds none of them: the names only */
+    js = mx_trace_json(3, "r", 0, -2, -1, &len);
+    CHECK(js && !strstr(js, "\"ph\": \"X\""), "events outside the window kept");
+    free(js);
+    mx_trace_reset();
+    mx_comm_destroy(c);
+}
+
 /* Not a timed test: prints what one rendezvous costs when members arrive together. */
 typedef struct {
     mx_comm *c;
@@ -340,6 +393,7 @@ int main(void)
     check_stats();
     check_verbs();
     check_errors();
+    check_trace();
     print_rendezvous_cost();
     return check_summary("test_comm");
 }

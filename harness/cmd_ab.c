@@ -34,6 +34,7 @@ typedef struct {
     const char *keep;        /* directory for base.h5 and new.h5, or NULL */
     char keep_path[2][4096];
     int kept;                /* the keep files exist (created at the first ok run) */
+    int kept_runs[2];
     double timeout;
 } ab_job;
 
@@ -70,14 +71,16 @@ static int run_one(ab_job *j, int s, mx_results *res)
 
 /* Appends the run to DIR/base.h5 or DIR/new.h5 (both created at the first run), so that the
  * rounds can be read again with `mxbench report` or `compare`. */
-static int keep_run(ab_job *j, int s, const mx_results *res)
+static int keep_run(ab_job *j, int s, mx_results *res)
 {
     if (!j->keep) return MX_OK;
     if (!j->kept) {
         for (int k = 0; k < 2; k++) MX_TRY(mx_results_create(j->keep_path[k], &res->meta, 0));
         j->kept = 1;
     }
-    return mx_results_append(j->keep_path[s], &res->runs[0]);
+    mx_run_record *r = &res->runs[0];
+    snprintf(r->id, sizeof r->id, "r%04d", j->kept_runs[s]++); /* unique in its file: one per round */
+    return mx_results_append(j->keep_path[s], r);
 }
 
 /* Round r runs base then new when r is even, new then base when odd (ABBA): a drift of the

@@ -4,6 +4,7 @@
 #include "engine/status.h"
 #include "harness/commands.h"
 #include "harness/opts.h"
+#include "harness/report_table.h"
 #include "results/compare.h"
 #include "results/results.h"
 
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { KEY = 1024, CELL = 112, NCOLS = 8 };
+enum { KEY = 1024, NCOLS = 8 }; /* CELL: report_table.h */
 
 typedef struct {
     int base, cur; /* run indices; -1 when the configuration is on one side only */
@@ -74,6 +75,8 @@ static int is_ok(const mx_run_record *r) { return strcmp(r->status, "ok") == 0; 
 typedef struct {
     char cell[NCOLS][CELL];
     mx_verdict verdict;
+    mx_metric metric;
+    double value; /* the new run's figure (what github-action-benchmark tracks) */
 } row;
 
 static const char *const heads[NCOLS] = {"config", "runs", "metric", "base", "new", "ratio", "95% CI", "verdict"};
@@ -83,6 +86,7 @@ static void fmt_value(char *buf, mx_metric m, double x)
 {
     if (isnan(x)) snprintf(buf, CELL, "-");
     else if (m == MX_METRIC_TEST_ACC) snprintf(buf, CELL, "%.4f", x);
+    else if (m == MX_METRIC_INSTRUCTIONS) snprintf(buf, CELL, "%.0f", x);
     else snprintf(buf, CELL, fabs(x) >= 100 ? "%.0f" : "%.3g", x);
 }
 
@@ -99,15 +103,12 @@ static void fill_row(row *w, const mx_run_record *b, const mx_run_record *n, mx_
     else snprintf(w->cell[6], CELL, "[%.3f, %.3f]", c->ratio_lo, c->ratio_hi);
     snprintf(w->cell[7], CELL, "%s", mx_compare_verdict_name(c->verdict));
     w->verdict = c->verdict;
+    w->metric = m;
+    w->value = c->value;
 }
 
-/* A metric that neither run measured (test_acc of a steps-only run) is no comparison at all. */
-static int measured(const mx_run_record *r, mx_metric m)
-{
-    return !isnan(m == MX_METRIC_TEST_ACC ? r->final_test_acc : r->throughput);
-}
-
-static int build_rows(const matching *mt, const int *metrics, int nmetrics, double threshold, row **out, int *nrows)
+static int build_rows(const matching *mt, const int *metrics, int nmetrics, const double *threshold, row **out,
+                      int *nrows)
 {
     *nrows = 0;
     *out = malloc((size_t)(mt->npairs * nmetrics + 1) * sizeof **out);
@@ -116,9 +117,10 @@ static int build_rows(const matching *mt, const int *metrics, int nmetrics, doub
         const mx_run_record *b = &mt->base->runs[mt->pairs[p].base], *n = &mt->cur->runs[mt->pairs[p].cur];
         if (!is_ok(b) || !is_ok(n)) continue;
         for (int k = 0; k < nmetrics; k++) {
-            if (!measured(b, metrics[k]) && !measured(n, metrics[k])) continue;
+            /* a metric that neither run measured (test_acc of a steps-only run) is no comparison */
+            if (!mx_compare_measured(b, metrics[k]) && !mx_compare_measured(n, metrics[k])) continue;
             mx_comparison c;
-            mx_compare_runs(b, n, metrics[k], threshold, &c);
+            mx_compare_runs(b, n, metrics[k], threshold[metrics[k] == MX_METRIC_INSTRUCTIONS], &c);
             fill_row(&(*out)[(*nrows)++], b, n, metrics[k], &c);
         }
     }
@@ -195,6 +197,40 @@ static void print_not_ok(const matching *mt, int md)
     }
 }
 
+static const char *const units[MX_NMETRICS] = {"samples/s", "fraction", "instructions/step"};
+
+/* github-action-benchmark's custom format: [{name, unit, value, range, extra}], one entry per
+ * compared figure, the new run's value; the tool keeps the history and draws it. */
+static void print_json_rows(const row *rows, int n)
+{
+    printf("[");
+    for (int r = 0; r < n; r++) {
+        char name[2 * CELL + 8], extra[4 * CELL];
+        snprintf(name, sizeof name, "%s %s", rows[r].cell[0], rows[r].cell[2]);
+        snprintf(extra, sizeof extra, "base %s, ratio %s %s, %s (runs %s)", rows[r].cell[3], rows[r].cell[5],
+                 rows[r].cell[6], rows[r].cell[7], rows[r].cell[1]);
+        printf("%s\n  {\"name\": ", r ? "," : "");
+        json_string(name);
+        printf(", \"unit\": \"%s\", \"value\": ", units[rows[r].metric]);
+        json_number(rows[r].value);
+        printf(", \"range\": ");
+        json_string(rows[r].cell[6]);
+        printf(", \"extra\": ");
+        json_string(extra);
+        printf("}");
+    }
+    printf("\n]\n");
+}
+
+/* github-action-benchmark takes one direction per file: instructions are smaller-is-better,
+ * throughput and accuracy bigger-is-better. */
+static int json_mixes_directions(const row *rows, int n)
+{
+    int smaller = 0, bigger = 0;
+    for (int r = 0; r < n; r++) rows[r].metric == MX_METRIC_INSTRUCTIONS ? smaller++ : bigger++;
+    return smaller && bigger;
+}
+
 static int count(const row *rows, int n, mx_verdict v)
 {
     int k = 0;
@@ -203,15 +239,19 @@ static int count(const row *rows, int n, mx_verdict v)
 }
 
 static void print_report(const char *bpath, const char *npath, const matching *mt, const row *rows, int nrows,
-                         double threshold, int md)
+                         const double *threshold, int md)
 {
+    char th[96];
+    int counted = 0;
+    for (int r = 0; r < nrows; r++) counted |= rows[r].metric == MX_METRIC_INSTRUCTIONS;
+    snprintf(th, sizeof th, counted ? "%g%% (counts: %g%%)" : "%g%%", threshold[0] * 100, threshold[1] * 100);
     int reg = count(rows, nrows, MX_VERDICT_REGRESSION), imp = count(rows, nrows, MX_VERDICT_IMPROVEMENT);
     int uns = count(rows, nrows, MX_VERDICT_UNSURE), same = count(rows, nrows, MX_VERDICT_SAME);
     int na = count(rows, nrows, MX_VERDICT_NA);
     if (md)
-        printf("### mxbench compare\n\nbase `%s`, new `%s`, threshold %g%%\n\n", bpath, npath, threshold * 100);
+        printf("### mxbench compare\n\nbase `%s`, new `%s`, threshold %s\n\n", bpath, npath, th);
     else
-        printf("base %s\nnew  %s\nthreshold %g%%\n\n", bpath, npath, threshold * 100);
+        printf("base %s\nnew  %s\nthreshold %s\n\n", bpath, npath, th);
     if (nrows > 0) {
         if (md) print_md_rows(rows, nrows);
         else print_text_rows(rows, nrows);
@@ -228,7 +268,8 @@ static void print_report(const char *bpath, const char *npath, const matching *m
     printf("%s\n", md ? "**" : "");
     if (!md)
         printf("ratio = new/base with a 95%% interval; a change is called only when the whole interval lies\n"
-               "beyond the threshold; '~' = the ratio passes the threshold but the interval does not.\n");
+               "beyond the threshold; '~' = the ratio passes the threshold but the interval does not.%s\n",
+               counted ? "\ninstructions: lower is better, and a count has no noise: its interval is the ratio." : "");
 }
 
 /* ---- the command */
@@ -237,7 +278,8 @@ static int parse_metrics(const char *list, int *metrics)
 {
     char buf[256];
     const char *names[MX_NMETRICS];
-    int n = mx_parse_choice_list("mxbench compare", "metrics", list, "throughput|test_acc", buf, sizeof buf, names, MX_NMETRICS);
+    int n = mx_parse_choice_list("mxbench compare", "metrics", list, "throughput|test_acc|instructions", buf, sizeof buf,
+                                 names, MX_NMETRICS);
     for (int i = 0; i < n; i++) metrics[i] = mx_compare_metric_parse(names[i]);
     return n;
 }
@@ -268,13 +310,19 @@ static int nothing_compared(const char *bpath, const char *npath, const matching
 
 int mx_cmd_compare(int argc, char **argv)
 {
-    const char *threshold_s = "5%", *metrics_s = "throughput,test_acc", *format = "text";
+    const char *threshold_s = "5%", *count_threshold_s = "1%", *metrics_s = "throughput,test_acc,instructions";
+    const char *format = "text";
     int allow_empty = 0;
     const mx_opt opts[] = {
         {"threshold", MX_OPT_STRING, &threshold_s, "PCT",
-         "smallest change that counts, as 5% or 0.05 (default 5%)", NULL},
-        {"metrics", MX_OPT_STRING, &metrics_s, "LIST", "metrics to compare (default throughput,test_acc)", NULL},
-        {"format", MX_OPT_STRING, &format, "FMT", "text (default) or md (a table for a pull request)", "text|md"},
+         "smallest change of a timed figure that counts, as 5% or 0.05 (default 5%)", NULL},
+        {"count-threshold", MX_OPT_STRING, &count_threshold_s, "PCT",
+         "smallest change of a counted figure (instructions, from mxbench count) that counts (default 1%)", NULL},
+        {"metrics", MX_OPT_STRING, &metrics_s, "LIST",
+         "metrics to compare: throughput, test_acc, instructions (default all three, where measured)", NULL},
+        {"format", MX_OPT_STRING, &format, "FMT",
+         "text (default), md (a table for a pull request) or json (github-action-benchmark's custom format)",
+         "text|md|json"},
         {"allow-empty", MX_OPT_FLAG, &allow_empty, NULL,
          "exit 0 when nothing could be compared (no run in common); without it that is exit 2", NULL},
         {0},
@@ -284,17 +332,22 @@ int mx_cmd_compare(int argc, char **argv)
         "Compares two results files run by run, matching runs by configuration. For each metric it\n"
         "prints base, new, the ratio new/base with a 95% interval and a verdict: 'regression' or\n"
         "'improvement' only when the whole interval lies beyond the threshold, '~' when only the\n"
-        "ratio does, else 'same'. Exit status: 1 if any regression, 0 otherwise, 2 on bad input,\n"
-        "including two files with nothing to compare (unless --allow-empty).",
+        "ratio does, else 'same'. Instruction counts (mxbench count) are exact: their interval is\n"
+        "the ratio, judged at --count-threshold, lower being better. json prints one entry per\n"
+        "figure, the new value, for github-action-benchmark (tool customBiggerIsBetter for\n"
+        "throughput and test_acc, customSmallerIsBetter for instructions: one direction per file).\n"
+        "Exit status: 1 if any regression, 0 otherwise, 2 on bad input, including two files with\n"
+        "nothing to compare (unless --allow-empty).",
         opts, 2, 2,
     };
     const char *pos[2];
     int npos, metrics[MX_NMETRICS];
     int rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : MX_OPTS_BAD;
-    double threshold = mx_parse_fraction("mxbench compare", "threshold", threshold_s);
+    const double threshold[2] = {mx_parse_fraction("mxbench compare", "threshold", threshold_s),
+                                 mx_parse_fraction("mxbench compare", "count-threshold", count_threshold_s)};
     int nmetrics = parse_metrics(metrics_s, metrics);
-    if (threshold < 0 || nmetrics < 0) return MX_OPTS_BAD;
+    if (threshold[0] < 0 || threshold[1] < 0 || nmetrics < 0) return MX_OPTS_BAD;
 
     mx_results base, cur;
     if (load_both(pos[0], pos[1], &base, &cur) != 0) {
@@ -306,8 +359,19 @@ int mx_cmd_compare(int argc, char **argv)
     int nrows = 0;
     rc = match_runs(&base, &cur, &mt);
     if (rc == MX_OK) rc = build_rows(&mt, metrics, nmetrics, threshold, &rows, &nrows);
-    if (rc == MX_OK) print_report(pos[0], pos[1], &mt, rows, nrows, threshold, strcmp(format, "md") == 0);
-    else fprintf(stderr, "mxbench compare: %s\n", mx_last_error());
+    const int json = strcmp(format, "json") == 0;
+    if (rc == MX_OK && json && json_mixes_directions(rows, nrows)) {
+        fprintf(stderr, "mxbench compare: --format json: these files give instruction counts (smaller is better) and "
+                "timed or accuracy figures (bigger is better), which github-action-benchmark cannot keep in one "
+                "file; run compare twice, with --metrics instructions and with --metrics throughput,test_acc\n");
+        rc = MX_EINVAL;
+    } else if (rc == MX_OK && json) {
+        print_json_rows(rows, nrows);
+    } else if (rc == MX_OK) {
+        print_report(pos[0], pos[1], &mt, rows, nrows, threshold, strcmp(format, "md") == 0);
+    } else {
+        fprintf(stderr, "mxbench compare: %s\n", mx_last_error());
+    }
     int status = rc != MX_OK ? MX_OPTS_BAD : count(rows, nrows, MX_VERDICT_REGRESSION) ? 1 : 0;
     if (rc == MX_OK && nrows == 0 && !allow_empty) status = nothing_compared(pos[0], pos[1], &mt);
     free(rows);

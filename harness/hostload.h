@@ -27,6 +27,7 @@ typedef struct {
     int others_last;
     mx_host_sample first, last;
     double t_last;              /* mx_now() of the last reading */
+    int off;                    /* a counted run (MXBENCH_COUNTED=1): no readings, figures NaN */
 } mx_host_watch;
 
 /* One reading now. Processes whose name (/proc/PID/comm) is this process's are mxbench's

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,4 +201,21 @@ int mx_child_run(char *const argv[], const mx_child_opts *o, mx_child_tick_fn ti
     res->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     res->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     return MX_OK;
+}
+
+int mx_find_program(const char *name, char *out, size_t n)
+{
+    struct stat st;
+    if (strchr(name, '/')) {
+        snprintf(out, n, "%s", name);
+        return stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0 ? 0 : -1;
+    }
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : ""; *p;) {
+        const size_t len = strcspn(p, ":");
+        snprintf(out, n, "%.*s/%s", (int)len, len ? p : ".", name);
+        if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0) return 0;
+        p += len + (p[len] == ':');
+    }
+    return -1;
 }

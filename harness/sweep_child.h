@@ -41,4 +41,8 @@ int mx_child_run(char *const argv[], const mx_child_opts *opts, mx_child_tick_fn
  * handler: async-signal-safe). */
 void mx_child_kill_current(void);
 
+/* A program's path: name itself when it holds a '/', else the first match on PATH (an
+ * executable regular file). 0, or -1 when there is none. */
+int mx_find_program(const char *name, char *out, size_t n);
+
 #endif

@@ -1,6 +1,7 @@
 /* The sweep's dist_* rows as mpirun jobs (see sweep_mpi.h). */
 #include "sweep_mpi.h"
 #include "buildinfo.h"
+#include "sweep_child.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -119,24 +120,6 @@ int mx_hostfile_check(const char *cmd, const char *path, int *nhosts, char *firs
     return 0;
 }
 
-/* mpirun's path: name itself when it holds a '/', else the first match on PATH. */
-static int find_program(const char *name, char *out, size_t n)
-{
-    struct stat st;
-    if (strchr(name, '/')) {
-        snprintf(out, n, "%s", name);
-        return stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0 ? 0 : -1;
-    }
-    const char *path = getenv("PATH");
-    for (const char *p = path ? path : ""; *p;) {
-        const size_t len = strcspn(p, ":");
-        snprintf(out, n, "%.*s/%s", (int)len, len ? p : ".", name);
-        if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0) return 0;
-        p += len + (p[len] == ':');
-    }
-    return -1;
-}
-
 /* The first line of `prog --version` (stdout and stderr), or "" */
 static void version_of(const char *prog, char *buf, size_t n)
 {
@@ -224,7 +207,7 @@ int mx_sweep_mpi_setup(mx_sweep_mpi *m, const char *mpirun, const char *hostfile
     if (args && split_args(m, args) != 0) return 2;
     if (!m->one_machine) m->add_btl = m->add_bind = 0;
     if (!need_mpirun) return 0;
-    if (find_program(mpirun ? mpirun : "mpirun", m->mpirun, sizeof m->mpirun) != 0) {
+    if (mx_find_program(mpirun ? mpirun : "mpirun", m->mpirun, sizeof m->mpirun) != 0) {
         if (mpirun)
             fprintf(stderr, "%s: --mpirun %s: not found or not executable; accepted: the path of Open MPI's mpirun "
                     "(or a name on PATH)\n", cmd, mpirun);

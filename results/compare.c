@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const metric_names[MX_NMETRICS] = {"throughput", "test_acc"};
+static const char *const metric_names[MX_NMETRICS] = {"throughput", "test_acc", "instructions"};
 
 const char *mx_compare_metric_name(mx_metric m)
 {
@@ -86,10 +86,26 @@ static void accuracy_ratio(const mx_run_record *b, const mx_run_record *n, mx_co
                         &out->ratio_hi);
 }
 
+int mx_compare_measured(const mx_run_record *r, mx_metric m)
+{
+    if (m == MX_METRIC_TEST_ACC) return !isnan(r->final_test_acc);
+    if (m == MX_METRIC_INSTRUCTIONS) return !isnan(r->metrics[MX_COUNTER_INSTRUCTIONS]);
+    return !isnan(r->throughput);
+}
+
 void mx_compare_runs(const mx_run_record *base, const mx_run_record *cur, mx_metric m, double threshold,
                      mx_comparison *out)
 {
     out->ratio_lo = out->ratio_hi = NAN;
+    if (m == MX_METRIC_INSTRUCTIONS) {
+        out->base = base->metrics[MX_COUNTER_INSTRUCTIONS];
+        out->value = cur->metrics[MX_COUNTER_INSTRUCTIONS];
+        out->ratio = positive(out->base) && positive(out->value) ? out->value / out->base : NAN;
+        out->ratio_lo = out->ratio_hi = out->ratio;
+        const double inv = 1 / out->ratio;
+        out->verdict = mx_compare_verdict(inv, inv, inv, threshold);
+        return;
+    }
     if (m == MX_METRIC_TEST_ACC)
         accuracy_ratio(base, cur, out);
     else

@@ -9,6 +9,8 @@
 typedef enum {
     MX_METRIC_THROUGHPUT, /* samples/s, higher is better; interval from the stored 95% CIs */
     MX_METRIC_TEST_ACC,   /* final test accuracy, higher is better; binomial (Wilson) error */
+    MX_METRIC_INSTRUCTIONS, /* instructions per step (mxbench count), lower is better; a count
+                             * has no noise, so its interval is the ratio itself */
     MX_NMETRICS
 } mx_metric;
 
@@ -28,7 +30,7 @@ typedef struct {
 } mx_comparison;
 
 const char *mx_compare_metric_name(mx_metric m);
-/* Metric by name ("throughput", "test_acc"); -1 when unknown. */
+/* Metric by name ("throughput", "test_acc", "instructions"); -1 when unknown. */
 int mx_compare_metric_parse(const char *name);
 const char *mx_compare_verdict_name(mx_verdict v);
 
@@ -42,7 +44,11 @@ void mx_compare_ratio_ci(double b, double b_lo, double b_hi, double n, double n_
  * 0.05 flags changes beyond 5%). A NaN interval can only give "same" or "~". */
 mx_verdict mx_compare_verdict(double ratio, double lo, double hi, double threshold);
 
-/* Compares metric m of cur against base (both ok records of the same configuration). */
+/* 1 when the record holds metric m (a steps-only run has no test_acc, a timed one no counts). */
+int mx_compare_measured(const mx_run_record *r, mx_metric m);
+/* Compares metric m of cur against base (both ok records of the same configuration). The
+ * ratio is new/base for every metric; for instructions, where lower is better, the verdict
+ * judges base/new, so that 10% more instructions is a regression at a 5% threshold. */
 void mx_compare_runs(const mx_run_record *base, const mx_run_record *cur, mx_metric m, double threshold,
                      mx_comparison *out);
 

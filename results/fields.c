@@ -17,6 +17,7 @@
  * added later within version 1, so that older files lack it (read as undefined, NaN). */
 #define RSTR(m) FIELD(mx_run_record, m, F_STR, MEMBER_SIZE(mx_run_record, m), 1)
 #define RINT(m) FIELD(mx_run_record, m, F_INT, sizeof(int), 1)
+#define OSTR(m) FIELD(mx_run_record, m, F_STR, MEMBER_SIZE(mx_run_record, m), 0)
 #define RDBL(m) FIELD(mx_run_record, m, F_DBL, sizeof(double), 1)
 #define ODBL(m) FIELD(mx_run_record, m, F_DBL, sizeof(double), 0)
 #define OINT(m) FIELD(mx_run_record, m, F_INT, sizeof(int), 0)
@@ -38,6 +39,7 @@ static const mx_field outcome_fields[] = {
     ODBL(throughput_agg), RDBL(step_time_median),  RDBL(speedup),            RDBL(efficiency),
     RDBL(final_test_acc), RDBL(time_to_acc),      OINT(oversubscribed),
     OINT(noisy),          ODBL(host_others),       ODBL(host_load),          ODBL(host_steal),
+    OSTR(counted_by),
 };
 /* after the counters' figures, as before the table (file readers go by name anyway) */
 static const mx_field tail_fields[] = {RDBL(wall_time)};

@@ -100,6 +100,7 @@ typedef struct {
      * where not read), and noisy: 1 when those say another program competed for the cores */
     double host_others, host_load, host_steal;
     int noisy;
+    char counted_by[16];   /* "cachegrind" or "perf": a run of `mxbench count` (counts, no timings); else "" */
     int ndevices;          /* strategies that report per device (model, layer, data): one row each */
     mx_device_row *devices;/* [ndevices] */
     int nlayers;           /* the model's top-level layers, where the strategy reports them */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end tests of `mxbench compare`, the CI regression gate: two sweeps of the same
-# configuration (A/A) raise no alarm; a copy of a long single run with every step time twice
+# End-to-end tests of `mxbench compare`, the regression gate between results files: a file
+# compared with itself is the same (text, md and json); a copy of a long single run with every step time twice
 # as long (inject_slowdown) is a regression (exit 1); files with nothing to compare are bad input
 # (exit 2) unless --allow-empty (exit 0, each side listed); a bad --threshold is bad usage (exit 2).
 # usage: test_compare_cli.sh MXBENCH SOURCE_DIR BUILD_DIR
@@ -22,11 +22,13 @@ pass() { npass=$((npass + 1)); echo "ok: $*"; }
 fail() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
 indent() { sed -e 's/^/    | /' "$@"; }
 
-# The A/A pair. 5 repeats per run: each throughput interval then includes the spread between
-# whole repeats (so a level shift between two sweeps is within it), and Student's t(4) = 2.78
-# keeps it finite; 2 repeats (t = 12.7) would be uninformative and 1
-# repeat could not see a shift between sweeps (SCHEMA.md, confidence interval).
-STUDY=(--workload lenet --dataset synthetic --gpus 1,2 --batch 32 --steps 40 --repeat 5)
+# Two sweeps of the same study a few seconds apart measured throughput ratios of 0.76 and 1.34
+# on this shared 2-core VM (2026-11-22): no threshold that catches a real regression keeps an
+# A/A comparison of separate jobs quiet there. Gates that work on such a runner are tested
+# elsewhere: `mxbench ab` (both builds interleaved in one job, 5%: test_ab.sh) and instruction
+# counts (`mxbench count`, 1%: scripts/ci-regress.sh). Here: the same file on both sides, and
+# a known slowdown injected into a copy.
+STUDY=(--workload lenet --dataset synthetic --gpus 1,2 --batch 32 --steps 40)
 sweep() { # OUT [more options]
     local out=$1
     shift
@@ -50,30 +52,32 @@ compare_run() {
     return 1
 }
 
-start=$(date +%s)
-sweep "$T/A.h5" && sweep "$T/B.h5" || { echo "test_compare_cli: $npass passed, $nfail failed"; exit 1; }
-echo "two sweeps of ${STUDY[*]}: $(($(date +%s) - start)) s"
-
-# ---- A/A: no false alarm. The threshold must exceed the machine's run-to-run noise, which
-# no interval from inside one sweep can see: on this shared 2-core VM two identical sweeps a
-# few seconds apart measured throughput ratios of 0.76 and 1.34 (2026-11-22). 50% keeps
-# the gate quiet there; the 5% default is checked on synthetic noise in test_results.
-AA=(--threshold 50%)
-compare_run 0 "A/A: compare A B reports no regression" "$T/A.h5" "$T/B.h5" "${AA[@]}"
-indent "$T/c.out"
-grep -q "2 compared: 0 regressions" "$T/c.out" && pass "A/A: both configurations compared, none a regression" ||
-    fail "A/A: expected '2 compared: 0 regressions', saw: $(grep compared "$T/c.out")"
-compare_run 0 "A/A: compare A A" "$T/A.h5" "$T/A.h5"
+sweep "$T/A.h5" || { echo "test_compare_cli: $npass passed, $nfail failed"; exit 1; }
+compare_run 0 "compare A A" "$T/A.h5" "$T/A.h5"
 grep -q "2 compared: 0 regressions, 0 improvements, 0 unsure (~), 2 same" "$T/c.out" &&
     pass "a file compared with itself: every configuration the same" ||
     fail "compare A A: expected 2 same, saw: $(grep compared "$T/c.out")"
 
-compare_run 0 "compare --format md" "$T/A.h5" "$T/B.h5" --format md "${AA[@]}"
+compare_run 0 "compare --format md" "$T/A.h5" "$T/A.h5" --format md
 if grep -q '^| config | runs | metric | base | new | ratio | 95% CI | verdict |$' "$T/c.out" &&
     grep -q '^| --- |' "$T/c.out" && [ "$(grep -c '^| lenet ' "$T/c.out")" = 2 ]; then
     pass "--format md prints a Markdown table with a header, a rule and 2 rows"
 else
     fail "--format md: expected a Markdown table (header, '| --- |' rule, 2 rows), saw:"
+    indent "$T/c.out"
+fi
+compare_run 0 "compare --format json" "$T/A.h5" "$T/A.h5" --format json
+if python3 - "$T/c.out" <<'PY'; then
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 2, rows
+for r in rows:
+    assert r["unit"] == "samples/s" and r["value"] > 0 and "throughput" in r["name"], r
+    assert "same" in r["extra"], r
+PY
+    pass "--format json: one github-action-benchmark entry (name, unit, value, extra) per configuration"
+else
+    fail "--format json: not the expected entries:"
     indent "$T/c.out"
 fi
 
@@ -126,7 +130,7 @@ fi
 
 # ---- bad usage: exit 2 with a message naming the value
 for th in abc -5% 1.5 5%%; do
-    "$MX" compare "$T/A.h5" "$T/B.h5" --threshold "$th" >"$T/c.out" 2>"$T/c.err"
+    "$MX" compare "$T/A.h5" "$T/A.h5" --threshold "$th" >"$T/c.out" 2>"$T/c.err"
     rc=$?
     [ $rc -eq 2 ] && grep -qF -- "'$th'" "$T/c.err" && [ ! -s "$T/c.out" ] &&
         pass "--threshold $th: exit 2 naming the value" ||

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Regression tracking in CI by counted work, not time: a shared CI runner moves timings by
+# 30% from one job to the next, while an instruction count under valgrind's cachegrind is the
+# same on every run of the same binary and inputs. This script
+#   1. builds mxbench without AVX-512 (valgrind 3.19 cannot run it) into build-count/,
+#   2. counts the instructions per training step of a fixed short study (STUDY below) with
+#      `mxbench count`, into out/ci-regress/counts.h5,
+#   3. compares them with the committed baseline results/baseline-counts.h5 at a 1% threshold
+#      (`mxbench compare --metrics instructions`): exit 1 on a regression,
+#   4. checks the gate itself: the same study with a deliberate 10% regression in the GEMM
+#      kernel (MXBENCH_TEST_SLOW_GEMM=0.1: every GEMM redoes a tenth of its rows) must be
+#      flagged, or the script fails.
+# A change that makes a step cheaper passes; one meant to cost more updates the baseline:
+#   scripts/ci-regress.sh --update     (then commit results/baseline-counts.h5)
+# usage: scripts/ci-regress.sh [--update] [--no-self-check]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+UPDATE=0 SELF_CHECK=1
+for a in "$@"; do
+    case $a in
+    --update) UPDATE=1 ;;
+    --no-self-check) SELF_CHECK=0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "ci-regress.sh: unknown option '$a' (--update, --no-self-check)" >&2; exit 2 ;;
+    esac
+done
+
+BASELINE=results/baseline-counts.h5
+OUT=out/ci-regress
+BUILD=build-count
+# The study: one device and one thread (threads that wait for each other spin for as long as
+# the host decides, which no count can repeat), synthetic data, batch 32; each configuration
+# costs 10-40 s under cachegrind.
+STUDY=(
+    "--workload mlp --dataset synthetic --batch 32"
+    "--workload lenet --dataset synthetic --batch 32"
+)
+
+t0=$(date +%s)
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMXBENCH_NATIVE=OFF -DBUILD_TESTING=OFF >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target mxbench >/dev/null
+MX=$BUILD/harness/mxbench
+echo "ci-regress: built $MX without -march=native ($(($(date +%s) - t0)) s)"
+
+count_study() { # FILE [env assignments]: counts every configuration of the study into FILE
+    local file=$1
+    shift
+    rm -f "$file"
+    for cfg in "${STUDY[@]}"; do
+        # shellcheck disable=SC2086 # the configuration is a word list
+        env "$@" "$MX" count --record "$file" -- $cfg
+    done
+}
+
+mkdir -p "$OUT"
+t0=$(date +%s)
+count_study "$OUT/counts.h5"
+echo "ci-regress: counted the study in $(($(date +%s) - t0)) s"
+if ((UPDATE)); then
+    cp "$OUT/counts.h5" "$BASELINE"
+    echo "ci-regress: $BASELINE updated; commit it"
+    exit 0
+fi
+[ -f "$BASELINE" ] || { echo "ci-regress: no baseline $BASELINE: run scripts/ci-regress.sh --update and commit it" >&2; exit 2; }
+
+rc=0
+"$MX" compare "$BASELINE" "$OUT/counts.h5" --metrics instructions --count-threshold 1% || rc=$?
+if ((rc != 0)); then
+    echo "ci-regress: FAILED: instructions per step grew beyond 1% of $BASELINE (exit $rc); if the change is meant," >&2
+    echo "  run scripts/ci-regress.sh --update and commit $BASELINE" >&2
+    exit "$rc"
+fi
+"$MX" compare "$BASELINE" "$OUT/counts.h5" --metrics instructions --format md >"$OUT/compare.md"
+"$MX" compare "$BASELINE" "$OUT/counts.h5" --metrics instructions --format json >"$OUT/compare.json"
+
+if ((SELF_CHECK)); then
+    t0=$(date +%s)
+    count_study "$OUT/slow-gemm.h5" MXBENCH_TEST_SLOW_GEMM=0.1 >/dev/null
+    src=0
+    "$MX" compare "$BASELINE" "$OUT/slow-gemm.h5" --metrics instructions --count-threshold 1% >"$OUT/slow-gemm.txt" || src=$?
+    sed 's/^/    | /' "$OUT/slow-gemm.txt"
+    if ((src != 1)); then
+        echo "ci-regress: FAILED: the gate let a deliberate 10% GEMM regression through (compare exit $src)" >&2
+        exit 1
+    fi
+    echo "ci-regress: a deliberate 10% GEMM regression is caught ($(($(date +%s) - t0)) s)"
+fi
+echo "ci-regress: ok"

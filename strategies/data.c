@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     mx_sgd opt;
@@ -348,6 +349,26 @@ static void compression_counters(mx_strategy *s, double bwd_end, double end, mx_
     st->counter[MX_COUNTER_RESIDUAL_NORM] = mx_kv_residual_norm(s->kv);
 }
 
+/* The step's communicator calls in the terms of a ring's alpha-beta-gamma cost (kv_calls.c)
+ * and the cores the devices ran on, which `mxbench project` fits its model to: CPU workers
+ * beyond the cores take turns on them, as devices with their own silicon would not. */
+static int comm_call_counters(mx_strategy *s, mx_step_stats *st)
+{
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores > 0) st->counter[MX_COUNTER_HOST_CORES] = (double)cores;
+    mx_kv_comm_fig f;
+    const int calls = s->kv ? mx_kv_comm_figures(s->kv, &f) : 0;
+    if (calls <= 0) return calls; /* local and the parameter servers make no collectives */
+    st->counter[MX_COUNTER_COMM_ROUNDS] = f.rounds;
+    st->counter[MX_COUNTER_COMM_BUS_BYTES] = f.bus_bytes;
+    st->counter[MX_COUNTER_COMM_REDUCE_BYTES] = f.reduce_bytes;
+    st->counter[MX_COUNTER_COMM_CALL_TIME] = f.seconds;
+    st->counter[MX_COUNTER_COMM_ALPHA] = f.alpha;
+    st->counter[MX_COUNTER_COMM_BETA] = f.beta;
+    st->counter[MX_COUNTER_COMM_GAMMA] = f.gamma;
+    return MX_OK;
+}
+
 static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, float lr, mx_step_stats *st)
 {
     MX_TRY(split(s, n, s->count, s->first));
@@ -401,6 +422,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
         compression_counters(s, bwd_end, end, st);
     }
     if (s->cfg.cluster) dist_counters(s, st);
+    MX_TRY(comm_call_counters(s, st));
     memory_counters(s, st);
     return s->cfg.amp != MX_AMP_OFF ? amp_counters(s, st) : MX_OK;
 }

@@ -148,14 +148,14 @@ static int compressed_allreduce(mx_kvstore *kv, kv_allreduce *m, int b, float *r
     const size_t count = m->b[b].count, packed = mx_kv_gc_packed_bytes(kv, b);
     if (strcmp(mx_kv_compression(kv), "fp16") == 0) {
         mx_kv_gc_compress(kv, 0, b, range, m->slots);
-        MX_TRY(mx_comm_allreduce(world, me, m->slots, m->slots, count, MX_F16));
+        MX_TRY(mx_kv_allreduce(kv, 0, world, me, m->slots, m->slots, count, MX_F16));
         mx_kv_gc_decompress(kv, b, m->slots, range);
         *net = 4.0 * (n - 1) / n * (double)packed; /* a ring: 2(n-1)/n sent, as much received */
         return MX_OK;
     }
     const size_t slot = mx_kv_gc_slot_floats(kv, b);
     mx_kv_gc_compress(kv, 0, b, range, m->slots + slot * me);
-    MX_TRY(mx_comm_allgather(world, me, m->slots, slot * n, MX_F32));
+    MX_TRY(mx_kv_allgather(kv, 0, world, me, m->slots, slot * n, MX_F32));
     for (int r = 0; r < n; r++) {
         mx_kv_gc_decompress(kv, b, m->slots + slot * r, m->unpacked);
         for (size_t i = 0; i < count; i++) range[i] = r ? range[i] + m->unpacked[i] : m->unpacked[i];
@@ -190,7 +190,7 @@ static int reduce_bucket(mx_kvstore *kv, kv_allreduce *m, int b)
      * and receives as much */
     double net = 4.0 * (world->n - 1) / world->n * sizeof(float) * (double)bk->count;
     const int rc = kv->gc ? compressed_allreduce(kv, m, b, range, &net)
-                          : mx_comm_allreduce(world, world->local_first, range, range, bk->count, MX_F32);
+                          : mx_kv_allreduce(kv, 0, world, world->local_first, range, range, bk->count, MX_F32);
     const double t1 = mx_now();
     pthread_mutex_lock(&kv->lock);
     if (rc == MX_OK) kv->stats.net_bytes += net;

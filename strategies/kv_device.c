@@ -85,7 +85,7 @@ static int compressed_reduce(mx_kvstore *kv, int worker, int key, size_t lo, siz
     const size_t slot = mx_kv_gc_slot_floats(kv, key);
     float *slots = m->slots[worker], *un = m->unpacked[worker];
     mx_kv_gc_compress(kv, worker, key, (const float *)kv->dev[worker].g + k->offset, slots + slot * member);
-    MX_TRY(mx_comm_allgather(c, member, slots, slot * c->n, MX_F32));
+    MX_TRY(mx_kv_allgather(kv, worker, c, member, slots, slot * c->n, MX_F32));
     for (int j = 0; j < c->n; j++) {
         mx_kv_gc_decompress(kv, key, slots + slot * j, un);
         for (size_t i = lo; i < hi; i++) merge[i] = j ? merge[i] + un[i] : un[i];
@@ -104,13 +104,13 @@ static int device_process(mx_kvstore *kv, int worker, int key)
     size_t lo, hi;
     mx_comm_shard(k->count, member, c->n, &lo, &hi);
     if (kv->gc) MX_TRY(compressed_reduce(kv, worker, key, lo, hi, merge));
-    else MX_TRY(mx_comm_reduce_scatter(c, member, (const float *)dv->g + k->offset, merge, k->count, MX_F32));
+    else MX_TRY(mx_kv_reduce_scatter(kv, worker, c, member, (const float *)dv->g + k->offset, merge, k->count, MX_F32));
     float *gathered = merge;
     if (kv->updater) {
         gathered = (float *)dv->w + k->offset;
         if (hi > lo) kv->updater(kv->updater_user, dv->be, key, lo, hi, gathered, m->mom[worker] + k->offset, merge);
     }
-    MX_TRY(mx_comm_allgather(c, member, gathered, k->count, MX_F32));
+    MX_TRY(mx_kv_allgather(kv, worker, c, member, gathered, k->count, MX_F32));
     /* What crossed between devices: the other members' shards of ours (compressed: our
      * payload to each of them), then theirs. */
     const double own = (double)(hi - lo), sz = sizeof(float);

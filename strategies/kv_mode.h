@@ -81,7 +81,24 @@ struct mx_kvstore {
     pthread_t *threads;
     int first_error;
     char errmsg[256];      /* the failing worker's message: mx_last_error is per thread */
+    /* the communicator calls of the step, logged by each comm worker in its own row
+     * (kv_calls.c): [nworkers][capcalls], ncalls[w] made since the last stats reset */
+    struct mx_kv_call *calls;
+    int *ncalls, capcalls;
 };
+
+/* ---- a mode's collectives, through the comm and logged call by call for the step's
+ * communication figures (kv_calls.c, mx_kv_comm_figures): worker is the comm worker
+ * making the call (its row of the log), the other arguments those of mx_comm_<verb> */
+int mx_kv_allreduce(mx_kvstore *kv, int worker, mx_comm *c, int member, const void *send, void *recv, size_t count,
+                    mx_dtype t);
+int mx_kv_reduce_scatter(mx_kvstore *kv, int worker, mx_comm *c, int member, const void *send, void *recv,
+                         size_t count, mx_dtype t);
+int mx_kv_allgather(mx_kvstore *kv, int worker, mx_comm *c, int member, void *buf, size_t count, mx_dtype t);
+/* The log's life: created once the workers are counted, emptied by mx_kv_stats_reset. */
+int mx_kv_calls_create(mx_kvstore *kv);
+void mx_kv_calls_destroy(mx_kvstore *kv);
+void mx_kv_calls_reset(mx_kvstore *kv);
 
 /* ---- compression (kv_compress.c), for modes with .compresses */
 /* Creates kv->gc from kv->opt.compression (none: stays NULL) over kv->gc_keys, the units

@@ -105,6 +105,7 @@ void mx_kv_stats_reset(mx_kvstore *kv)
     memset(&kv->stats, 0, sizeof kv->stats);
     kv->nspans = 0;
     kv->ngc = 0;
+    mx_kv_calls_reset(kv); /* every worker is idle between steps: no call is being logged */
     pthread_mutex_unlock(&kv->lock);
 }
 
@@ -232,6 +233,7 @@ int mx_kv_create(mx_kvstore **out, const char *mode, mx_comm *comm, const mx_kv_
     if (rc < 0) return create_fail(kv, rc);
     kv->nworkers = ops->nworkers(kv);
     if ((rc = mx_kv_gc_create(kv)) < 0) return create_fail(kv, rc);
+    if ((rc = mx_kv_calls_create(kv)) < 0) return create_fail(kv, rc);
     const size_t dk = (size_t)ndev * nkeys, wk = (size_t)kv->nworkers * nkeys;
     kv->pushed = calloc(dk, sizeof(int));
     kv->log = calloc(dk, sizeof(int));
@@ -269,6 +271,7 @@ void mx_kv_destroy(mx_kvstore *kv)
     pthread_mutex_unlock(&kv->lock);
     for (int w = 0; w < kv->started; w++) pthread_join(kv->threads[w], NULL);
     if (kv->mode) kv->ops->destroy(kv);
+    mx_kv_calls_destroy(kv);
     mx_kv_gc_destroy(kv);
     free(kv->keys);
     free(kv->dev);

@@ -120,7 +120,32 @@ double mx_kv_residual_norm(const mx_kvstore *kv);
 void mx_kv_residual_drop_nonfinite(mx_kvstore *kv);
 
 mx_kv_stats mx_kv_stats_get(mx_kvstore *kv);
+/* Also empties the log of communicator calls (mx_kv_comm_figures). */
 void mx_kv_stats_reset(mx_kvstore *kv);
+
+/* The communicator calls a mode made since the last reset (kv_calls.c), per comm member,
+ * each timed from the last member's arrival (threads: the member that waited least; mpi: the
+ * call less its measured arrival wait), in the terms of an alpha-beta-gamma cost: a
+ * reduce-scatter or all-gather of S bytes over p members sends (p-1)/p S bytes, an all-reduce
+ * twice that, as a ring does; a reduce-scatter and an all-reduce sum (p-1)/p S bytes; rounds
+ * (latencies in sequence) are p-1 messages per reduce-scatter or all-gather and 2(p-1) per
+ * all-reduce on a ring (mpi), one rendezvous per call on the threads communicator, where
+ * every member reads the others' buffers at once. alpha, beta, gamma: the least-squares fit
+ * of the calls' times to
+ * rounds x alpha + bus bytes x beta + reduced bytes x gamma; NaN where the calls cannot tell
+ * them apart (no reduce-scatter beside an all-gather: gamma, its cost left in beta; one call
+ * size: alpha too) or where there were no calls. */
+typedef struct {
+    double calls;        /* collectives made */
+    double rounds;       /* latencies in sequence: 1, p-1 or 2(p-1) per call */
+    double bus_bytes;    /* bytes sent as a ring sends them */
+    double reduce_bytes; /* bytes summed */
+    double seconds;      /* in the calls, from the last arrival */
+    double alpha, beta, gamma; /* s per message, s per bus byte, s per byte summed */
+} mx_kv_comm_fig;
+/* Fills f; returns the number of calls (0: none, f's fit NaN), or a negative MX_E* if the
+ * workers' logs disagree (a mode broke the one-order rule of collectives). */
+int mx_kv_comm_figures(mx_kvstore *kv, mx_kv_comm_fig *f);
 /* Thread-seconds of kvstore work since the last reset, and how much of it ran before the
  * wall-clock time cut (the end of the last device's backward: what overlap hid). */
 void mx_kv_work_before(mx_kvstore *kv, double cut, double *work, double *hidden);

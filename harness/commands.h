@@ -10,6 +10,7 @@ int mx_cmd_compare(int argc, char **argv);
 int mx_cmd_ab(int argc, char **argv);
 int mx_cmd_count(int argc, char **argv);
 int mx_cmd_plot(int argc, char **argv);
+int mx_cmd_project(int argc, char **argv);
 int mx_cmd_info(int argc, char **argv);
 
 /* Parses and checks a `train` command line (argv[0] = "train") exactly as `mxbench train`

@@ -19,6 +19,7 @@ static const command commands[] = {
     {"count", mx_cmd_count, "count the instructions and cache misses of a training step (valgrind or perf)"},
     {"ab", mx_cmd_ab, "run two mxbench builds in turn on one configuration; exit 1 on a regression"},
     {"plot", mx_cmd_plot, "draw the scaling plots of a results file with gnuplot (PNG and SVG)"},
+    {"project", mx_cmd_project, "fit a model of each configuration's step and predict larger device counts"},
     {"info", mx_cmd_info, "print library versions and the devices this machine has"},
 };
 

@@ -124,7 +124,12 @@ static int spawn_wait(plot_ctx *c, char *const argv[], int *status)
 
 int plot_run_gnuplot(plot_ctx *c, int plot, const char *term, const char *vars, char *outfile, size_t noutfile)
 {
-    const char *name = mx_plot_names[plot];
+    return plot_run_script(c, mx_plot_names[plot], plot_data_file(plot), term, vars, outfile, noutfile);
+}
+
+int plot_run_script(plot_ctx *c, const char *name, const char *datafile, const char *term, const char *vars,
+                    char *outfile, size_t noutfile)
+{
     char script[PATH_MAX + 64];
     snprintf(script, sizeof script, "%s/%s.gp", c->scripts, name);
     int w = snprintf(outfile, noutfile, "%s/%s.%s", c->outdir, name, term);
@@ -134,7 +139,7 @@ int plot_run_gnuplot(plot_ctx *c, int plot, const char *term, const char *vars, 
     vars_quoted(&e, c->scripts);
     vars_add(&e, "'");
     char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/%s", c->datadir, plot_data_file(plot));
+    snprintf(path, sizeof path, "%s/%s", c->datadir, datafile);
     vars_str(&e, "datafile", path);
     snprintf(path, sizeof path, "%s/%s", c->outdir, name);
     vars_str(&e, "outbase", path);

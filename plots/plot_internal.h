@@ -79,6 +79,9 @@ int plot_open_replot(plot_ctx *c);
 /* Runs plots/<name>.gp for one terminal with the figure's variables; outfile receives the
  * figure's path. */
 int plot_run_gnuplot(plot_ctx *c, int plot, const char *term, const char *vars, char *outfile, size_t noutfile);
+/* The same for any script: plots/<name>.gp over data/<datafile> into outdir/<name>.<term>. */
+int plot_run_script(plot_ctx *c, const char *name, const char *datafile, const char *term, const char *vars,
+                    char *outfile, size_t noutfile);
 
 /* ---- data files (plot_data.c) */
 /* Writes one series-blocked data file (name) of the ok runs that keep() accepts, row()

@@ -85,6 +85,20 @@ static int keep_run(ab_job *j, int s, mx_results *res)
 
 /* Round r runs base then new when r is even, new then base when odd (ABBA): a drift of the
  * host in time then favours neither side. */
+/* One round of both sides, left out: the first runs of a job can be far slower than the rest
+ * (measured here: a first lenet run at 830 samples/s, the next ones at 3400), which would
+ * make round 1 an outlier on one side. */
+static int warmup_round(ab_job *j, int quiet)
+{
+    for (int s = 0; s < 2; s++) {
+        mx_results res;
+        MX_TRY(run_one(j, s, &res));
+        mx_results_free(&res);
+    }
+    if (!quiet) fprintf(stderr, "mxbench ab: warm-up round done (left out)\n");
+    return MX_OK;
+}
+
 static int run_rounds(ab_job *j, int rounds, double *thr, int *noisy, char *config, size_t nconfig, int quiet)
 {
     for (int r = 0; r < rounds; r++) {
@@ -190,11 +204,12 @@ static int check_bins(ab_job *j)
 int mx_cmd_ab(int argc, char **argv)
 {
     ab_job j = {.timeout = 3600};
-    int rounds = 10, quiet = 0;
+    int rounds = 10, warmup_rounds = 1, quiet = 0;
     const char *threshold_s = "5%", *format = "text";
     const mx_opt opts[] = {
         {"rounds", MX_OPT_INT, &rounds, "N", "rounds, each one run of BASE and one of NEW (default 10; 6 or more give "
                                              "a 95% interval)", NULL, 2, 200},
+        {"warmup-rounds", MX_OPT_INT, &warmup_rounds, "N", "rounds run first and left out (default 1)", NULL, 0, 100},
         {"threshold", MX_OPT_STRING, &threshold_s, "PCT", "smallest change that counts, as 5% or 0.05 (default 5%)",
          NULL},
         {"format", MX_OPT_STRING, &format, "FMT",
@@ -241,6 +256,7 @@ int mx_cmd_ab(int argc, char **argv)
     char config[256] = "";
     mx_ab_result res = {.rounds = rounds};
     rc = thr && noisy ? MX_OK : mx_error(MX_ENOMEM, "out of memory");
+    for (int w = 0; rc == MX_OK && w < warmup_rounds; w++) rc = warmup_round(&j, quiet);
     if (rc == MX_OK) rc = run_rounds(&j, rounds, thr, noisy, config, sizeof config, quiet);
     if (rc == MX_OK) rc = decide(thr, rounds, threshold, &res);
     unlink(j.record);

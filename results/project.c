@@ -127,7 +127,11 @@ static int fit_comm(mx_projection *pr, const mx_run_record *const *comm, const p
         snprintf(pr->skipped, sizeof pr->skipped, "the communicator calls did not determine alpha or beta");
         return -1;
     }
-    if (isnan(pr->alpha)) note(pr, "alpha not separable (calls of one size): its cost is in beta"), pr->alpha = 0;
+    if (isnan(pr->alpha))
+        note(pr, "alpha not separable (calls of one size): its cost is in beta, which grows as (p-1)/p where alpha "
+                 "would grow as p-1 on a ring (for dist_allreduce, a smaller --bucket-mb makes calls of several "
+                 "sizes)"),
+            pr->alpha = 0;
     if (isnan(pr->gamma)) note(pr, "gamma not separable (no reduce-scatter beside an all-gather): beta holds beta + gamma/2"),
         pr->gamma = 0;
     if (isnan(pr->beta)) pr->beta = 0;
@@ -246,6 +250,9 @@ void mx_project_fit(mx_projection *pr, const mx_run_record *const *runs, int n, 
         }
         if (!(pr->cores > 0) && isfinite(r->metrics[MX_COUNTER_HOST_CORES])) pr->cores = r->metrics[MX_COUNTER_HOST_CORES];
         if (!in_list(r->gpus, pr->fit_gpus, pr->nfit) && pr->nfit < MX_PROJ_MAX_POINTS) pr->fit_gpus[pr->nfit++] = r->gpus;
+        if (r->noisy) /* a fit to disturbed timings predicts disturbed ones */
+            note(pr, "fitted run %s (%d device%s) ran on a busy host (noisy): its timings, and the fit, are suspect",
+                 r->id, r->gpus, r->gpus == 1 ? "" : "s");
         int one;
         const int here = devices_on_host(r, &one);
         one_host &= one;

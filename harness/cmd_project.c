@@ -23,23 +23,27 @@ static const char summary[] =
     "A configuration is the ok data-parallel runs that differ only in the device count (and what\n"
     "follows it: global batch, workers); a one-device run joins each kvstore's. Its step at p devices:\n"
     "\n"
-    "  T(p) = D + s_c C + e s_m M        M = rounds alpha + bus bytes beta + summed bytes gamma\n"
+    "  T(p) = D + s_c C + (k + e) s_m M      M = rounds alpha + bus bytes beta + summed bytes gamma\n"
     "\n"
     "  D     assembling the batch on the host: a line in the global batch\n"
     "  C     forward and backward on a device of its own: a line in the device's share of the batch\n"
-    "  M     one member's communication: the kvstore's collective calls as a ring costs them, p-1\n"
-    "        messages (rounds) per reduce-scatter or all-gather and 2(p-1) per all-reduce, (p-1)/p of\n"
-    "        the bytes sent (twice for an all-reduce), (p-1)/p summed by reductions; alpha, beta and\n"
-    "        gamma are least squares of every call's own size, verb and time, as the runs recorded\n"
-    "        them (comm_alpha, comm_beta, comm_gamma; the calls do not change with p)\n"
+    "  M     one member's communication, from the kvstore's collective calls: (p-1)/p of the bytes\n"
+    "        sent (twice for an all-reduce) and summed by reductions, as a ring moves them; rounds\n"
+    "        (latencies in sequence) p-1 per reduce-scatter or all-gather, 2(p-1) per all-reduce on\n"
+    "        a ring (MPI ranks; GPUs' NCCL), one per call on the threads communicator of CPU workers\n"
+    "        in one process. alpha, beta, gamma: least squares of every call's own size, verb and\n"
+    "        time, as the runs recorded them (comm_alpha, comm_beta, comm_gamma)\n"
     "  e     exposed: the measured comm tail (after the last backward) over M at the fitted counts\n"
+    "  k     overlap's cost: what communication hidden behind backward takes from forward and\n"
+    "        backward (CPU workers' comm runs on their cores), fitted with C\n"
     "  s_c, s_m  turns: on CPU workers, threads (devices x threads per device; one comm worker per\n"
     "        device) over the host's cores where more, as the OS time-slices them; 1 on GPUs\n"
     "\n"
-    "Assumed: the share of communication hidden behind backward stays as measured; the calls are\n"
-    "those of the fitted runs (one per key or bucket); compute per device depends on its share of\n"
-    "the batch only (memory bandwidth shared by more devices is not modelled); one host (an MPI job\n"
-    "fitted on several hosts keeps its ranks per host); fitted costs below 0 are taken as 0. The\n"
+    "Assumed: the share of communication hidden behind backward and its cost stay as measured;\n"
+    "the calls are those of the fitted runs (one per key or bucket); compute per device depends on\n"
+    "its share of the batch only (memory bandwidth shared by more devices is not modelled); one\n"
+    "host (an MPI job fitted on several hosts keeps its ranks per host); fitted costs below 0 are\n"
+    "taken as 0; alpha needs calls of two sizes or more (else it is counted in beta). The\n"
     "model needs two fitted device counts, one of them 2 or more (where communication is), from a\n"
     "kvstore that makes collective calls (device, dist_allreduce; not local or the parameter\n"
     "servers) recorded by this version (comm_rounds). Model and layer runs are not projected.\n"
@@ -108,7 +112,7 @@ int mx_cmd_project(int argc, char **argv)
         {"fit", MX_OPT_STRING, &fit_s, "LIST",
          "measured device counts to fit on, e.g. 1,2 (default: all); the others are held out and checked", NULL},
         {"cores", MX_OPT_DOUBLE, &cores, "N",
-         "CPU workers: the host's cores for the turns, 1..1e6 (default: as the runs recorded, host_cores)", NULL, 1,
+         "CPU workers: the host's cores for the turns (default: as the runs recorded, host_cores)", NULL, 1,
          1e6},
         {"format", MX_OPT_STRING, &format, "FMT", "text (default), md, csv or json", "text|md|csv|json"},
         {"plot", MX_OPT_STRING, &plot_dir, "DIR",

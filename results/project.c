@@ -248,7 +248,11 @@ void mx_project_fit(mx_projection *pr, const mx_run_record *const *runs, int n, 
             note(pr, "run %s has no phases: not fitted", r->id);
             continue;
         }
-        if (!(pr->cores > 0) && isfinite(r->metrics[MX_COUNTER_HOST_CORES])) pr->cores = r->metrics[MX_COUNTER_HOST_CORES];
+        const double rc = r->metrics[MX_COUNTER_HOST_CORES];
+        if (!(pr->cores > 0) && isfinite(rc)) pr->cores = rc;
+        else if (cores > 0 && isfinite(rc) && rc != cores && !strstr(pr->notes, "cores asked"))
+            note(pr, "%g cores asked where run %s had %g: its turns are modelled on the cores asked, and a check "
+                     "against its measurement compares two hosts", cores, r->id, rc);
         if (!in_list(r->gpus, pr->fit_gpus, pr->nfit) && pr->nfit < MX_PROJ_MAX_POINTS) pr->fit_gpus[pr->nfit++] = r->gpus;
         if (r->noisy) /* a fit to disturbed timings predicts disturbed ones */
             note(pr, "fitted run %s (%d device%s) ran on a busy host (noisy): its timings, and the fit, are suspect",

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,16 @@ typedef struct {
     double timeout;
 } ab_job;
 
+static volatile sig_atomic_t interrupted;
+
+/* Ctrl-C or a kill ends the run in progress too: it runs in a process group of its own,
+ * which the terminal's signal does not reach. */
+static void on_signal(int sig)
+{
+    interrupted = sig;
+    mx_child_kill_current();
+}
+
 /* One run of side s: `BIN train OPTIONS --record FILE --force --quiet`, its record loaded.
  * MX_ERUNTIME with the child's last words when it fails. */
 static int run_one(ab_job *j, int s, mx_results *res)
@@ -55,6 +66,7 @@ static int run_one(ab_job *j, int s, mx_results *res)
     mx_child_opts o = {.timeout_s = j->timeout};
     mx_child_result cr;
     MX_TRY(mx_child_run(argv, &o, NULL, NULL, &cr));
+    if (interrupted) return mx_error(MX_ERUNTIME, "interrupted (%s): no decision", strsignal(interrupted));
     if (cr.exit_status != 0)
         return mx_error(MX_ERUNTIME, "%s train exited with %d%s; its last words:\n%s", j->bin[s], cr.exit_status,
                         cr.timed_out ? " (timed out: see --timeout)" : "", cr.stderr_tail);
@@ -230,7 +242,7 @@ int mx_cmd_ab(int argc, char **argv)
         "Without TRAIN OPTIONS: --workload lenet --dataset synthetic --batch 64 --steps 80\n"
         "--warmup-steps 5; --steps 80 is added when none is given. BASE and NEW may be scripts\n"
         "that run mxbench. Exit status: 1 on a regression, 0 otherwise, 2 on bad usage or a\n"
-        "run that failed.",
+        "run that failed, 128 + the signal when interrupted.",
         opts, 2, 2,
     };
     if (split_train(&j, &argc, argv) != MX_OPTS_OK) return MX_OPTS_BAD;
@@ -256,6 +268,8 @@ int mx_cmd_ab(int argc, char **argv)
     char config[256] = "";
     mx_ab_result res = {.rounds = rounds};
     rc = thr && noisy ? MX_OK : mx_error(MX_ENOMEM, "out of memory");
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     for (int w = 0; rc == MX_OK && w < warmup_rounds; w++) rc = warmup_round(&j, quiet);
     if (rc == MX_OK) rc = run_rounds(&j, rounds, thr, noisy, config, sizeof config, quiet);
     if (rc == MX_OK) rc = decide(thr, rounds, threshold, &res);
@@ -269,6 +283,7 @@ int mx_cmd_ab(int argc, char **argv)
     }
     free(thr);
     free(noisy);
+    if (interrupted) return 128 + interrupted;
     if (rc != MX_OK) return 2;
     return res.verdict == MX_VERDICT_REGRESSION ? 1 : 0;
 }

@@ -205,7 +205,7 @@ static void print_json_rows(const row *rows, int n)
 {
     printf("[");
     for (int r = 0; r < n; r++) {
-        char name[2 * CELL + 8], extra[4 * CELL];
+        char name[2 * CELL + 8], extra[6 * CELL];
         snprintf(name, sizeof name, "%s %s", rows[r].cell[0], rows[r].cell[2]);
         snprintf(extra, sizeof extra, "base %s, ratio %s %s, %s (runs %s)", rows[r].cell[3], rows[r].cell[5],
                  rows[r].cell[6], rows[r].cell[7], rows[r].cell[1]);

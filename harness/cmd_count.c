@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,15 @@ static int count_steps(count_job *j, int steps, mx_counts *c)
     return strcmp(j->via, "perf") == 0 ? mx_count_perf(argv, c) : mx_count_cachegrind(j->valgrind, argv, j->dir, c);
 }
 
+static volatile sig_atomic_t interrupted;
+
+/* the counted child runs in a process group of its own, which Ctrl-C does not reach */
+static void on_signal(int sig)
+{
+    interrupted = sig;
+    mx_child_kill_current();
+}
+
 /* A count per step from the two runs. Misses are first touches in good part, and the longer
  * run lays its buffers out a little differently: where a step adds almost none, the
  * difference can come out a few misses below zero, which is read as none. */
@@ -198,7 +208,8 @@ int mx_cmd_count(int argc, char **argv)
         "on every x86 CPU with AVX2, so counts compare across machines). Without TRAIN OPTIONS:\n"
         "--workload lenet --dataset synthetic --batch 32; --threads-per-device 1 is added when not\n"
         "given (threads that wait for each other spin for as long as the host decides, which no\n"
-        "count can repeat). Exit status: 0, 1 when a run failed, 2 on bad usage.",
+        "count can repeat). Exit status: 0, 1 when a run failed, 2 on bad usage, 128 + the signal\n"
+        "when interrupted.",
         opts, 0, 0,
     };
     if (split_train(&j, &argc, argv) != MX_OPTS_OK) return MX_OPTS_BAD;
@@ -234,6 +245,8 @@ int mx_cmd_count(int argc, char **argv)
     setenv("MXBENCH_COUNTED", "1", 1);
     setenv("OPENBLAS_CORETYPE", "Haswell", 1);
 
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     mx_counts a, b, per;
     char desc[256] = "";
     rc = count_steps(&j, warmup, &a);
@@ -246,6 +259,10 @@ int mx_cmd_count(int argc, char **argv)
     }
     unlink(j.record);
     rmdir(j.dir);
+    if (interrupted) {
+        fprintf(stderr, "mxbench count: interrupted (%s)\n", strsignal(interrupted));
+        return 128 + interrupted;
+    }
     if (rc != MX_OK) {
         fprintf(stderr, "mxbench count: %s\n", mx_last_error());
         return mx_exit_status(rc);

@@ -8,8 +8,8 @@
 # topk against none, device kvstore) and mixed precision (fp16 with loss scaling, bf16);
 # draws the plots (memory per device and bytes moved per strategy, the pipeline's bubble,
 # staleness for dist_async, bytes on the wire and accuracy per compressor and precision,
-# fp16's loss scale) and a timeline of a few steps, and prints where the HDF5 file, the plots
-# and the timeline are.
+# fp16's loss scale), projects the data-parallel rows to 4-16 devices, writes a timeline of a
+# few steps, and prints where the HDF5 file, the plots, the projection and the timeline are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -44,7 +44,12 @@ $mx train --workload lenet --dataset synthetic --gpus 2 --steps 12 --warmup-step
 echo
 $mx plot "$out/sweep.h5" --out "$out/plots"
 echo
+# past the machine: each data-parallel configuration's step model, fitted to its 1- and
+# 2-device runs, predicted for 4 to 16 devices and drawn with the measured points
+$mx project "$out/sweep.h5" --gpus 4,8,16 --plot "$out/projection"
+echo
 echo "results: $out/sweep.h5   (h5dump -d /summary $out/sweep.h5; mxbench report $out/sweep.h5)"
 echo "plots:   $out/plots/*.png and *.svg"
+echo "projection: $out/projection/*.png (mxbench project $out/sweep.h5 --gpus 4,8,16)"
 echo "timeline: $out/trace.json (a Chrome trace: open it in Perfetto, ui.perfetto.dev, or chrome://tracing)"
 ((status == 0)) || echo "note: some rows did not end ok; their status and reason are in the tables above"

@@ -10,6 +10,7 @@
 #include "harness/commands.h"
 #include "harness/opts.h"
 #include "harness/sweep_child.h"
+#include "harness/train_args.h"
 #include "results/compare.h"
 #include "results/results.h"
 #include "results/stats.h"
@@ -22,15 +23,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_TRAIN_ARGS 200
-
 static const char *const default_train[] = {"--workload", "lenet", "--dataset", "synthetic", "--batch", "64",
                                             "--steps", "80", "--warmup-steps", "5", NULL};
 
 typedef struct {
     const char *bin[2]; /* base, new */
-    char *train[MAX_TRAIN_ARGS + 8];
-    int ntrain;              /* the user's train options (argv of the child from index 2) */
+    mx_train_args train;     /* the user's train options (argv of the child from index 2) */
     char record[4200];       /* the child's --record file: the temporary directory + "/run.h5" */
     const char *keep;        /* directory for base.h5 and new.h5, or NULL */
     char keep_path[2][4096];
@@ -53,11 +51,11 @@ static void on_signal(int sig)
  * MX_ERUNTIME with the child's last words when it fails. */
 static int run_one(ab_job *j, int s, mx_results *res)
 {
-    char *argv[MAX_TRAIN_ARGS + 16];
+    char *argv[MX_TRAIN_ARGS_MAX + 16];
     int n = 0;
     argv[n++] = (char *)j->bin[s];
     argv[n++] = "train";
-    for (int i = 0; i < j->ntrain; i++) argv[n++] = j->train[i];
+    for (int i = 0; i < j->train.n; i++) argv[n++] = j->train.v[i];
     argv[n++] = "--record";
     argv[n++] = j->record;
     argv[n++] = "--force";
@@ -149,48 +147,11 @@ static int decide(const double *thr, int rounds, double threshold, mx_ab_result 
     return MX_OK;
 }
 
-/* Splits argv at "--": what follows is the train command line; none given: the default. */
-static int split_train(ab_job *j, int *argc, char **argv)
-{
-    int dd = -1;
-    for (int i = 1; i < *argc && dd < 0; i++)
-        if (strcmp(argv[i], "--") == 0) dd = i;
-    if (dd < 0 || dd == *argc - 1) {
-        for (const char *const *p = default_train; *p; p++) j->train[j->ntrain++] = (char *)*p;
-        if (dd >= 0) *argc = dd;
-        return MX_OPTS_OK;
-    }
-    if (*argc - dd - 1 > MAX_TRAIN_ARGS) {
-        fprintf(stderr, "mxbench ab: %d train options after '--': at most %d\n", *argc - dd - 1, MAX_TRAIN_ARGS);
-        return MX_OPTS_BAD;
-    }
-    for (int i = dd + 1; i < *argc; i++) {
-        if (strcmp(argv[i], "--record") == 0 || strncmp(argv[i], "--record=", 9) == 0 ||
-            strcmp(argv[i], "--epochs") == 0 || strncmp(argv[i], "--epochs=", 9) == 0) {
-            fprintf(stderr, "mxbench ab: train option '%s' is not accepted after '--': ab records every run itself "
-                    "(see --keep), and compares throughput of --steps runs (default --steps 80 when none given)\n",
-                    argv[i]);
-            return MX_OPTS_BAD;
-        }
-        j->train[j->ntrain++] = argv[i];
-    }
-    *argc = dd;
-    return MX_OPTS_OK;
-}
-
 /* The train options, checked as this mxbench parses them before anything runs. */
 static int check_train(ab_job *j)
 {
-    int has_steps = 0;
-    for (int i = 0; i < j->ntrain; i++)
-        has_steps |= strcmp(j->train[i], "--steps") == 0 || strncmp(j->train[i], "--steps=", 8) == 0;
-    if (!has_steps) {
-        j->train[j->ntrain++] = "--steps";
-        j->train[j->ntrain++] = "80";
-    }
-    char *argv[MAX_TRAIN_ARGS + 4] = {"train"};
-    memcpy(argv + 1, j->train, (size_t)j->ntrain * sizeof *argv);
-    return mx_train_validate_argv(j->ntrain + 1, argv) == 0 ? MX_OPTS_OK : MX_OPTS_BAD;
+    if (!mx_train_args_has(&j->train, "--steps")) mx_train_args_add(&j->train, "--steps", "80");
+    return mx_train_args_validate(&j->train, NULL) == 0 ? MX_OPTS_OK : MX_OPTS_BAD;
 }
 
 static int check_bins(ab_job *j)
@@ -245,7 +206,11 @@ int mx_cmd_ab(int argc, char **argv)
         "run that failed, 128 + the signal when interrupted.",
         opts, 2, 2,
     };
-    if (split_train(&j, &argc, argv) != MX_OPTS_OK) return MX_OPTS_BAD;
+    static const char *const refused[] = {"--record", "--epochs", NULL};
+    if (mx_train_args_split("mxbench ab", &argc, argv, default_train, refused,
+                            "ab records every run itself (see --keep), and compares throughput of --steps runs "
+                            "(default --steps 80 when none given)", &j.train) != MX_OPTS_OK)
+        return MX_OPTS_BAD;
     const char *pos[2];
     int npos;
     int rc = mx_opts_parse(&spec, argc, argv, pos, &npos);

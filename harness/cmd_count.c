@@ -9,6 +9,7 @@
 #include "harness/count_run.h"
 #include "harness/opts.h"
 #include "harness/sweep_child.h"
+#include "harness/train_args.h"
 #include "results/compare.h"
 #include "results/results.h"
 
@@ -21,8 +22,6 @@
 #include <sys/personality.h>
 #include <unistd.h>
 
-#define MAX_TRAIN_ARGS 200
-
 static const char *const default_train[] = {"--workload", "lenet", "--dataset", "synthetic", "--batch", "32", NULL};
 
 typedef struct {
@@ -31,44 +30,8 @@ typedef struct {
     char self[4096];        /* this binary: the children run it */
     char dir[4096];         /* temporary files */
     char record[4200];
-    char *train[MAX_TRAIN_ARGS + 8];
-    int ntrain;
+    mx_train_args train;
 } count_job;
-
-static int has_opt(const count_job *j, const char *name)
-{
-    const size_t n = strlen(name);
-    for (int i = 0; i < j->ntrain; i++)
-        if (strncmp(j->train[i], name, n) == 0 && (j->train[i][n] == 0 || j->train[i][n] == '=')) return 1;
-    return 0;
-}
-
-/* Splits argv at "--"; refuses the train options that count sets itself. */
-static int split_train(count_job *j, int *argc, char **argv)
-{
-    int dd = -1;
-    for (int i = 1; i < *argc && dd < 0; i++)
-        if (strcmp(argv[i], "--") == 0) dd = i;
-    if (dd < 0 || dd == *argc - 1) {
-        for (const char *const *p = default_train; *p; p++) j->train[j->ntrain++] = (char *)*p;
-        if (dd >= 0) *argc = dd;
-        return MX_OPTS_OK;
-    }
-    if (*argc - dd - 1 > MAX_TRAIN_ARGS) {
-        fprintf(stderr, "mxbench count: %d train options after '--': at most %d\n", *argc - dd - 1, MAX_TRAIN_ARGS);
-        return MX_OPTS_BAD;
-    }
-    for (int i = dd + 1; i < *argc; i++) j->train[j->ntrain++] = argv[i];
-    *argc = dd;
-    static const char *const own[] = {"--steps", "--epochs", "--record", "--repeat", "--trace", NULL};
-    for (const char *const *o = own; *o; o++)
-        if (has_opt(j, *o)) {
-            fprintf(stderr, "mxbench count: train option '%s' is not accepted after '--': count chooses the steps "
-                    "(--steps, --warmup) and records the run itself (--record)\n", *o);
-            return MX_OPTS_BAD;
-        }
-    return MX_OPTS_OK;
-}
 
 /* Which counter to use; "auto" takes hardware counters where the kernel gives them. */
 static int choose_via(count_job *j, const char *via)
@@ -103,11 +66,11 @@ static int count_steps(count_job *j, int steps, mx_counts *c)
 {
     char nsteps[16];
     snprintf(nsteps, sizeof nsteps, "%d", steps);
-    char *argv[MAX_TRAIN_ARGS + 16];
+    char *argv[MX_TRAIN_ARGS_MAX + 16];
     int n = 0;
     argv[n++] = j->self;
     argv[n++] = "train";
-    for (int i = 0; i < j->ntrain; i++) argv[n++] = j->train[i];
+    for (int i = 0; i < j->train.n; i++) argv[n++] = j->train.v[i];
     argv[n++] = "--steps", argv[n++] = nsteps;
     argv[n++] = "--record", argv[n++] = j->record;
     argv[n++] = "--force", argv[n++] = "--quiet";
@@ -212,15 +175,17 @@ int mx_cmd_count(int argc, char **argv)
         "when interrupted.",
         opts, 0, 0,
     };
-    if (split_train(&j, &argc, argv) != MX_OPTS_OK) return MX_OPTS_BAD;
+    static const char *const refused[] = {"--steps", "--epochs", "--record", "--repeat", "--trace", NULL};
+    if (mx_train_args_split("mxbench count", &argc, argv, default_train, refused,
+                            "count chooses the steps (--steps, --warmup) and records the run itself (--record)",
+                            &j.train) != MX_OPTS_OK)
+        return MX_OPTS_BAD;
     int npos;
     int rc = mx_opts_parse(&spec, argc, argv, NULL, &npos);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : MX_OPTS_BAD;
-    if (!has_opt(&j, "--threads-per-device")) j.train[j.ntrain++] = "--threads-per-device", j.train[j.ntrain++] = "1";
-    char *vargv[MAX_TRAIN_ARGS + 12] = {"train"};
-    memcpy(vargv + 1, j.train, (size_t)j.ntrain * sizeof *vargv);
-    vargv[j.ntrain + 1] = "--steps", vargv[j.ntrain + 2] = "1";
-    if (mx_train_validate_argv(j.ntrain + 3, vargv) != 0) return MX_OPTS_BAD;
+    if (!mx_train_args_has(&j.train, "--threads-per-device")) mx_train_args_add(&j.train, "--threads-per-device", "1");
+    static const char *const one_step[] = {"--steps", "1", NULL};
+    if (mx_train_args_validate(&j.train, one_step) != 0) return MX_OPTS_BAD;
     if (out && access(out, F_OK) != 0 && errno != ENOENT) {
         fprintf(stderr, "mxbench count: --record %s: %s\n", out, strerror(errno));
         return MX_OPTS_BAD;

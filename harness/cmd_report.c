@@ -320,16 +320,6 @@ static double col_dbl(const mx_run_record *r, const column *c)
     return c->kind == C_PERDEV ? batch_per_device(r) : *(const double *)((const char *)r + c->off);
 }
 
-static void csv_string(const char *s)
-{
-    /* newlines of a failure reason become spaces: one run, one line, for simple readers */
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"') putchar('"');
-        putchar(*s == '\n' || *s == '\r' ? ' ' : *s);
-    }
-    putchar('"');
-}
 
 static void print_csv(const mx_results *res)
 {

@@ -100,15 +100,6 @@ static void print_table(const char *file, const mx_projection *pr, int n, int md
 
 /* ---- csv and json */
 
-static void csv_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"') putchar('"');
-        putchar(*s == '\n' || *s == '\r' ? ' ' : *s);
-    }
-    putchar('"');
-}
 
 static void csv_num(double x)
 {

@@ -65,6 +65,17 @@ void fmt_num_n(char *buf, size_t n, double x, const char *fmt)
 void fmt_num(char *buf, double x, const char *fmt) { fmt_num_n(buf, CELL, x, fmt); }
 
 
+void csv_string(const char *s)
+{
+    /* newlines of a failure reason become spaces: one run, one line, for simple readers */
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"') putchar('"');
+        putchar(*s == '\n' || *s == '\r' ? ' ' : *s);
+    }
+    putchar('"');
+}
+
 void json_string(const char *s)
 {
     putchar('"');

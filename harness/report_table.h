@@ -26,6 +26,8 @@ void fmt_num(char *buf, double x, const char *fmt);
 /* JSON: a string with its escapes; a number that reads back as the same double, null for
  * NaN and infinities (JSON has neither). */
 void json_string(const char *s);
+/* CSV: a quoted field, quotes doubled, newlines as spaces. */
+void csv_string(const char *s);
 void json_number(double x);
 
 /* The device and layer tables of a run (report_detail.c): a model or layer run's, and a data

@@ -53,17 +53,18 @@ static void describe_study(plot_ctx *c)
     c->devname = strcmp(devices, "cuda") == 0 ? "GPUs" : strcmp(devices, "cpu") == 0 ? "CPU workers" : "devices";
 }
 
-static int setup(plot_ctx *c, const mx_results *res, const char *outdir, const char *scripts_dir, int verbose)
+int plot_setup_dirs(plot_ctx *c, const char *outdir, const char *scripts_dir, const char *const *scripts, int nscripts,
+                    int verbose)
 {
     memset(c, 0, sizeof *c);
-    c->res = res, c->verbose = verbose;
+    c->verbose = verbose;
     MX_TRY(plot_find_gnuplot(c->gnuplot, sizeof c->gnuplot));
     if (!realpath(scripts_dir, c->scripts))
         return mx_error(MX_EIO, "gnuplot scripts directory '%s' not found: %s (set MXBENCH_PLOTS_DIR or "
                         "--scripts to the source tree's plots/)", scripts_dir, strerror(errno));
-    for (int i = 0; i < MX_NPLOTS; i++) {
+    for (int i = 0; i < nscripts; i++) {
         char script[PATH_MAX + 64];
-        snprintf(script, sizeof script, "%s/%s.gp", c->scripts, mx_plot_names[i]);
+        snprintf(script, sizeof script, "%s/%s.gp", c->scripts, scripts[i]);
         if (access(script, R_OK) != 0)
             return mx_error(MX_EIO, "gnuplot script '%s' missing or unreadable: %s", script, strerror(errno));
     }
@@ -76,6 +77,13 @@ static int setup(plot_ctx *c, const mx_results *res, const char *outdir, const c
     FILE *log = fopen(c->logpath, "w"); /* one log per call: a failure's output is its own */
     if (!log) return mx_error(MX_EIO, "cannot write '%s': %s", c->logpath, strerror(errno));
     fclose(log);
+    return 0;
+}
+
+static int setup(plot_ctx *c, const mx_results *res, const char *outdir, const char *scripts_dir, int verbose)
+{
+    MX_TRY(plot_setup_dirs(c, outdir, scripts_dir, mx_plot_names, MX_NPLOTS, verbose));
+    c->res = res;
     MX_TRY(plot_series_build(&c->set, res));
     describe_study(c);
     return 0;

@@ -22,27 +22,7 @@ static const char data_name[] = "project.dat";
 static int setup(plot_ctx *c, const mx_projection *pr, int n, const mx_results_meta *meta, const char *outdir,
                  const char *scripts_dir, int verbose)
 {
-    memset(c, 0, sizeof *c);
-    c->verbose = verbose;
-    MX_TRY(plot_find_gnuplot(c->gnuplot, sizeof c->gnuplot));
-    if (!realpath(scripts_dir, c->scripts))
-        return mx_error(MX_EIO, "gnuplot scripts directory '%s' not found: %s (set MXBENCH_PLOTS_DIR or --scripts to "
-                        "the source tree's plots/)", scripts_dir, strerror(errno));
-    for (int i = 0; i < MX_PLOT_PROJECT_FIGURES; i++) {
-        char script[PATH_MAX + 64];
-        snprintf(script, sizeof script, "%s/%s.gp", c->scripts, mx_plot_project_names[i]);
-        if (access(script, R_OK) != 0)
-            return mx_error(MX_EIO, "gnuplot script '%s' missing or unreadable: %s", script, strerror(errno));
-    }
-    char data[PATH_MAX + 8];
-    snprintf(data, sizeof data, "%s/data", outdir);
-    MX_TRY(mx_mkdir_p(data));
-    if (!realpath(outdir, c->outdir)) return mx_error(MX_EIO, "cannot resolve '%s': %s", outdir, strerror(errno));
-    snprintf(c->datadir, sizeof c->datadir, "%s/data", c->outdir);
-    snprintf(c->logpath, sizeof c->logpath, "%s/gnuplot.log", c->datadir);
-    FILE *log = fopen(c->logpath, "w");
-    if (!log) return mx_error(MX_EIO, "cannot write '%s': %s", c->logpath, strerror(errno));
-    fclose(log);
+    MX_TRY(plot_setup_dirs(c, outdir, scripts_dir, mx_plot_project_names, MX_PLOT_PROJECT_FIGURES, verbose));
     /* the title: the workloads, and the machine of CPU workers (GPUs' names are not recorded
      * per run) */
     const mx_projection *first = NULL;

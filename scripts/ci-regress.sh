@@ -64,6 +64,13 @@ if ((UPDATE)); then
 fi
 [ -f "$BASELINE" ] || { echo "ci-regress: no baseline $BASELINE: run scripts/ci-regress.sh --update and commit it" >&2; exit 2; }
 
+# Counts are the same on every run of one machine type; another CPU can take other code paths
+# in the C library (memset and memcpy variants and thresholds follow CPUID) and OpenBLAS is
+# pinned to Haswell kernels, so the baseline's CPU is named when it differs.
+cpu_of() { "$MX" report "$1" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["meta"]["cpu_model"])'; }
+base_cpu=$(cpu_of "$BASELINE") new_cpu=$(cpu_of "$OUT/counts.h5")
+[ "$base_cpu" = "$new_cpu" ] ||
+    echo "ci-regress: note: the baseline was counted on '$base_cpu', this run on '$new_cpu'; a difference can come from the C library's CPU-specific code, not from mxbench"
 rc=0
 "$MX" compare "$BASELINE" "$OUT/counts.h5" --metrics instructions --count-threshold 1% || rc=$?
 if ((rc != 0)); then

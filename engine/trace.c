@@ -67,6 +67,14 @@ void mx_trace_event(int tid, const char *cat, const char *name, int index, doubl
     mx_trace_event_bytes(tid, cat, name, index, t0, t1, -1);
 }
 
+void mx_trace_visit(mx_trace_visit_fn fn, void *user)
+{
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < nevents; i++)
+        fn(user, events[i].tid, events[i].cat, events[i].name, events[i].index, events[i].t0, events[i].t1);
+    pthread_mutex_unlock(&lock);
+}
+
 int mx_trace_count(void)
 {
     pthread_mutex_lock(&lock);

@@ -39,6 +39,11 @@ int mx_trace_track(void);
 void mx_trace_event(int tid, const char *cat, const char *name, int index, double t0, double t1);
 /* The same with the bytes it moved (args.bytes in the JSON; bytes < 0: none). */
 void mx_trace_event_bytes(int tid, const char *cat, const char *name, int index, double t0, double t1, double bytes);
+/* Calls fn on every event recorded so far, in recording order, times in mx_now() seconds
+ * (the per-layer profile of bench/layer_profile.c reads the layers' events this way). */
+typedef void (*mx_trace_visit_fn)(void *user, int tid, const char *cat, const char *name, int index, double t0,
+                                  double t1);
+void mx_trace_visit(mx_trace_visit_fn fn, void *user);
 /* Events recorded so far. */
 int mx_trace_count(void);
 /* The earliest start and latest end of the recorded events (mx_now() seconds); 0 when none. */

@@ -16,6 +16,9 @@ then measures, on synthetic data, lenet (batch 128) and resnet18 (batch 32):
     fraction of the ceiling; with PyTorch, the same models in PyTorch and the ratio;
   - data-parallel scaling 1 -> 2 CPU workers (1 thread each), kvstores local and device:
     throughput, efficiency thr(2)/(2 thr(1)), comm-compute overlap, bytes per step;
+  - bench/layer_profile: per layer, forward and backward time, FLOPs, bytes moved (a traffic
+    model: inputs, weights, outputs, im2col buffers), GFLOP/s and its fraction of the sgemm
+    ceiling measured in the same run;
   - bench/conv_bench: mxbench's convolution kernels against oneDNN, per layer shape.
 Configurations run in --rounds rounds in ABBA order, so drift hits all alike; a throughput
 is the global batch over the median of all its timed steps. Figures are noisy when other
@@ -113,11 +116,14 @@ cc_bench() { # output, then sources and libraries
     fi
 }
 cc_bench sgemm_ceiling bench/sgemm_ceiling.c || exit 1
-cc_bench model_flops bench/model_flops.c "$BUILD/workloads/libmx_workloads.a" "$BUILD/engine/libmx_engine.a" -lz || exit 1
+ENGINE=("$BUILD/workloads/libmx_workloads.a" "$BUILD/engine/libmx_engine.a" "$BUILD/engine/libmx_base.a" -lz)
+cc_bench model_flops bench/model_flops.c "${ENGINE[@]}" || exit 1
+cc_bench layer_profile bench/layer_profile.c "${ENGINE[@]}" || exit 1
 HAVE_CONV=0
 if ((CONV)); then
     if [[ -f /usr/include/dnnl.h || -f /usr/include/oneapi/dnnl/dnnl.h ]]; then
-        cc_bench conv_bench bench/conv_bench.c "$BUILD/engine/libmx_engine.a" -ldnnl && HAVE_CONV=1
+        cc_bench conv_bench bench/conv_bench.c "$BUILD/engine/libmx_engine.a" "$BUILD/engine/libmx_base.a" -ldnnl &&
+            HAVE_CONV=1
     else
         echo "conv_bench skipped: oneDNN headers not found (apt-get install libdnnl-dev)"
     fi
@@ -263,6 +269,12 @@ section "sgemm ceiling again, $THREADS thread(s)"
 "$OUT/sgemm_ceiling" "$THREADS" | tee "$RUNS/sgemm2.txt"
 CEIL2=$(sed -n 's/^SGEMM_CEILING.*best_gflops=\([^ ]*\).*/\1/p' "$RUNS/sgemm2.txt")
 CEIL=$(awk -v a="${CEIL1:-0}" -v b="${CEIL2:-0}" 'BEGIN {print (a > b ? a : b)}')
+
+# where the time goes, per layer (the engine's own timeline events; ceiling measured inside)
+section "per layer: lenet batch 128 and resnet18 batch 32, $THREADS thread(s)"
+"$OUT/layer_profile" --workload lenet --batch 128 --threads "$THREADS" --steps $((5 * STEPS)) | tee "$RUNS/layers-lenet.txt"
+echo
+"$OUT/layer_profile" --workload resnet18 --batch 32 --threads "$THREADS" --steps "$STEPS" | tee "$RUNS/layers-resnet18.txt"
 
 if ((HAVE_CONV)); then
     section "convolutions: mxbench (im2col + OpenBLAS sgemm) vs oneDNN, $THREADS thread(s)"

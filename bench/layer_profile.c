@@ -1,0 +1,192 @@
+/* Where a training step's time goes, layer by layer: each top-level layer's forward and
+ * backward time (median over the timed steps, from the engine's own timeline events), its
+ * FLOPs, the bytes a simple traffic model says it moves, the GFLOP/s it reaches and that as a
+ * fraction of the sgemm ceiling measured in the same run, before and after the steps.
+ * Traffic model: forward reads the input and the weights and writes the output (4 bytes a
+ * value); a convolution also writes and reads its im2col buffer of K x M values a sample
+ * (K x M = forward FLOPs / 2 / output channels: exact for a plain convolution, an estimate for
+ * a residual block); backward moves twice the forward's bytes. Backward FLOPs are twice the
+ * forward's (input and weight gradients), once for the first layer (no input gradient).
+ * Usage: layer_profile [--workload lenet|mlp|resnet18] [--batch N] [--threads T] [--steps S] */
+#include "engine/backend.h"
+#include "engine/net.h"
+#include "engine/params.h"
+#include "engine/status.h"
+#include "engine/timer.h"
+#include "engine/trace.h"
+#include "workloads/workloads.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STEPS 1000
+
+typedef struct {
+    int nlayers, step;
+    double *fwd, *bwd; /* [step][layer] seconds */
+} timings;
+
+static void visit(void *user, int tid, const char *cat, const char *name, int index, double t0, double t1)
+{
+    timings *t = user;
+    if (index < 0 || index >= t->nlayers) return;
+    if (strcmp(cat, "forward") == 0) t->fwd[t->step * t->nlayers + index] += t1 - t0;
+    else if (strcmp(cat, "backward") == 0) t->bwd[t->step * t->nlayers + index] += t1 - t0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median over steps of column k of a [steps][nlayers] table. */
+static double median_of(const double *v, int steps, int nlayers, int k)
+{
+    double x[MAX_STEPS];
+    for (int s = 0; s < steps; s++) x[s] = v[s * nlayers + k];
+    qsort(x, (size_t)steps, sizeof *x, cmp_double);
+    return steps % 2 ? x[steps / 2] : (x[steps / 2 - 1] + x[steps / 2]) / 2;
+}
+
+/* The best GFLOP/s of a square sgemm of n on the current thread count, out of reps. */
+static double sgemm_ceiling(int n, int reps)
+{
+    const size_t nn = (size_t)n * n;
+    float *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
+    if (!a || !b || !c) return NAN;
+    for (size_t i = 0; i < nn; i++) a[i] = (float)(i % 7) * 0.1f, b[i] = (float)(i % 5) * 0.1f;
+    double best = 0;
+    for (int r = -1; r < reps; r++) {
+        const double t0 = mx_now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        const double g = 2.0 * n * (double)n * n / (mx_now() - t0) * 1e-9;
+        if (r >= 0 && g > best) best = g;
+    }
+    free(a), free(b), free(c);
+    return best;
+}
+
+static int arg_int(int argc, char **argv, const char *name, int dflt, int lo, int hi)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0) {
+            const int v = atoi(argv[i + 1]);
+            if (v < lo || v > hi) {
+                fprintf(stderr, "layer_profile: %s %s: expected %d..%d\n", name, argv[i + 1], lo, hi);
+                exit(2);
+            }
+            return v;
+        }
+    return dflt;
+}
+
+int main(int argc, char **argv)
+{
+    const char *wname = "lenet";
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--workload") == 0) wname = argv[i + 1];
+    const int batch = arg_int(argc, argv, "--batch", 128, 1, 4096);
+    const int threads = arg_int(argc, argv, "--threads", omp_get_num_procs(), 1, 256);
+    const int steps = arg_int(argc, argv, "--steps", 20, 1, MAX_STEPS), warmup = 3;
+    const mx_workload *wl = mx_workload_find(wname);
+    if (!wl) {
+        fprintf(stderr, "layer_profile: unknown workload '%s' (known: %s)\n", wname, mx_workload_names());
+        return 2;
+    }
+    mx_backend *be;
+    mx_net *net;
+    mx_layer_spec specs[MX_MAX_LAYERS];
+    const mx_shape in = {1, 28, 28};
+    if (mx_backend_create(&be, "cpu", 0, threads) < 0 ||
+        mx_net_create(&net, be, specs, wl->build(specs, in, 10), in, batch) < 0 ||
+        mx_net_init_params(net, 1, MX_WEIGHT_INIT_XAVIER, 0) < 0) {
+        fprintf(stderr, "layer_profile: cannot build %s: %s\n", wname, mx_last_error());
+        return 1;
+    }
+    be->ops->bind_thread(be);
+    const double ceiling_before = sgemm_ceiling(1024, 5);
+
+    const size_t insz = mx_shape_size(in) * (size_t)batch;
+    float *x = malloc(insz * sizeof *x);
+    uint8_t *y = malloc((size_t)batch);
+    for (size_t i = 0; i < insz; i++) x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+    for (int i = 0; i < batch; i++) y[i] = (uint8_t)(i % 10);
+    mx_net_set_batch(net, x, y, batch);
+    timings t = {.nlayers = net->nlayers};
+    t.fwd = calloc((size_t)steps * net->nlayers, sizeof *t.fwd);
+    t.bwd = calloc((size_t)steps * net->nlayers, sizeof *t.bwd);
+    double *step_time = calloc((size_t)steps, sizeof *step_time);
+    for (int s = -warmup; s < steps; s++) {
+        if (s >= 0) mx_trace_start(mx_now());
+        const double t0 = mx_now();
+        mx_net_zero_grad(net);
+        mx_net_forward(net, batch, 1);
+        int correct;
+        mx_net_loss(net, batch, 1.0f, &correct);
+        mx_net_backward(net, batch, NULL, NULL);
+        be->ops->sync(be);
+        if (s < 0) continue;
+        step_time[s] = mx_now() - t0;
+        mx_trace_stop();
+        t.step = s;
+        mx_trace_visit(visit, &t);
+        mx_trace_reset();
+    }
+    const double ceiling_after = sgemm_ceiling(1024, 5);
+    const double ceiling = fmax(ceiling_before, ceiling_after);
+
+    printf("# %s, batch %d, %d thread(s), %d timed steps (median per layer); sgemm ceiling %.1f GFLOP/s "
+           "(n=1024, best of 5, before %.1f / after %.1f)\n",
+           wname, batch, threads, steps, ceiling, ceiling_before, ceiling_after);
+    printf("%-5s %-14s %-12s %9s %9s %10s %10s %9s %9s %8s %7s\n", "layer", "kind", "output", "fwd ms", "bwd ms",
+           "fwd MFLOP", "MB moved", "fwd GF/s", "bwd GF/s", "ceiling", "share");
+    double tf = 0, tb = 0, flops_all = 0, flops_fwd = 0, bytes_all = 0;
+    double *fm = malloc(sizeof(double) * (size_t)net->nlayers), *bm = malloc(sizeof(double) * (size_t)net->nlayers);
+    for (int k = 0; k < net->nlayers; k++) {
+        fm[k] = median_of(t.fwd, steps, net->nlayers, k);
+        bm[k] = median_of(t.bwd, steps, net->nlayers, k);
+        tf += fm[k], tb += bm[k];
+    }
+    for (int k = 0; k < net->nlayers; k++) {
+        const mx_layer *l = &net->layers[k];
+        const double f = (l->ops->flops ? l->ops->flops(l) : 0) * batch, fb = f * (k == 0 ? 1 : 2);
+        double weights = 0;
+        for (int p = l->param_first; p < l->param_first + l->param_count; p++) weights += (double)net->params[p].count;
+        const int conv = strcmp(l->ops->kind, "conv2d") == 0 || strcmp(l->ops->kind, "residual") == 0;
+        const double col = conv && l->out.c > 0 ? f / batch / 2 / l->out.c : 0;
+        const double bytes_f = 4 * (batch * ((double)mx_shape_size(l->in) + (double)mx_shape_size(l->out) + 2 * col) + weights);
+        const double bytes = 3 * bytes_f; /* forward, and backward's twice as much */
+        char shape[32];
+        snprintf(shape, sizeof shape, "%dx%dx%d", l->out.c, l->out.h, l->out.w);
+        /* layers without arithmetic to speak of (relu, pooling, flatten) show "-": their cost is bytes */
+        char gf[16] = "-", gb[16] = "-", frac[16] = "-";
+        if (f > 0 && fm[k] > 0) snprintf(gf, sizeof gf, "%.1f", f / fm[k] * 1e-9);
+        if (f > 0 && bm[k] > 0) snprintf(gb, sizeof gb, "%.1f", fb / bm[k] * 1e-9);
+        if (f > 0) snprintf(frac, sizeof frac, "%.0f%%", 100 * (f + fb) / (fm[k] + bm[k]) * 1e-9 / ceiling);
+        printf("%-5d %-14s %-12s %9.3f %9.3f %10.2f %10.2f %9s %9s %8s %6.1f%%\n", k, l->ops->kind, shape, 1e3 * fm[k],
+               1e3 * bm[k], f * 1e-6, bytes * 1e-6, gf, gb, frac, 100 * (fm[k] + bm[k]) / (tf + tb));
+        flops_all += f + fb, flops_fwd += f, bytes_all += bytes;
+    }
+    double st[MAX_STEPS];
+    memcpy(st, step_time, sizeof(double) * (size_t)steps);
+    qsort(st, (size_t)steps, sizeof *st, cmp_double);
+    const double step_med = st[steps / 2];
+    printf("%-5s %-14s %-12s %9.3f %9.3f %10.2f %10.2f %9s %9s %7.0f%% %6.1f%%\n", "all", "layers", "", 1e3 * tf,
+           1e3 * tb, flops_fwd * 1e-6, bytes_all * 1e-6, "", "", 100 * flops_all / (tf + tb) * 1e-9 / ceiling,
+           100.0);
+    printf("step %.3f ms median (layers %.1f%% of it; the rest: loss, gradient zeroing, the timeline's own cost); "
+           "%.1f GFLOP/s over the step = %.0f%% of the ceiling\n",
+           1e3 * step_med, 100 * (tf + tb) / step_med, flops_all / step_med * 1e-9,
+           100 * flops_all / step_med * 1e-9 / ceiling);
+    printf("LAYER_PROFILE workload=%s batch=%d threads=%d step_ms=%.3f gflops=%.2f ceiling=%.1f fraction=%.3f\n", wname,
+           batch, threads, 1e3 * step_med, flops_all / step_med * 1e-9, ceiling, flops_all / step_med * 1e-9 / ceiling);
+    free(fm), free(bm), free(t.fwd), free(t.bwd), free(step_time), free(x), free(y);
+    mx_net_destroy(net);
+    mx_backend_destroy(be);
+    return 0;
+}

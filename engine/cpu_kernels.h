@@ -31,6 +31,10 @@ void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *
 void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
                             const float *dout, const float *in, const float *w);
 
+/* The reference loop of any window and stride, kept for tests and for the shapes the fast
+ * paths of mx_cpu_maxpool_forward do not take. */
+void mx_cpu_maxpool_forward_ref(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax,
+                                const float *in);
 void mx_cpu_maxpool_forward(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax,
                             const float *in);
 void mx_cpu_maxpool_backward(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,

@@ -1,0 +1,55 @@
+/* The CPU max-pooling kernel's fast paths against the reference loop: outputs equal bit for
+ * bit and the same argmax (so backward routes every gradient to the same element), on random
+ * shapes (odd sizes, one channel, a plane one window wide) and values chosen to tie often,
+ * with NaN, -inf and -FLT_MAX among them. The layer's gradient check (test_layers) covers
+ * the maths; this covers the fast path's equality with it. */
+#include "engine/backend.h"
+#include "engine/cpu_kernels.h"
+#include "tests/check.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 12345;
+
+static float draw(void)
+{
+    const double u = check_uniform(&rng);
+    if (u < 0.01) return NAN;
+    if (u < 0.02) return -INFINITY;
+    if (u < 0.03) return -FLT_MAX;
+    return (float)((int)(u * 1000) % 4) - 1; /* -1, 0, 1, 2: ties in most windows */
+}
+
+int main(void)
+{
+    mx_backend *be;
+    if (mx_backend_create(&be, "cpu", 0, 2) < 0) {
+        fprintf(stderr, "test_pool: no CPU backend\n");
+        return 1;
+    }
+    int cases = 0, fast = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        const int n = 1 + trial % 3, c = 1 + (trial / 3) % 4, h = 2 + (trial * 7) % 12, w = 2 + (trial * 5) % 37;
+        const int k = trial % 5 == 0 ? 3 : 2, stride = trial % 7 == 0 ? 1 : 2;
+        mx_pool_desc d = {.c = c, .h = h, .w = w, .k = k, .stride = stride};
+        if (h < k || w < k) continue;
+        d.oh = (h - k) / stride + 1, d.ow = (w - k) / stride + 1;
+        const size_t nin = (size_t)n * c * h * w, nout = (size_t)n * c * d.oh * d.ow;
+        float *in = malloc(nin * sizeof *in), *o1 = malloc(nout * sizeof *o1), *o2 = malloc(nout * sizeof *o2);
+        int32_t *a1 = malloc(nout * sizeof *a1), *a2 = malloc(nout * sizeof *a2);
+        for (size_t i = 0; i < nin; i++) in[i] = draw();
+        mx_cpu_maxpool_forward(be, &d, n, o1, a1, in);
+        mx_cpu_maxpool_forward_ref(be, &d, n, o2, a2, in);
+        CHECK(memcmp(o1, o2, nout * sizeof *o1) == 0 && memcmp(a1, a2, nout * sizeof *a1) == 0,
+              "n %d c %d %dx%d k %d stride %d: the fast path differs from the reference", n, c, h, w, k, stride);
+        cases++;
+        fast += k == 2 && stride == 2 && d.ow >= 8; /* the shapes the fast path takes */
+        free(in), free(o1), free(o2), free(a1), free(a2);
+    }
+    CHECK(cases > 250 && fast > 50, "only %d cases ran, %d of them on the fast path", cases, fast);
+    mx_backend_destroy(be);
+    return check_summary("test_pool");
+}

@@ -11,9 +11,12 @@
 #include "strategies/kvstore.h"
 #include "workloads/workloads.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -232,6 +235,28 @@ static int create_record(const char *path, int argc, char **argv)
     return rc;
 }
 
+/* The --trace file is written at the end (a temporary file in its directory, renamed): a path
+ * that cannot be written must fail before the training, not after it. */
+static int check_trace_path(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "mxbench train: --trace %s: is a directory; name a file (e.g. %s/trace.json)\n", path, path);
+        return MX_EINVAL;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "mxbench train: --trace %s: cannot write in directory %s: %s\n", path, dir, strerror(errno));
+        return MX_EIO;
+    }
+    return MX_OK;
+}
+
 /* A dist_* rank: servers serve and end here (*done set, the exit status returned); workers
  * other than worker 0 train quietly and record nothing. */
 static int join_job(train_args *a, mx_cluster **cl, int *done)
@@ -275,7 +300,8 @@ int mx_cmd_train(int argc, char **argv)
     a.c.log = a.quiet ? NULL : stdout;
     double flops = 0;
     a.c.flops_out = &flops;
-    if (a.record && (rc = create_record(a.record, argc, argv)) < 0) {
+    if ((a.c.trace && (!cl || cl->index == 0) && (rc = check_trace_path(a.c.trace)) < 0) ||
+        (a.record && (rc = create_record(a.record, argc, argv)) < 0)) {
         mx_dist_abort(cl, mx_exit_status(rc)); /* the other ranks would wait for this one */
         return mx_exit_status(rc);
     }

@@ -153,13 +153,20 @@ run sweep "$MX" sweep --strategies data --gpus 1,2 --workload mlp --dataset synt
         pass "sweep --trace: a timeline per row (r0000: $out0)" ||
         fail "sweep --trace: $(ls "$T/traces" 2>&1 | tr '\n' ' ') ${out0:-} ${out1:-}"
 }
-"$MX" train --workload mlp --dataset synthetic --steps 3 --trace "$T/no/such/dir/t.json" >"$T/u.out" 2>&1
-rc=$?
-[ $rc -ne 0 ] && grep -q "cannot write the trace" "$T/u.out" && pass "an unwritable trace path fails the run: exit $rc" ||
-    fail "unwritable trace path: exit $rc: $(tail -2 "$T/u.out")"
 "$MX" train --workload mlp --dataset synthetic --steps 3 --trace "$T/z.json" --trace-steps 0 >"$T/z.out" 2>&1
 rc=$?
 [ $rc -eq 2 ] && pass "--trace-steps 0: exit 2, $(head -1 "$T/z.out")" || fail "--trace-steps 0: exit $rc"
+
+# a path the timeline cannot be written to fails before training (a long run would otherwise
+# be lost at its end): exit 2 naming it, at once, and no --record file left behind
+for bad in "$T/no-such-dir/t.json" "$T"; do
+    start=$(date +%s)
+    "$MX" train --workload mlp --dataset synthetic --steps 200000 --trace "$bad" --record "$T/bad.h5" >"$T/b.out" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] && grep -qF -- "--trace $bad" "$T/b.out" && (($(date +%s) - start < 20)) && [ ! -e "$T/bad.h5" ] &&
+        pass "--trace $bad: exit 2 before training, naming it: $(head -1 "$T/b.out")" ||
+        fail "--trace $bad: exit $rc after $(($(date +%s) - start)) s: $(head -2 "$T/b.out")"
+done
 
 echo "test_trace: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]

@@ -1,7 +1,7 @@
 /* `mxbench ab BASE NEW -- TRAIN OPTIONS`: relative benchmarking of two builds. The same
  * training configuration runs with each binary in turn, round after round in one job, so that
  * both meet the same host; the per-round throughput ratios new/base decide (Hodges-Lehmann
- * estimate with Wilcoxon's signed-rank interval, results/stats_paired.c), with exit 1 on a
+ * estimate with Wilcoxon's signed-rank interval, results/stats.c), with exit 1 on a
  * regression beyond the threshold. Two sweeps minutes apart differ by up to 30% on a shared
  * 2-core machine; adjacent runs of one job differ far less, which is what makes a 5% gate
  * possible there (README, "Regression tracking"). */
@@ -15,9 +15,7 @@
 #include "results/results.h"
 #include "results/stats.h"
 
-#include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,16 +35,6 @@ typedef struct {
     double timeout;
 } ab_job;
 
-static volatile sig_atomic_t interrupted;
-
-/* Ctrl-C or a kill ends the run in progress too: it runs in a process group of its own,
- * which the terminal's signal does not reach. */
-static void on_signal(int sig)
-{
-    interrupted = sig;
-    mx_child_kill_current();
-}
-
 /* One run of side s: `BIN train OPTIONS --record FILE --force --quiet`, its record loaded.
  * MX_ERUNTIME with the child's last words when it fails. */
 static int run_one(ab_job *j, int s, mx_results *res)
@@ -64,7 +52,8 @@ static int run_one(ab_job *j, int s, mx_results *res)
     mx_child_opts o = {.timeout_s = j->timeout};
     mx_child_result cr;
     MX_TRY(mx_child_run(argv, &o, NULL, NULL, &cr));
-    if (interrupted) return mx_error(MX_ERUNTIME, "interrupted (%s): no decision", strsignal(interrupted));
+    if (mx_child_interrupted())
+        return mx_error(MX_ERUNTIME, "interrupted (%s): no decision", strsignal(mx_child_interrupted()));
     if (cr.exit_status != 0)
         return mx_error(MX_ERUNTIME, "%s train exited with %d%s; its last words:\n%s", j->bin[s], cr.exit_status,
                         cr.timed_out ? " (timed out: see --timeout)" : "", cr.stderr_tail);
@@ -219,22 +208,15 @@ int mx_cmd_ab(int argc, char **argv)
     const double threshold = mx_parse_fraction("mxbench ab", "threshold", threshold_s);
     if (threshold < 0 || check_bins(&j) != MX_OPTS_OK || check_train(&j) != MX_OPTS_OK) return MX_OPTS_BAD;
 
-    const char *tmp = getenv("TMPDIR");
     char tdir[4096];
-    snprintf(tdir, sizeof tdir, "%s/mxbench-ab.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(tdir)) {
-        fprintf(stderr, "mxbench ab: cannot make a temporary directory %s: %s (TMPDIR says where)\n", tdir,
-                strerror(errno));
-        return 1;
-    }
+    if (mx_make_temp_dir("ab", tdir, sizeof tdir) != 0) return 1;
     snprintf(j.record, sizeof j.record, "%s/run.h5", tdir);
     double *thr = malloc((size_t)rounds * 2 * sizeof *thr);
     int *noisy = calloc((size_t)rounds * 2, sizeof *noisy);
     char config[256] = "";
     mx_ab_result res = {.rounds = rounds};
     rc = thr && noisy ? MX_OK : mx_error(MX_ENOMEM, "out of memory");
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    mx_child_trap_signals();
     for (int w = 0; rc == MX_OK && w < warmup_rounds; w++) rc = warmup_round(&j, quiet);
     if (rc == MX_OK) rc = run_rounds(&j, rounds, thr, noisy, config, sizeof config, quiet);
     if (rc == MX_OK) rc = decide(thr, rounds, threshold, &res);
@@ -248,7 +230,7 @@ int mx_cmd_ab(int argc, char **argv)
     }
     free(thr);
     free(noisy);
-    if (interrupted) return 128 + interrupted;
+    if (mx_child_interrupted()) return 128 + mx_child_interrupted();
     if (rc != MX_OK) return 2;
     return res.verdict == MX_VERDICT_REGRESSION ? 1 : 0;
 }

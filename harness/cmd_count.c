@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,15 +77,6 @@ static int count_steps(count_job *j, int steps, mx_counts *c)
     return strcmp(j->via, "perf") == 0 ? mx_count_perf(argv, c) : mx_count_cachegrind(j->valgrind, argv, j->dir, c);
 }
 
-static volatile sig_atomic_t interrupted;
-
-/* the counted child runs in a process group of its own, which Ctrl-C does not reach */
-static void on_signal(int sig)
-{
-    interrupted = sig;
-    mx_child_kill_current();
-}
-
 /* A count per step from the two runs. Misses are first touches in good part, and the longer
  * run lays its buffers out a little differently: where a step adds almost none, the
  * difference can come out a few misses below zero, which is read as none. */
@@ -125,11 +115,11 @@ static int write_record(count_job *j, const mx_counts *c, const char *out, char 
     r->metrics[MX_COUNTER_INSTRUCTIONS] = c->instructions;
     r->metrics[MX_COUNTER_D1_MISSES] = c->d1_misses;
     r->metrics[MX_COUNTER_LL_MISSES] = c->ll_misses;
-    /* steps under valgrind run 50-1000x slower: they are no timings to keep */
+    /* steps under valgrind run 50-1000x slower: they are no timings to keep (the host figures
+     * are NaN already: MXBENCH_COUNTED turns the readings off) */
     r->nsteps = 0;
-    r->throughput = r->throughput_ci_low = r->throughput_ci_high = r->throughput_iqr = NAN;
-    r->throughput_agg = r->step_time_median = r->speedup = r->efficiency = NAN;
-    r->host_others = r->host_load = r->host_steal = NAN;
+    mx_record_derive(r);
+    r->throughput_agg = r->speedup = r->efficiency = NAN;
     mx_compare_describe(r, desc, ndesc);
     int rc = out ? next_id(out, r->id, sizeof r->id) : MX_OK;
     if (rc == MX_OK && out && access(out, F_OK) != 0) rc = mx_results_create(out, &res.meta, 0);
@@ -197,12 +187,7 @@ int mx_cmd_count(int argc, char **argv)
         return 1;
     }
     j.self[len] = 0;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(j.dir, sizeof j.dir, "%s/mxbench-count.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(j.dir)) {
-        fprintf(stderr, "mxbench count: cannot make a temporary directory %s: %s\n", j.dir, strerror(errno));
-        return 1;
-    }
+    if (mx_make_temp_dir("count", j.dir, sizeof j.dir) != 0) return 1;
     snprintf(j.record, sizeof j.record, "%s/run.h5", j.dir);
     /* the same addresses in every run: simulated cache misses depend on them (and so, a little,
      * do instruction counts: allocators and hash tables); children inherit it */
@@ -210,8 +195,7 @@ int mx_cmd_count(int argc, char **argv)
     setenv("MXBENCH_COUNTED", "1", 1);
     setenv("OPENBLAS_CORETYPE", "Haswell", 1);
 
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    mx_child_trap_signals();
     mx_counts a, b, per;
     char desc[256] = "";
     rc = count_steps(&j, warmup, &a);
@@ -224,9 +208,9 @@ int mx_cmd_count(int argc, char **argv)
     }
     unlink(j.record);
     rmdir(j.dir);
-    if (interrupted) {
-        fprintf(stderr, "mxbench count: interrupted (%s)\n", strsignal(interrupted));
-        return 128 + interrupted;
+    if (mx_child_interrupted()) {
+        fprintf(stderr, "mxbench count: interrupted (%s)\n", strsignal(mx_child_interrupted()));
+        return 128 + mx_child_interrupted();
     }
     if (rc != MX_OK) {
         fprintf(stderr, "mxbench count: %s\n", mx_last_error());

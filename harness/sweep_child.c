@@ -219,3 +219,29 @@ int mx_find_program(const char *name, char *out, size_t n)
     }
     return -1;
 }
+
+static volatile sig_atomic_t trapped;
+
+static void on_trapped_signal(int sig)
+{
+    trapped = sig;
+    mx_child_kill_current();
+}
+
+void mx_child_trap_signals(void)
+{
+    signal(SIGINT, on_trapped_signal);
+    signal(SIGTERM, on_trapped_signal);
+}
+
+int mx_child_interrupted(void) { return trapped; }
+
+int mx_make_temp_dir(const char *name, char *dir, size_t n)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, n, "%s/mxbench-%s.XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+    if (mkdtemp(dir)) return 0;
+    fprintf(stderr, "mxbench %s: cannot make a temporary directory %s: %s (TMPDIR says where)\n", name, dir,
+            strerror(errno));
+    return -1;
+}

@@ -41,6 +41,16 @@ int mx_child_run(char *const argv[], const mx_child_opts *opts, mx_child_tick_fn
  * handler: async-signal-safe). */
 void mx_child_kill_current(void);
 
+/* For commands that run one child after another (ab, count): SIGINT and SIGTERM end the
+ * running child (which runs in a process group of its own, out of the terminal's reach) and
+ * are remembered; mx_child_interrupted() is that signal, 0 while none came. */
+void mx_child_trap_signals(void);
+int mx_child_interrupted(void);
+
+/* Makes a fresh directory $TMPDIR/mxbench-NAME.XXXXXX (/tmp without TMPDIR) into dir; 0, or -1
+ * after printing "mxbench NAME: cannot make a temporary directory ..." on stderr. */
+int mx_make_temp_dir(const char *name, char *dir, size_t n);
+
 /* A program's path: name itself when it holds a '/', else the first match on PATH (an
  * executable regular file). 0, or -1 when there is none. */
 int mx_find_program(const char *name, char *out, size_t n);

@@ -19,8 +19,28 @@ void mx_sgd_update(mx_backend *be, const mx_sgd *opt, const mx_param *params, in
 void mx_sgd_update_slice(mx_backend *be, const mx_sgd *opt, const mx_param *p, size_t lo, size_t hi, float *w,
                          float *mom, const float *g);
 
-/* The learning rate at a fractional epoch under gradual warmup (Goyal et al. 2017): a
- * linear ramp from start_lr to lr over warmup_epochs, then lr. */
-float mx_lr_at(float lr, float start_lr, double epoch, double warmup_epochs);
+/* How the learning rate decays after the warmup: a multiplier of the peak lr at `progress`,
+ * the share of the post-warmup run done (0 at its first step, 1 after its last). */
+typedef struct {
+    const char *name;
+    const char *summary;
+    double (*factor)(double progress);
+} mx_lr_schedule;
+
+/* The schedule called name, or NULL; the names as "a|b" for help and errors. */
+const mx_lr_schedule *mx_lr_schedule_find(const char *name);
+const char *mx_lr_schedule_names(void);
+
+/* One run's learning rate over time: gradual warmup (Goyal et al. 2017), a linear ramp from
+ * start_lr to lr over warmup_epochs, then lr times the schedule's factor over the rest of
+ * the run, which ends at total_epochs (fractional for a --steps run). */
+typedef struct {
+    float lr, start_lr;
+    double warmup_epochs, total_epochs;
+    const mx_lr_schedule *schedule; /* NULL: constant */
+} mx_lr_plan;
+
+/* The learning rate at a fractional epoch (epochs done, plus the share of the current one). */
+float mx_lr_at(const mx_lr_plan *p, double epoch);
 
 #endif

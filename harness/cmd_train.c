@@ -68,6 +68,7 @@ static int parse(train_args *a, int argc, char **argv)
         {"schedule", MX_OPT_STRING, &c->schedule, "NAME", "model: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward; holds fewer micro-batches) (default 1f1b)", "gpipe|1f1b"},
         {"work-load", MX_OPT_STRING, &a->work_load, "LIST", "relative batch share per device, e.g. 3,1 (default even)", NULL},
         {"threads-per-device", MX_OPT_INT, &c->threads_per_device, "N", "CPU threads per device (default cores/devices)", NULL, 1, MX_MAX_THREADS_PER_DEVICE},
+        {"lr-schedule", MX_OPT_STRING, &c->lr_schedule, "NAME", "the lr after the warmup: cosine (half a cosine from --lr down to 0 at the end of the run, so that the final weights settle) or constant (default cosine)", "constant|cosine"},
         {"warmup-epochs", MX_OPT_DOUBLE, &c->warmup_epochs, "X", "ramp the lr linearly over X epochs (default 0)", NULL, 0, MX_MAX_EPOCHS},
         {"warmup-from", MX_OPT_DOUBLE, &c->warmup_start_lr, "LR", "lr at the start of the ramp, > 0 (default lr/10)", NULL, 0, MX_MAX_LR},
         {"warmup-steps", MX_OPT_INT, &c->warmup_steps, "N", "leading steps left out of the timings (default 0)", NULL, 0, MX_MAX_WARMUP_STEPS},

@@ -40,6 +40,7 @@ void mx_train_config_defaults(mx_train_config *c)
     c->momentum = 0.9;
     c->wd = 0.0001;
     c->init = "xavier";
+    c->lr_schedule = "cosine";
     c->compression = "none";
     c->amp = "off";
     c->trace_steps = 5;
@@ -132,6 +133,7 @@ static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_
     rec->momentum = c->momentum;
     rec->wd = c->wd;
     rec->warmup_epochs = c->warmup_epochs;
+    snprintf(rec->lr_schedule, sizeof rec->lr_schedule, "%s", c->lr_schedule);
     rec->epochs = c->epochs;
     rec->steps = c->steps;
     rec->warmup_steps = c->warmup_steps;
@@ -177,6 +179,7 @@ typedef struct {
     int diverged;                      /* the growth rule or a non-finite loss fired (reason set) */
     double progress_every;             /* seconds between progress lines */
     mx_host_watch host;                /* the host beside the run: read about once a second */
+    mx_lr_plan lr_plan;                /* the lr at each step: warmup, then the schedule */
 } run_state;
 
 /* What run_step returns when the loss turned non-finite: the run stops there. */
@@ -232,7 +235,7 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
     const double t0 = mx_now();
     gather_batch(st, from, n);
     const double t_data = mx_now() - t0;
-    const float lr = mx_lr_at((float)c->lr, (float)c->warmup_start_lr, epoch_pos, c->warmup_epochs);
+    const float lr = mx_lr_at(&st->lr_plan, epoch_pos);
     mx_step_stats_clear(ss); /* what a strategy does not measure stays "not measured" */
     MX_TRY(st->ops->step(st->s, st->bx, st->by, n, lr, ss));
     mx_test_slowdown_wait(st->slowdown, t0);
@@ -351,6 +354,10 @@ static int run_repeat(run_state *st)
     const int n_train = st->ds->train.n, B = global_batch(c);
     const int per_epoch = steps_per_epoch(c, n_train);
     const int total = c->steps ? c->steps : per_epoch * c->epochs;
+    /* the run ends where the step after its last would begin: a --steps run ends inside an epoch */
+    const double total_epochs = total / per_epoch + (double)(total % per_epoch) * B / n_train;
+    st->lr_plan = (mx_lr_plan){(float)c->lr, (float)c->warmup_start_lr, c->warmup_epochs, total_epochs,
+                               mx_lr_schedule_find(c->lr_schedule)};
     mx_rng rng;
     mx_rng_seed(&rng, (uint64_t)c->seed * 7919 + 17);
     double train_time = 0, last_progress = mx_now();

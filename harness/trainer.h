@@ -21,6 +21,7 @@ typedef struct {
     int warmup_steps, repeats, seed;
     double lr, momentum, wd;
     double warmup_epochs, warmup_start_lr;
+    const char *lr_schedule; /* after the warmup: "constant" or "cosine" (engine/optim.h) */
     double target_acc;
     double work_load[MX_MAX_DEVICES];
     int nwork_load;         /* 0 = even split */

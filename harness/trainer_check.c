@@ -3,6 +3,7 @@
  * naming the value and what is accepted. */
 #include "trainer.h"
 #include "engine/limits.h"
+#include "engine/optim.h"
 #include "engine/status.h"
 #include "opts.h"
 #include "strategies/compressor.h"
@@ -82,6 +83,9 @@ int mx_train_config_check(const mx_train_config *c)
     if (!(c->warmup_epochs >= 0 && c->warmup_epochs <= (c->epochs ? c->epochs : MX_MAX_EPOCHS)))
         return mx_error(MX_EINVAL, "warmup epochs %g: accepted 0..%d (the epochs trained)", c->warmup_epochs,
                         c->epochs ? c->epochs : MX_MAX_EPOCHS);
+    if (!mx_lr_schedule_find(c->lr_schedule))
+        return mx_error(MX_EINVAL, "lr schedule '%s': accepted %s", c->lr_schedule ? c->lr_schedule : "",
+                        mx_lr_schedule_names());
     /* a sweep may ramp down as well as up (base lr above a scaled lr) */
     if (c->warmup_epochs > 0 && !(c->warmup_start_lr > 0 && c->warmup_start_lr <= MX_MAX_LR))
         return mx_error(MX_EINVAL, "warmup start lr %g: accepted above 0 and at most %g", c->warmup_start_lr,

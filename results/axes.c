@@ -100,6 +100,10 @@ const mx_axis mx_axes[] = {
     {AX(gc_topk_ratio, DBL), "topk-ratio", 0, NULL, 0, 1, 1, "0.01", "X",
      "topk rows: the share of each key's values sent (default 0.01)", "topk-ratio", NULL, MX_CHILD_IF_DIFFERS, 1, 1,
      0, 14, "k=%g", 2},
+    /* before this field, every run trained at a constant lr after its warmup */
+    {AX(lr_schedule, STR), "lr-schedule", 72, "constant|cosine", 0, 0, 0, "cosine", "LIST",
+     "the lr after the warmup: cosine (half a cosine down to 0 at the end of the run) or constant "
+     "(default cosine)", "lr-schedule", NULL, MX_CHILD_ALWAYS, 1, 1, 0, 15, "%s-lr", 2, "constant"},
 };
 const int mx_naxes = (int)(sizeof mx_axes / sizeof mx_axes[0]);
 
@@ -117,6 +121,8 @@ void mx_axis_text(const mx_axis *a, const void *record, char *buf, size_t n)
     else if (a->type == MX_AXIS_INT) snprintf(buf, n, "%d", *(const int *)p);
     else snprintf(buf, n, "%.17g", *(const double *)p);
 }
+
+const char *mx_axis_absent(const mx_axis *a) { return a->absent ? a->absent : a->def; }
 
 int mx_axis_is_set(const mx_axis *a, const void *record)
 {

@@ -45,6 +45,8 @@ typedef struct {
     const char *label_fmt; /* printf format of the label part, e.g. "kv=%s" */
     int label_if_set;      /* 1: label part only when set (MX_CHILD_IF_SET's sense of set);
                             * 2: only when not the default */
+    const char *absent;    /* fields added later: what a file without the field means, where
+                            * that differs from def (the runs then had no choice); NULL: def */
 } mx_axis;
 
 extern const mx_axis mx_axes[];
@@ -62,6 +64,8 @@ int mx_axis_is_default(const mx_axis *a, const void *record);
 int mx_axis_to_child(const mx_axis *a, const void *record);
 /* Whether the run label shows the value, as label_if_set says. */
 int mx_axis_in_label(const mx_axis *a, const void *record);
+/* What a result file without the field means (absent, or else def). */
+const char *mx_axis_absent(const mx_axis *a);
 /* Sets the field of record from text (the default, or one item of a parsed list). */
 void mx_axis_set(const mx_axis *a, void *record, const char *text);
 

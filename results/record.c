@@ -44,7 +44,7 @@ void mx_record_init(mx_run_record *r)
     /* the fields added after schema 1 (workers 1, servers 0, ...) take what a file without
      * them meant; nranks 0, ranks NULL and oversubscribed 0 come from the memset */
     for (int i = 0; i < mx_naxes; i++)
-        if (!mx_axes[i].in_v1) mx_axis_set(&mx_axes[i], r, mx_axes[i].def);
+        if (!mx_axes[i].in_v1) mx_axis_set(&mx_axes[i], r, mx_axis_absent(&mx_axes[i]));
 }
 
 int mx_record_status_known(const char *s)
@@ -150,7 +150,7 @@ static void record_key(const mx_run_record *r, char *buf, size_t n, int series)
         else snprintf(val, sizeof val, "%.6g", *(const double *)p);
         if (!a->in_v1) {
             char def[128];
-            mx_axis_set(a, &defaults, a->def);
+            mx_axis_set(a, &defaults, mx_axis_absent(a));
             const char *q = (const char *)&defaults + a->off;
             if (a->type == MX_AXIS_STR) snprintf(def, sizeof def, "%.*s", (int)a->size, q);
             else if (a->type == MX_AXIS_INT) snprintf(def, sizeof def, "%d", *(const int *)q);

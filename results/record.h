@@ -75,6 +75,7 @@ typedef struct {
     char partition[64];    /* model: "auto" or top-level layers per stage as asked, "6,3,3" */
     double gc_threshold;   /* 2bit compression's threshold (0.5 on every other row) */
     double gc_topk_ratio;  /* topk compression's share of values sent (0.01 on every other row) */
+    char lr_schedule[12];  /* the lr after warmup: constant or cosine (engine/optim.h) */
 
     /* ---- outcome */
     char status[12];       /* one of mx_record_statuses: ok, failed, skipped, diverged */

@@ -110,6 +110,8 @@ expect 2 "train --epochs with --steps" --stderr "--epochs 2 and --steps 3: give 
 expect 2 "train --target-acc 2" --stderr "--target-acc: 2 is out of range; accepted 0..1" -- "$MX" train --target-acc 2 "${S[@]}"
 expect 2 "train --target-acc -1" --stderr "--target-acc: -1 is out of range" -- "$MX" train --target-acc -1 "${S[@]}"
 expect 2 "train --target-acc 0" --stderr "--target-acc 0: accepted above 0" -- "$MX" train --target-acc 0 "${S[@]}"
+expect 2 "train --lr-schedule step" --stderr "'step' is not accepted; choose one of constant|cosine" -- "$MX" train --lr-schedule step "${S[@]}"
+expect 2 "sweep --lr-schedule in a list" --stderr "'linear'" -- "$MX" sweep --lr-schedule cosine,linear --dataset synthetic --steps 5 --out "$T/never.h5"
 expect 2 "train --warmup-epochs -1" --stderr "--warmup-epochs: -1 is out of range" -- "$MX" train --warmup-epochs -1 "${S[@]}"
 expect 2 "train --warmup-from -1" --stderr "--warmup-from: -1 is out of range" -- "$MX" train --warmup-epochs 1 --warmup-from -1 "${S[@]}"
 expect 2 "train --warmup-from 0" --stderr "warmup start lr 0" -- "$MX" train --warmup-epochs 1 --warmup-from 0 "${S[@]}"

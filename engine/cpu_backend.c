@@ -110,16 +110,34 @@ static void cpu_bias_forward(mx_backend *be, int outer, int c, int inner, float 
         }
 }
 
+/* The sum of one row, in 16 float lanes added in a fixed order: a single running sum is a
+ * chain of dependent adds (4 cycles each), which made lenet's first bias gradient (128 x 576
+ * values per channel) cost 0.41 ms, most of its layer's backward. */
+static float row_sum(const float *restrict x, int n)
+{
+    float lane[16] = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) lane[l] += x[i + l];
+    float s = 0;
+    for (; i < n; i++) s += x[i];
+    for (int w = 8; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) lane[l] += lane[l + w];
+    return lane[0] + s;
+}
+
 static void cpu_bias_backward(mx_backend *be, int outer, int c, int inner, float *db, const float *dy)
 {
-    /* Parallel over channels so every sum keeps one order: deterministic for any thread count. */
+    /* Parallel over channels so every sum keeps one order: deterministic for any thread count;
+     * rows summed in float, rows added in double. */
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)outer * c * inner)) schedule(static)
     for (int j = 0; j < c; j++) {
         double s = 0;
-        for (int o = 0; o < outer; o++) {
-            const float *row = dy + ((size_t)o * c + j) * inner;
-            for (int i = 0; i < inner; i++) s += row[i];
-        }
+        if (inner >= 16)
+            for (int o = 0; o < outer; o++) s += row_sum(dy + ((size_t)o * c + j) * inner, inner);
+        else /* a dense layer's bias (inner 1): one value per row */
+            for (int o = 0; o < outer; o++)
+                for (int i = 0; i < inner; i++) s += dy[((size_t)o * c + j) * inner + i];
         db[j] += (float)s;
     }
 }

@@ -1,4 +1,5 @@
-/* CPU convolution as im2col + one OpenBLAS GEMM per chunk of samples. Chunks of several
+/* CPU convolution as im2col + one OpenBLAS GEMM per chunk of samples (the reference path),
+ * or for a one-channel input at stride 1 the direct kernel of cpu_conv_direct.c. Chunks of several
  * samples make the GEMM wide enough to run near the sgemm ceiling even where the output
  * is small (4x4 maps in resnet18's last stage); chunk size is bounded by a workspace budget.
  * With several threads and at least as many samples, each thread works on its own samples
@@ -7,6 +8,8 @@
 #include "cpu_kernels.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CONV_WORKSPACE_FLOATS ((size_t)8 << 20) /* at most 32 MiB per device, threads sharing a GEMM */
@@ -171,8 +174,8 @@ static void bwd_range(mx_backend *be, const mx_conv_desc *d, int lo, int hi, int
  * the batch in cache-sized chunks. */
 static int sample_parallel(const mx_backend *be, int n) { return be->nthreads > 1 && n >= be->nthreads; }
 
-void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
-                           const float *w)
+void mx_cpu_conv2d_forward_gemm(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
+                                const float *w)
 {
     const size_t K = (size_t)d->c * d->k * d->k, ohw = (size_t)d->oh * d->ow;
     if (!sample_parallel(be, n)) {
@@ -194,8 +197,8 @@ void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *
     }
 }
 
-void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
-                            const float *dout, const float *in, const float *w)
+void mx_cpu_conv2d_backward_gemm(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
+                                 const float *dout, const float *in, const float *w)
 {
     const size_t K = (size_t)d->c * d->k * d->k, ohw = (size_t)d->oh * d->ow;
     if (!sample_parallel(be, n)) {
@@ -226,4 +229,34 @@ void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float 
             dw[i] = acc;
         }
     }
+}
+
+/* MXBENCH_CONV=gemm keeps every convolution on the im2col path (the reference), read once. */
+static int direct_allowed = -1;
+
+static void read_conv_env(void)
+{
+    const char *e = getenv("MXBENCH_CONV");
+    direct_allowed = !(e && strcmp(e, "gemm") == 0);
+}
+
+int mx_cpu_conv_path_direct(const mx_conv_desc *d)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, read_conv_env);
+    return direct_allowed && mx_cpu_conv_direct_applies(d);
+}
+
+void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
+                           const float *w)
+{
+    if (mx_cpu_conv_path_direct(d)) mx_cpu_conv_direct_forward(be, d, n, out, in, w);
+    else mx_cpu_conv2d_forward_gemm(be, d, n, out, in, w);
+}
+
+void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
+                            const float *dout, const float *in, const float *w)
+{
+    if (mx_cpu_conv_path_direct(d)) mx_cpu_conv_direct_backward(be, d, n, din, dw, dout, in, w);
+    else mx_cpu_conv2d_backward_gemm(be, d, n, din, dw, dout, in, w);
 }

@@ -26,10 +26,23 @@ void mx_cpu_gemm_ex(mx_backend *be, int ta, int tb, int m, int n, int k, float a
                     int lda, const void *b, mx_dtype bt, int ldb, float beta, void *c, mx_dtype ct, int ldc,
                     mx_dtype compute);
 
+/* Convolution: the direct kernel where it applies and MXBENCH_CONV is not "gemm"
+ * (mx_cpu_conv_path_direct), else im2col + GEMM, the reference kept for every shape. */
 void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                            const float *w);
 void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
                             const float *dout, const float *in, const float *w);
+int mx_cpu_conv_path_direct(const mx_conv_desc *d);
+void mx_cpu_conv2d_forward_gemm(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
+                                const float *w);
+void mx_cpu_conv2d_backward_gemm(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
+                                 const float *dout, const float *in, const float *w);
+/* Direct convolution (cpu_conv_direct.c): one input channel, stride 1, kernels up to 16. */
+int mx_cpu_conv_direct_applies(const mx_conv_desc *d);
+void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
+                                const float *w);
+void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
+                                 const float *dout, const float *in, const float *w);
 
 /* The reference loop of any window and stride, kept for tests and for the shapes the fast
  * paths of mx_cpu_maxpool_forward do not take. */

@@ -196,6 +196,10 @@ int main(void)
     check_layer("flatten", (mx_layer_spec){.kind = "flatten"}, img, 2, 0);
     check_layer("residual identity", (mx_layer_spec){.kind = "residual", .units = 3, .stride = 1}, img, 3, 1);
     check_layer("residual projection s2", (mx_layer_spec){.kind = "residual", .units = 4, .stride = 2}, img, 3, 1);
+    /* one input channel at stride 1: the direct kernel (cpu_conv_direct.c), odd sizes and padding */
+    check_layer("conv2d 1-ch 5x5 s1 p0 bias", (mx_layer_spec){.kind = "conv2d", .units = 5, .k = 5, .stride = 1, .pad = 0, .bias = 1}, (mx_shape){1, 9, 11}, 2, 0);
+    check_layer("conv2d 1-ch 3x3 s1 p2", (mx_layer_spec){.kind = "conv2d", .units = 3, .k = 3, .stride = 1, .pad = 2}, (mx_shape){1, 7, 5}, 3, 0);
+    check_layer("conv2d 1-ch 3x3 s2 p1", (mx_layer_spec){.kind = "conv2d", .units = 4, .k = 3, .stride = 2, .pad = 1}, (mx_shape){1, 7, 7}, 2, 0);
     check_loss();
     check_conv_threads(1, 1, 3);
     check_conv_threads(2, 1, 3);

@@ -1,0 +1,226 @@
+/* Direct convolution of a one-channel input at stride 1 (lenet's and resnet18's first
+ * layers), without an im2col buffer. With one input channel the GEMM of the im2col path has
+ * K = k*k (25 for 5x5, 9 for 3x3): too thin to reach the sgemm ceiling, and its buffer is k*k times the input. Here
+ * each output row is computed in registers: a tile of 8 output channels x 24 columns keeps
+ * 24 eight-wide accumulators, and every input vector loaded feeds 8 of them. The weight
+ * gradient keeps 4 channels x 5 kernel columns of accumulators over a whole sample, so each
+ * input vector feeds 4 and each output-gradient vector 5. Padding, and rows whose length is
+ * not a multiple of 8, are handled by copying a sample into a zero-bordered plane with 8
+ * spare columns, so the inner loops have no bounds tests and a row's last columns are one
+ * more vector tile (resnet18's first layer has 28-column rows).
+ *
+ * GCC's vector extensions give 8-wide arithmetic whatever the build's instruction set
+ * (AVX2 or AVX-512 with -march=native, two SSE halves without), so the kernel needs no
+ * run-time dispatch. Samples are split over the device's threads; each thread sums its own
+ * weight gradient, and the threads' sums are added in thread order, so a result depends on
+ * the thread count only, as the im2col path's does. */
+#include "cpu_kernels.h"
+
+#include <omp.h>
+#include <string.h>
+
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias)); /* unaligned access */
+
+#define OB 8       /* output channels per forward tile */
+#define GB 4       /* output channels per weight-gradient block */
+#define GX 5       /* kernel columns per weight-gradient block */
+#define MAX_K 16   /* kernels up to 16x16 take this path (the weight block lives on the stack) */
+
+static inline v8 load8(const float *p) { return *(const v8u *)p; }
+static inline void store8(float *p, v8 v) { *(v8u *)p = v; }
+
+static inline float hsum8(v8 v)
+{
+    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+int mx_cpu_conv_direct_applies(const mx_conv_desc *d) { return d->c == 1 && d->stride == 1 && d->k <= MAX_K; }
+
+/* Whether a sample is copied into a zero-bordered plane: with padding, or where the output
+ * rows end in a part of a vector (the last 8-wide tile of a row then reads up to 8 columns
+ * past the input row, zeros in the copy). */
+static int copies(const mx_conv_desc *d) { return d->pad > 0 || d->ow % 8 != 0; }
+
+/* The width and height of the plane the kernels read. */
+static int plane_w(const mx_conv_desc *d) { return copies(d) ? d->w + 2 * d->pad + 8 : d->w; }
+static int plane_h(const mx_conv_desc *d) { return d->h + 2 * d->pad; }
+
+/* The sample's plane as the kernels read it: a zero-bordered copy in buf, or itself. */
+static const float *padded(const mx_conv_desc *d, const float *x, float *buf)
+{
+    if (!copies(d)) return x;
+    const int pw = plane_w(d);
+    memset(buf, 0, sizeof(float) * (size_t)plane_h(d) * pw);
+    for (int y = 0; y < d->h; y++)
+        memcpy(buf + (size_t)(y + d->pad) * pw + d->pad, x + (size_t)y * d->w, sizeof(float) * d->w);
+    return buf;
+}
+
+/* NV vectors of columns x OB channels of one output row. x: the padded input at (oy, ox);
+ * wb: the block's weights as [k*k][OB]; o: the output at (first channel, oy, ox). */
+static inline __attribute__((always_inline)) void fwd_tile(const float *x, int pw, int k, const float *wb,
+                                                           float *o, size_t ohw, int nb, int NV)
+{
+    v8 acc[OB][3] = {{{0}}};
+    for (int ky = 0; ky < k; ky++)
+        for (int kx = 0; kx < k; kx++) {
+            const float *r = x + (size_t)ky * pw + kx;
+            const float *wk = wb + (ky * k + kx) * OB;
+            v8 xv[3];
+            for (int v = 0; v < NV; v++) xv[v] = load8(r + 8 * v);
+            for (int j = 0; j < OB; j++)
+                for (int v = 0; v < NV; v++) acc[j][v] += wk[j] * xv[v];
+        }
+    for (int j = 0; j < nb; j++)
+        for (int v = 0; v < NV; v++) store8(o + j * ohw + 8 * v, acc[j][v]);
+}
+
+static void fwd_sample(const mx_conv_desc *d, const float *x, const float *wb_all, float *out)
+{
+    const int k = d->k, kk = k * k, pw = plane_w(d), ow = d->ow;
+    const size_t ohw = (size_t)d->oh * ow;
+    for (int c0 = 0; c0 < d->oc; c0 += OB) {
+        const int nb = d->oc - c0 < OB ? d->oc - c0 : OB;
+        const float *wb = wb_all + (size_t)c0 * kk; /* block c0/OB holds OB*kk weights */
+        for (int oy = 0; oy < d->oh; oy++) {
+            const float *xr = x + (size_t)oy * pw;
+            float *o = out + c0 * ohw + (size_t)oy * ow;
+            int ox = 0;
+            for (; ox + 24 <= ow; ox += 24) fwd_tile(xr + ox, pw, k, wb, o + ox, ohw, nb, 3);
+            for (; ox + 16 <= ow; ox += 16) fwd_tile(xr + ox, pw, k, wb, o + ox, ohw, nb, 2);
+            for (; ox + 8 <= ow; ox += 8) fwd_tile(xr + ox, pw, k, wb, o + ox, ohw, nb, 1);
+            if (ox < ow) { /* the row's last columns: a whole tile over the copy's zeros, kept in part */
+                float tmp[OB * 8];
+                fwd_tile(xr + ox, pw, k, wb, tmp, 8, nb, 1);
+                for (int j = 0; j < nb; j++) memcpy(o + j * ohw + ox, tmp + 8 * j, sizeof(float) * (ow - ox));
+            }
+        }
+    }
+}
+
+/* Weight-gradient sums of channels g[0..GB-1] (a missing channel repeats the last) over one
+ * sample, kernel row ky, kernel columns kx0 .. kx0+G-1, added to s[channel][column]. */
+static inline __attribute__((always_inline)) void dw_block(const mx_conv_desc *d, const float *x,
+                                                           const float *const g[GB], int ky, int kx0, int G,
+                                                           float s[GB][GX])
+{
+    const int pw = plane_w(d), ow = d->ow;
+    v8 acc[GB][GX] = {{{0}}};
+    for (int oy = 0; oy < d->oh; oy++) {
+        const float *xr = x + (size_t)(oy + ky) * pw + kx0;
+        const size_t row = (size_t)oy * ow;
+        int ox = 0;
+        for (; ox + 8 <= ow; ox += 8) {
+            v8 gv[GB];
+            for (int j = 0; j < GB; j++) gv[j] = load8(g[j] + row + ox);
+            for (int t = 0; t < G; t++) {
+                const v8 xv = load8(xr + ox + t);
+                for (int j = 0; j < GB; j++) acc[j][t] += gv[j] * xv;
+            }
+        }
+        if (ox < ow) { /* the row's last columns: the gradient zero-extended, the input read on into the copy's zeros */
+            float gt[GB][8] = {{0}};
+            for (int j = 0; j < GB; j++) memcpy(gt[j], g[j] + row + ox, sizeof(float) * (ow - ox));
+            for (int t = 0; t < G; t++) {
+                const v8 xv = load8(xr + ox + t);
+                for (int j = 0; j < GB; j++) acc[j][t] += load8(gt[j]) * xv;
+            }
+        }
+    }
+    for (int j = 0; j < GB; j++)
+        for (int t = 0; t < G; t++) s[j][t] += hsum8(acc[j][t]);
+}
+
+static void dw_sample(const mx_conv_desc *d, const float *x, const float *dout, float *dw)
+{
+    const int k = d->k, kk = k * k;
+    const size_t ohw = (size_t)d->oh * d->ow;
+    for (int c0 = 0; c0 < d->oc; c0 += GB) {
+        const int nb = d->oc - c0 < GB ? d->oc - c0 : GB;
+        const float *g[GB];
+        for (int j = 0; j < GB; j++) g[j] = dout + (c0 + (j < nb ? j : nb - 1)) * ohw;
+        for (int ky = 0; ky < k; ky++)
+            for (int kx0 = 0; kx0 < k; kx0 += GX) {
+                float s[GB][GX] = {{0}};
+                switch (k - kx0 < GX ? k - kx0 : GX) { /* constant widths, so acc stays in registers */
+                case 1: dw_block(d, x, g, ky, kx0, 1, s); break;
+                case 2: dw_block(d, x, g, ky, kx0, 2, s); break;
+                case 3: dw_block(d, x, g, ky, kx0, 3, s); break;
+                case 4: dw_block(d, x, g, ky, kx0, 4, s); break;
+                default: dw_block(d, x, g, ky, kx0, 5, s); break;
+                }
+                for (int j = 0; j < nb; j++)
+                    for (int t = 0; t < GX && kx0 + t < k; t++) dw[(size_t)(c0 + j) * kk + ky * k + kx0 + t] += s[j][t];
+            }
+    }
+}
+
+/* The input gradient of one sample: scattered into the zeroed padded plane p, then its
+ * interior copied out. */
+static void din_sample(const mx_conv_desc *d, const float *dout, const float *w, float *p, float *din)
+{
+    const int k = d->k, pw = plane_w(d), ow = d->ow;
+    const size_t ohw = (size_t)d->oh * ow;
+    memset(p, 0, sizeof(float) * (size_t)plane_h(d) * pw);
+    for (int c = 0; c < d->oc; c++)
+        for (int ky = 0; ky < k; ky++)
+            for (int kx = 0; kx < k; kx++) {
+                const float wv = w[((size_t)c * k + ky) * k + kx];
+                for (int oy = 0; oy < d->oh; oy++) {
+                    float *restrict pr = p + (size_t)(oy + ky) * pw + kx;
+                    const float *restrict g = dout + c * ohw + (size_t)oy * ow;
+                    for (int ox = 0; ox < ow; ox++) pr[ox] += wv * g[ox];
+                }
+            }
+    for (int y = 0; y < d->h; y++)
+        memcpy(din + (size_t)y * d->w, p + (size_t)(y + d->pad) * pw + d->pad, sizeof(float) * d->w);
+}
+
+static int team(const mx_backend *be, int n) { return be->nthreads < n ? be->nthreads : n > 0 ? n : 1; }
+
+void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
+                                const float *w)
+{
+    const int kk = d->k * d->k, nblk = (d->oc + OB - 1) / OB, T = team(be, n);
+    const size_t plane = copies(d) ? (size_t)plane_h(d) * plane_w(d) : 0;
+    const size_t nwb = (size_t)nblk * OB * kk, hw = (size_t)d->h * d->w, ocohw = (size_t)d->oc * d->oh * d->ow;
+    float *wb = mx_backend_scratch(be, sizeof(float) * (nwb + plane * T));
+    /* the weights as [block][k*k][OB], a missing channel of the last block zero */
+    memset(wb, 0, sizeof(float) * nwb);
+    for (int c = 0; c < d->oc; c++)
+        for (int t = 0; t < kk; t++) wb[((size_t)(c / OB) * kk + t) * OB + c % OB] = w[(size_t)c * kk + t];
+#pragma omp parallel for num_threads(T) schedule(static)
+    for (int s = 0; s < n; s++) {
+        float *buf = wb + nwb + plane * omp_get_thread_num();
+        fwd_sample(d, padded(d, in + s * hw, buf), wb, out + s * ocohw);
+    }
+}
+
+void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
+                                 const float *dout, const float *in, const float *w)
+{
+    const int T = team(be, n);
+    const size_t nw = (size_t)d->oc * d->k * d->k, hw = (size_t)d->h * d->w;
+    const size_t plane = (size_t)plane_h(d) * (d->w + 2 * d->pad + 8), ocohw = (size_t)d->oc * d->oh * d->ow;
+    const size_t ws = nw + 2 * plane; /* per thread: its weight gradient, the padded input, the padded din */
+    float *scratch = mx_backend_scratch(be, sizeof(float) * ws * T);
+#pragma omp parallel num_threads(T)
+    {
+        const int t = omp_get_thread_num();
+        float *dwt = scratch + ws * t, *xbuf = dwt + nw, *pbuf = xbuf + plane;
+        memset(dwt, 0, sizeof(float) * nw);
+#pragma omp for schedule(static)
+        for (int s = 0; s < n; s++) {
+            dw_sample(d, padded(d, in + s * hw, xbuf), dout + s * ocohw, dwt);
+            if (din) din_sample(d, dout + s * ocohw, w, pbuf, din + s * hw);
+        }
+        /* summed in thread order: the same result for a given thread count */
+#pragma omp for schedule(static)
+        for (size_t i = 0; i < nw; i++) {
+            float acc = dw[i];
+            for (int u = 0; u < T; u++) acc += scratch[ws * u + i];
+            dw[i] = acc;
+        }
+    }
+}

@@ -1,0 +1,92 @@
+/* The direct one-channel convolution (engine/cpu_conv_direct.c) against the im2col + GEMM
+ * reference path, forward and backward (the weight gradient accumulating onto what was
+ * there, and the input gradient), on random shapes: odd sizes, rows narrower than a vector
+ * and wider than a tile, padding up to the kernel's size, output channels that do not fill
+ * a block, 1 and 2 threads. The finite-difference gradient checks are test_layers'; this
+ * covers the kernel's agreement with the reference, and which shapes take it. */
+#include "engine/backend.h"
+#include "engine/cpu_kernels.h"
+#include "tests/check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 4242;
+
+static void fill(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)(2 * check_uniform(&rng) - 1);
+}
+
+/* Largest |a - b| over the largest |b| (at least 1). */
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+    double e = 0, m = 1;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)a[i] - b[i]);
+        if (d > e || d != d) e = d != d ? INFINITY : d;
+        if (fabs(b[i]) > m) m = fabs(b[i]);
+    }
+    return e / m;
+}
+
+int main(void)
+{
+    mx_backend *be[3] = {0};
+    if (mx_backend_create(&be[1], "cpu", 0, 1) < 0 || mx_backend_create(&be[2], "cpu", 0, 2) < 0) {
+        fprintf(stderr, "test_conv_direct: no CPU backend\n");
+        return 1;
+    }
+    double worst = 0;
+    int cases = 0;
+    for (int trial = 0; trial < 120; trial++) {
+        mx_conv_desc d = {.c = 1, .stride = 1};
+        d.k = 1 + trial % 7;                       /* 1..7 */
+        d.pad = trial % 4 == 0 ? 0 : (trial / 4) % (d.k + 1);
+        d.h = d.k + (trial * 5) % 13;              /* down to the kernel itself */
+        d.w = d.k + (trial * 11) % 37;             /* rows from 1 to 37 + 2 pad outputs */
+        d.oc = 1 + (trial * 3) % 9;                /* blocks of 4 and pairs, full and not */
+        d.oh = d.h + 2 * d.pad - d.k + 1, d.ow = d.w + 2 * d.pad - d.k + 1;
+        const int n = 1 + trial % 5, T = 1 + trial % 2;
+        CHECK(mx_cpu_conv_direct_applies(&d), "one channel at stride 1 takes the direct path");
+        const size_t nin = (size_t)n * d.h * d.w, nout = (size_t)n * d.oc * d.oh * d.ow;
+        const size_t nw = (size_t)d.oc * d.k * d.k;
+        float *x = malloc(sizeof(float) * nin), *w = malloc(sizeof(float) * nw), *g = malloc(sizeof(float) * nout);
+        float *o[2], *dx[2], *dw[2];
+        for (int p = 0; p < 2; p++) {
+            o[p] = malloc(sizeof(float) * nout);
+            dx[p] = malloc(sizeof(float) * nin);
+            dw[p] = malloc(sizeof(float) * nw);
+        }
+        fill(x, nin), fill(w, nw), fill(g, nout), fill(dw[0], nw);
+        memcpy(dw[1], dw[0], sizeof(float) * nw); /* the gradient accumulates onto this */
+        mx_cpu_conv_direct_forward(be[T], &d, n, o[0], x, w);
+        mx_cpu_conv2d_forward_gemm(be[T], &d, n, o[1], x, w);
+        mx_cpu_conv_direct_backward(be[T], &d, n, dx[0], dw[0], g, x, w);
+        mx_cpu_conv2d_backward_gemm(be[T], &d, n, dx[1], dw[1], g, x, w);
+        const double eo = rel_diff(o[0], o[1], nout), ex = rel_diff(dx[0], dx[1], nin), ew = rel_diff(dw[0], dw[1], nw);
+        CHECK(eo <= 1e-5 && ex <= 1e-5 && ew <= 1e-5,
+              "n %d %dx%d k %d pad %d oc %d, %d thread(s): forward %.2g, input gradient %.2g, weight gradient %.2g",
+              n, d.h, d.w, d.k, d.pad, d.oc, T, eo, ex, ew);
+        worst = fmax(worst, fmax(eo, fmax(ex, ew)));
+        /* the first layer asks for no input gradient */
+        memcpy(dw[1], dw[0], sizeof(float) * nw);
+        mx_cpu_conv_direct_backward(be[T], &d, n, NULL, dw[0], g, x, w);
+        mx_cpu_conv_direct_backward(be[T], &d, n, dx[0], dw[1], g, x, w);
+        CHECK(memcmp(dw[0], dw[1], sizeof(float) * nw) == 0, "the weight gradient does not depend on din");
+        for (int p = 0; p < 2; p++) free(o[p]), free(dx[p]), free(dw[p]);
+        free(x), free(w), free(g);
+        cases++;
+    }
+    /* what does not take it: several input channels, stride 2, kernels over 16 */
+    const mx_conv_desc two = {.c = 2, .h = 8, .w = 8, .oc = 4, .k = 3, .stride = 1, .oh = 6, .ow = 6};
+    const mx_conv_desc s2 = {.c = 1, .h = 8, .w = 8, .oc = 4, .k = 3, .stride = 2, .oh = 3, .ow = 3};
+    const mx_conv_desc big = {.c = 1, .h = 20, .w = 20, .oc = 4, .k = 17, .stride = 1, .oh = 4, .ow = 4};
+    CHECK(!mx_cpu_conv_direct_applies(&two) && !mx_cpu_conv_direct_applies(&s2) && !mx_cpu_conv_direct_applies(&big),
+          "other shapes stay on the im2col path");
+    printf("direct convolution vs im2col + GEMM: %d shapes, largest relative difference %.2g\n", cases, worst);
+    mx_backend_destroy(be[1]);
+    mx_backend_destroy(be[2]);
+    return check_summary("test_conv_direct");
+}

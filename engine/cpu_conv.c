@@ -240,11 +240,20 @@ static void read_conv_env(void)
     direct_allowed = !(e && strcmp(e, "gemm") == 0);
 }
 
+static pthread_once_t conv_env_once = PTHREAD_ONCE_INIT;
+
 int mx_cpu_conv_path_direct(const mx_conv_desc *d)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, read_conv_env);
+    pthread_once(&conv_env_once, read_conv_env);
     return direct_allowed && mx_cpu_conv_direct_applies(d);
+}
+
+const char *mx_cpu_conv_paths(void)
+{
+    pthread_once(&conv_env_once, read_conv_env);
+    return direct_allowed ? "direct for one-channel inputs at stride 1 (kernels up to 16), im2col + BLAS GEMM "
+                            "otherwise (MXBENCH_CONV=gemm: always the latter)"
+                          : "im2col + BLAS GEMM for every shape (MXBENCH_CONV=gemm)";
 }
 
 void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,

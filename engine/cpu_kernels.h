@@ -33,6 +33,8 @@ void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *
 void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
                             const float *dout, const float *in, const float *w);
 int mx_cpu_conv_path_direct(const mx_conv_desc *d);
+/* Which convolution paths this process takes, in words (`mxbench info`). */
+const char *mx_cpu_conv_paths(void);
 void mx_cpu_conv2d_forward_gemm(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                                 const float *w);
 void mx_cpu_conv2d_backward_gemm(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,

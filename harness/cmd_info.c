@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "opts.h"
 #include "engine/backend.h"
+#include "engine/cpu_kernels.h"
 #include "strategies/kvstore.h"
 #include "strategies/strategy.h"
 
@@ -19,5 +20,6 @@ int mx_cmd_info(int argc, char **argv)
     mx_buildinfo_print(stdout);
     printf("\nbuilt:\n  %-10s %s\n  %-10s %s\n  %-10s %s\n", "strategies", mx_strategy_names(), "kvstores", mx_kv_modes(),
            "backends", mx_backend_names());
+    printf("\nCPU kernels:\n  %-10s %s\n", "conv2d", mx_cpu_conv_paths());
     return 0;
 }

@@ -229,7 +229,8 @@ expect 2 "train --data on a malformed IDX file" --stderr "$T/baddata/train-image
     "$MX" train --data "$T/baddata" --steps 1
 
 # ---- info
-expect 0 "mxbench info" --stdout "BLAS" --stdout "HDF5" -- "$MX" info
+expect 0 "mxbench info" --stdout "BLAS" --stdout "HDF5" --stdout "conv2d     direct for one-channel" -- "$MX" info
+MXBENCH_CONV=gemm expect 0 "mxbench info under MXBENCH_CONV=gemm" --stdout "im2col + BLAS GEMM for every shape" -- "$MX" info
 if [ $rc -eq 0 ] && ! grep -Eq "HDF5 +[0-9]+\.[0-9]+" "$T/out"; then
     fail "mxbench info: expected an HDF5 version number on the HDF5 line, saw: $(grep HDF5 "$T/out")"
 fi

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# mxbench against PyTorch and MXNet on the same training (figures, never pass/fail): lenet on
+# Fashion-MNIST with one recipe (bench/peer_train.py says it in full), the same batch, epochs
+# and threads, every framework once per round, the order rotating. Prints every run, then per
+# peer the median of the per-round throughput ratios mxbench/peer with their range, and the
+# accuracies. A framework that is not installed is skipped with a message.
+# Output: stdout and a copy under out/bench-peers/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() {
+    cat <<EOF2
+usage: scripts/bench-peers.sh [options]
+
+Trains lenet on Fashion-MNIST for EPOCHS epochs at batch BATCH with THREADS threads, with
+mxbench (one device), PyTorch and MXNet 1.9.1, ROUNDS rounds interleaved. Each run's
+throughput is its samples over its summed step times (evaluation left out; mxbench's
+aggregate figure); the ratio mxbench/peer is taken within each round.
+
+The peers run from virtual environments under out/bench/: venv (torch) and venv-mxnet
+(numpy 1.23.5, mxnet 1.9.1); --install creates what is missing from PyPI (minutes, GBs for
+torch). A python3 on PATH that imports the framework is used otherwise.
+
+options:
+  --rounds N        rounds (default $ROUNDS)
+  --epochs N        epochs per run (default $EPOCHS)
+  --batch N         batch (default $BATCH)
+  --threads N       threads of every framework (default $THREADS)
+  --frameworks L    comma list of torch, mxnet (default $FRAMEWORKS)
+  --install         pip-install the missing frameworks into out/bench/
+  --build DIR       CMake build directory (default $BUILD)
+  -h, --help        this text
+EOF2
+}
+
+ROUNDS=3 EPOCHS=3 BATCH=128 THREADS=2 FRAMEWORKS=torch,mxnet INSTALL=0 BUILD=out/bench-peers/build
+need_int() {
+    if ! [[ ${2-} =~ ^[0-9]+$ ]] || (($2 < $3)); then
+        echo "bench-peers.sh: $1 '${2-}': expected an integer >= $3" >&2
+        exit 2
+    fi
+}
+while (($#)); do
+    case $1 in
+    --rounds) need_int --rounds "${2-}" 1; ROUNDS=$2; shift ;;
+    --epochs) need_int --epochs "${2-}" 1; EPOCHS=$2; shift ;;
+    --batch) need_int --batch "${2-}" 1; BATCH=$2; shift ;;
+    --threads) need_int --threads "${2-}" 1; THREADS=$2; shift ;;
+    --frameworks) FRAMEWORKS=${2:?--frameworks needs a list}; shift ;;
+    --install) INSTALL=1 ;;
+    --build) BUILD=${2:?--build needs a directory}; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "bench-peers.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+for f in ${FRAMEWORKS//,/ }; do
+    [[ $f == torch || $f == mxnet ]] || { echo "bench-peers.sh: --frameworks: '$f' is not accepted; choose from torch, mxnet" >&2; exit 2; }
+done
+
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+bench_start bench-peers 0
+
+# ---- the peers' interpreters
+declare -A PY=([torch]=out/bench/venv/bin/python [mxnet]=out/bench/venv-mxnet/bin/python)
+declare -A MODULE=([torch]=torch [mxnet]=mxnet)
+declare -A PIP_ARGS=([torch]="torch" [mxnet]="numpy==1.23.5 mxnet==1.9.1")
+PEERS=()
+for f in ${FRAMEWORKS//,/ }; do
+    py=${PY[$f]}
+    if ! "$py" -c "import ${MODULE[$f]}" >/dev/null 2>&1; then
+        if python3 -c "import ${MODULE[$f]}" >/dev/null 2>&1; then
+            py=$(command -v python3)
+        elif ((INSTALL)); then
+            echo "installing $f into $(dirname "$(dirname "$py")") (PyPI; this can take minutes)"
+            # shellcheck disable=SC2086 # the package list is a word list
+            { python3 -m venv "$(dirname "$(dirname "$py")")" && "$(dirname "$py")/pip" install -q ${PIP_ARGS[$f]}; } \
+                >>"$ERR" 2>&1 || true
+        fi
+    fi
+    if "$py" -c "import ${MODULE[$f]}" >/dev/null 2>&1; then
+        PY[$f]=$py
+        PEERS+=("$f")
+        echo "$f: $("$py" -c "import ${MODULE[$f]} as m; print(m.__version__)" 2>/dev/null) ($py)"
+    else
+        echo "$f: skipped, not installed (pip install ${PIP_ARGS[$f]}, or rerun with --install)"
+    fi
+done
+echo "lenet, Fashion-MNIST, $EPOCHS epoch(s), batch $BATCH, $THREADS thread(s), cosine lr from 0.05; $ROUNDS round(s)"
+
+# ---- the runs: one line per run in $TMP/<framework>: throughput, accuracy, load before
+run_one() { # framework
+    local f=$1 l line thr acc
+    l=$(load1)
+    if [[ $f == mxbench ]]; then
+        line=$("$MX" train --workload lenet --epochs "$EPOCHS" --batch "$BATCH" --threads-per-device "$THREADS" \
+            --quiet 2>>"$ERR" | tail -1) || line=""
+        thr=$(sed -n 's/.* \([0-9.]*\) aggregate.*/\1/p' <<<"$line")
+        acc=$(sed -n 's/.*test acc \([0-9.]*\).*/\1/p' <<<"$line")
+    else
+        line=$(OMP_NUM_THREADS=$THREADS "${PY[$f]}" -W ignore bench/peer_train.py --framework "$f" --epochs "$EPOCHS" \
+            --batch "$BATCH" --threads "$THREADS" 2>>"$ERR" | grep '^PEER') || line=""
+        thr=$(sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
+        acc=$(sed -n 's/.*test_acc=\([0-9.]*\).*/\1/p' <<<"$line")
+    fi
+    echo "${thr:-nan} ${acc:-nan} $l" >>"$TMP/$f"
+    printf 'round %d  %-8s %10s samples/s  test acc %s  (load %s)\n' $((ROUND + 1)) "$f" "$(fmt %.1f "${thr:-nan}")" \
+        "${acc:--}" "$l"
+}
+CONFIGS=(mxbench "${PEERS[@]}")
+interleave_rounds
+
+# ---- summary
+echo
+printf '%-8s %12s %10s | %-24s\n' framework "samples/s" "test acc" "mxbench/framework (range)"
+for f in "${CONFIGS[@]}"; do
+    ratio=- range=
+    if [[ $f != mxbench ]]; then
+        paste -d' ' "$TMP/mxbench" "$TMP/$f" | awk '$1 != "nan" && $4 != "nan" && $4 > 0 {print $1 / $4}' >"$TMP/r-$f"
+        ratio=$(fmt %.2f "$(med "$TMP/r-$f" 1)")
+        range=$(sort -g "$TMP/r-$f" | awk 'NR == 1 {lo = $1} {hi = $1} END {if (NR) printf "[%.2f, %.2f]", lo, hi}')
+    fi
+    printf '%-8s %12s %10s | %s %s\n' "$f" "$(fmt %.1f "$(med "$TMP/$f" 1)")" "$(fmt %.4f "$(med "$TMP/$f" 2)")" \
+        "$ratio" "$range"
+done
+echo "medians over the rounds; accuracies after the last epoch (each framework shuffles with its own generator)"
+echo "uptime after: $(uptime)"

@@ -33,6 +33,12 @@ $mx sweep --strategies data --gpus 2 --batch-mode global --batch 128 --kvstore d
           --compression none,fp16,2bit,topk --threshold 0.005 --topk-ratio 0.05 \
           --workload lenet --epochs 1 --out "$out/sweep.h5" --resume || status=$?
 ((status <= 1)) || exit "$status"
+# 2bit at MXNet's threshold trains as well as none with SGD without momentum at the same
+# long-run step (lr 0.5 = 0.05 / (1 - 0.9); README, Gradient compression)
+$mx sweep --strategies data --gpus 2 --batch-mode global --batch 128 --kvstore device \
+          --compression 2bit --threshold 0.5 --lr 0.5 --momentum 0 \
+          --workload lenet --epochs 1 --out "$out/sweep.h5" --resume || status=$?
+((status <= 1)) || exit "$status"
 echo
 # and by mixed precision: f32 master weights, 16-bit activations (about half the bytes)
 $mx sweep --strategies data --gpus 2 --batch-mode global --batch 128 --kvstore device --amp off,fp16,bf16 \

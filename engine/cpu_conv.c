@@ -1,6 +1,6 @@
 /* CPU convolution as im2col + one OpenBLAS GEMM per chunk of samples (the reference path),
- * or for a one-channel input at stride 1 the direct kernel of cpu_conv_direct.c. Chunks of several
- * samples make the GEMM wide enough to run near the sgemm ceiling even where the output
+ * or for a one-channel input at stride 1 the direct kernel of cpu_conv_direct.c. Chunks of
+ * several samples make the GEMM wide enough to run near the sgemm ceiling even where the output
  * is small (4x4 maps in resnet18's last stage); chunk size is bounded by a workspace budget.
  * With several threads and at least as many samples, each thread works on its own samples
  * with a one-thread GEMM (no synchronisation inside GEMMs): measured on 2 cores, lenet
@@ -232,7 +232,7 @@ void mx_cpu_conv2d_backward_gemm(mx_backend *be, const mx_conv_desc *d, int n, f
 }
 
 /* MXBENCH_CONV=gemm keeps every convolution on the im2col path (the reference), read once. */
-static int direct_allowed = -1;
+static int direct_allowed;
 
 static void read_conv_env(void)
 {

@@ -1,7 +1,7 @@
 /* Direct convolution of a one-channel input at stride 1 (lenet's and resnet18's first
  * layers), without an im2col buffer. With one input channel the GEMM of the im2col path has
- * K = k*k (25 for 5x5, 9 for 3x3): too thin to reach the sgemm ceiling, and its buffer is k*k times the input. Here
- * each output row is computed in registers: a tile of 8 output channels x 24 columns keeps
+ * K = k*k (25 for 5x5, 9 for 3x3): too thin to reach the sgemm ceiling, and its buffer is
+ * k*k times the input. Here each output row is computed in registers: a tile of 8 output channels x 24 columns keeps
  * 24 eight-wide accumulators, and every input vector loaded feeds 8 of them. The weight
  * gradient keeps 4 channels x 5 kernel columns of accumulators over a whole sample, so each
  * input vector feeds 4 and each output-gradient vector 5. Padding, and rows whose length is
@@ -25,7 +25,7 @@ typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias)); /* un
 #define OB 8       /* output channels per forward tile */
 #define GB 4       /* output channels per weight-gradient block */
 #define GX 5       /* kernel columns per weight-gradient block */
-#define MAX_K 16   /* kernels up to 16x16 take this path (the weight block lives on the stack) */
+#define MAX_K 16   /* kernels up to 16x16 take this path; beyond, K = k*k is no longer thin */
 
 static inline v8 load8(const float *p) { return *(const v8u *)p; }
 static inline void store8(float *p, v8 v) { *(v8u *)p = v; }
@@ -119,7 +119,8 @@ static inline __attribute__((always_inline)) void dw_block(const mx_conv_desc *d
                 for (int j = 0; j < GB; j++) acc[j][t] += gv[j] * xv;
             }
         }
-        if (ox < ow) { /* the row's last columns: the gradient zero-extended, the input read on into the copy's zeros */
+        if (ox < ow) { /* the row's last columns: the gradient zero-extended, the input read
+                        * on into the copy's zeros */
             float gt[GB][8] = {{0}};
             for (int j = 0; j < GB; j++) memcpy(gt[j], g[j] + row + ox, sizeof(float) * (ow - ox));
             for (int t = 0; t < G; t++) {
@@ -151,7 +152,8 @@ static void dw_sample(const mx_conv_desc *d, const float *x, const float *dout, 
                 default: dw_block(d, x, g, ky, kx0, 5, s); break;
                 }
                 for (int j = 0; j < nb; j++)
-                    for (int t = 0; t < GX && kx0 + t < k; t++) dw[(size_t)(c0 + j) * kk + ky * k + kx0 + t] += s[j][t];
+                    for (int t = 0; t < GX && kx0 + t < k; t++)
+                        dw[(size_t)(c0 + j) * kk + ky * k + kx0 + t] += s[j][t];
             }
     }
 }
@@ -177,6 +179,7 @@ static void din_sample(const mx_conv_desc *d, const float *dout, const float *w,
         memcpy(din + (size_t)y * d->w, p + (size_t)(y + d->pad) * pw + d->pad, sizeof(float) * d->w);
 }
 
+/* Threads for n samples: the device's, at most one per sample. */
 static int team(const mx_backend *be, int n) { return be->nthreads < n ? be->nthreads : n > 0 ? n : 1; }
 
 void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,

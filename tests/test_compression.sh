@@ -3,7 +3,7 @@
 #  1. the record: each compressor's bytes on the wire against uncompressed f32, exactly what
 #     its payload holds (fp16 1/2, 2bit 4 bytes per 16 values, topk 8 bytes per value sent,
 #     none 1), a compress phase and time, a residual norm for the error-feedback ones;
-#  2. accuracy: lenet on Fashion-MNIST, 2 devices (device kvstore), 1 epoch: fp16 within 0.5
+#  2. accuracy: lenet on Fashion-MNIST, 2 devices (device kvstore), 1 epoch: fp16 within 0.3
 #     points of none, topk (ratio $RATIO) and 2bit (threshold $THRESHOLD, trained without
 #     momentum at lr 0.5) within 2 points (see the measurements below);
 #  3. dist_sync (2 workers, 2 servers) with each compressor runs and records the compressed
@@ -18,8 +18,9 @@ MX=${1:?usage: test_compression.sh MXBENCH SOURCE_DIR BUILD_DIR}
 FASHION_DIR=/usr/share/datasets/fashion-mnist
 # The settings of the accuracy checks (thresholds are in units of the step's summed gradient,
 # as MXNet's). Measured on lenet, 1 epoch, 2 devices, lr 0.05, momentum 0.9, cosine schedule
-# (none: 0.8780, 0.8793, 0.8708, 0.8694, 0.8723 for seeds 1-5); fp16 0.8792 on seed 1 (at a
-# constant lr it was within -0.29 to +0.16 points of none over seeds 1-3).
+# (none: 0.8780, 0.8793, 0.8708, 0.8694, 0.8723 for seeds 1-5); fp16 0.8792, 0.8818, 0.8715
+# for seeds 1-3, and in this test's run 0.8783 against none's 0.8789: -0.06 to +0.25 points
+# (at a constant lr it was -0.29 to +0.16, and rounding chaos reached -0.34 once).
 # 2bit sends at most +-threshold per value and step and keeps the rest in its residual: a
 # value held back goes out later as a run of quanta, and momentum 0.9 carries each on for
 # about ten steps. With momentum, 2bit at MXNet's threshold 0.5 diverges, and the best setting
@@ -93,8 +94,8 @@ else
         local a=${acc[$1]:-} b=${acc[none]:-}
         [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" -v p="$2" 'BEGIN { d = (a - b) * 100; exit !(d >= -p) }'
     }
-    within fp16 0.5 && pass "fp16: accuracy ${acc[fp16]:-} within 0.5 points of none (${acc[none]:-})" ||
-        fail "fp16: accuracy ${acc[fp16]:-?} more than 0.5 points below none (${acc[none]:-?})"
+    within fp16 0.3 && pass "fp16: accuracy ${acc[fp16]:-} within 0.3 points of none (${acc[none]:-})" ||
+        fail "fp16: accuracy ${acc[fp16]:-?} more than 0.3 points below none (${acc[none]:-?})"
     within 2bit $POINTS_2BIT && pass "2bit (threshold $THRESHOLD, $RECIPE_2BIT): accuracy ${acc[2bit]:-} within" \
         "$POINTS_2BIT points of none (${acc[none]:-})" ||
         fail "2bit: accuracy ${acc[2bit]:-?} more than $POINTS_2BIT points below none (${acc[none]:-?})"

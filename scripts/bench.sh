@@ -189,8 +189,14 @@ mx_run() { # key workload batch gpus threads_per_device kvstore timed_steps
     printf '  %-22s round %d: %s\n' "$key" "$ROUND" "$(grep -o '[0-9.]* samples/s' <<<"$line")"
     h5dump -y -w 0 -m '%.9g' -o "$RUNS/tmp" -d /runs/r0000/step_time "$f" >/dev/null || : >"$RUNS/tmp"
     tr -s ', ' '\n\n' <"$RUNS/tmp" | grep . >>"$RUNS/$key.steps" || true # one value per line
+    # one row per step, as many columns as the record has phases (results/metrics.def: data,
+    # forward, backward, comm, update, then any added later)
+    local ncol
+    ncol=$(h5dump -H -d /runs/r0000/phase_time "$f" 2>/dev/null |
+        sed -n 's/.*DATASPACE  SIMPLE { ( [0-9]*, \([0-9]*\) ).*/\1/p' | head -1)
     h5dump -y -w 0 -m '%.9g' -o "$RUNS/tmp" -d /runs/r0000/phase_time "$f" >/dev/null || : >"$RUNS/tmp"
-    tr -s ', ' '\n\n' <"$RUNS/tmp" | grep . | paste -d' ' - - - - - >>"$RUNS/$key.phases" || true
+    tr -s ', ' '\n\n' <"$RUNS/tmp" | grep . | awk -v n="${ncol:-5}" '{printf "%s%s", $1, NR % n ? " " : "\n"}' \
+        >>"$RUNS/$key.phases" || true
     "$MX" report "$f" --format json 2>>"$ERR" |
         jq -r '.runs[0] | "\(.bytes_per_step // "nan") \(.comm_overlap // "nan")"' >>"$RUNS/$key.comm" ||
         echo "nan nan" >>"$RUNS/$key.comm"

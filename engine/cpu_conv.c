@@ -221,13 +221,17 @@ void mx_cpu_conv2d_backward_gemm(mx_backend *be, const mx_conv_desc *d, int n, f
         memset(dwt, 0, sizeof(float) * nw);
         if (lo < hi) bwd_range(&one, d, lo, hi, nb_max, din, dwt, dout, in, w, col + ws * t);
 #pragma omp barrier
-        /* Summed in thread order: the same result for a given thread count. */
+        mx_cpu_add_thread_sums(dw, col + (ws - nw), ws, T, nw);
+    }
+}
+
+void mx_cpu_add_thread_sums(float *dw, const float *part, size_t stride, int T, size_t nw)
+{
 #pragma omp for schedule(static)
-        for (size_t i = 0; i < nw; i++) {
-            float acc = dw[i];
-            for (int u = 0; u < T; u++) acc += col[ws * u + (ws - nw) + i];
-            dw[i] = acc;
-        }
+    for (size_t i = 0; i < nw; i++) {
+        float acc = dw[i];
+        for (int u = 0; u < T; u++) acc += part[stride * u + i];
+        dw[i] = acc;
     }
 }
 

@@ -12,8 +12,8 @@
  * GCC's vector extensions give 8-wide arithmetic whatever the build's instruction set
  * (AVX2 or AVX-512 with -march=native, two SSE halves without), so the kernel needs no
  * run-time dispatch. Samples are split over the device's threads; each thread sums its own
- * weight gradient, and the threads' sums are added in thread order, so a result depends on
- * the thread count only, as the im2col path's does. */
+ * weight gradient, and the threads' sums are added in thread order (mx_cpu_add_thread_sums,
+ * as the im2col path), so a result depends on the thread count only. */
 #include "cpu_kernels.h"
 
 #include <omp.h>
@@ -218,12 +218,6 @@ void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, f
             dw_sample(d, padded(d, in + s * hw, xbuf), dout + s * ocohw, dwt);
             if (din) din_sample(d, dout + s * ocohw, w, pbuf, din + s * hw);
         }
-        /* summed in thread order: the same result for a given thread count */
-#pragma omp for schedule(static)
-        for (size_t i = 0; i < nw; i++) {
-            float acc = dw[i];
-            for (int u = 0; u < T; u++) acc += scratch[ws * u + i];
-            dw[i] = acc;
-        }
+        mx_cpu_add_thread_sums(dw, scratch, ws, T, nw); /* after the loop's own barrier */
     }
 }

@@ -39,6 +39,10 @@ void mx_cpu_conv2d_forward_gemm(mx_backend *be, const mx_conv_desc *d, int n, fl
                                 const float *w);
 void mx_cpu_conv2d_backward_gemm(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
                                  const float *dout, const float *in, const float *w);
+/* Inside a parallel region of T threads: dw[i] += the T threads' partial sums, thread u's at
+ * part + u*stride, added in thread order so that a result depends on the thread count only
+ * (a worksharing loop: every thread of the team calls it, after a barrier). */
+void mx_cpu_add_thread_sums(float *dw, const float *part, size_t stride, int T, size_t nw);
 /* Direct convolution (cpu_conv_direct.c): one input channel, stride 1, kernels up to 16. */
 int mx_cpu_conv_direct_applies(const mx_conv_desc *d);
 void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,

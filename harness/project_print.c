@@ -100,6 +100,19 @@ static void print_table(const char *file, const mx_projection *pr, int n, int md
 
 /* ---- csv and json */
 
+/* A point's figures, in the order of the csv columns and the json keys that carry them. */
+enum { NPOINT_FIGS = 13 };
+static const char *const point_names[NPOINT_FIGS] = {
+    "throughput", "model_throughput", "error", "efficiency", "model_efficiency", "step_time", "model_step_time",
+    "data",       "compute",          "comm",  "update",     "turns_compute",    "turns_comm"};
+
+static void point_values(const mx_proj_point *pt, double v[NPOINT_FIGS])
+{
+    const double x[NPOINT_FIGS] = {pt->throughput, pt->m_throughput, pt->error, pt->efficiency, pt->m_efficiency,
+                                   pt->step,       pt->m_step,       pt->data,  pt->compute,    pt->comm,
+                                   pt->update,     pt->share_compute, pt->share_comm};
+    memcpy(v, x, sizeof x);
+}
 
 static void csv_num(double x)
 {
@@ -109,9 +122,10 @@ static void csv_num(double x)
 
 static void print_csv(const mx_projection *pr, int n)
 {
-    printf("configuration,gpus,runs,fitted,throughput,model_throughput,error,efficiency,model_efficiency,step_time,"
-           "model_step_time,data,compute,comm,update,turns_compute,turns_comm,fit_gpus,d0,d1,c0,c1,alpha,beta,gamma,"
-           "p_ref,rounds,bus_bytes,reduce_bytes,exposed,overlap,cores,threads_per_device,notes,skipped\n");
+    printf("configuration,gpus,runs,fitted");
+    for (int k = 0; k < NPOINT_FIGS; k++) printf(",%s", point_names[k]);
+    printf(",fit_gpus,d0,d1,c0,c1,alpha,beta,gamma,p_ref,rounds,bus_bytes,reduce_bytes,exposed,overlap,cores,"
+           "threads_per_device,notes,skipped\n");
     for (int i = 0; i < n; i++) {
         const mx_projection *p = &pr[i];
         char fits[256];
@@ -120,10 +134,9 @@ static void print_csv(const mx_projection *pr, int n)
             const mx_proj_point *pt = &p->pt[j];
             csv_string(p->label);
             printf(",%d,%d,%d", pt->gpus, pt->measured, pt->fitted);
-            const double v[] = {pt->throughput, pt->m_throughput, pt->error, pt->efficiency, pt->m_efficiency,
-                                pt->step, pt->m_step, pt->data, pt->compute, pt->comm, pt->update,
-                                pt->share_compute, pt->share_comm};
-            for (size_t k = 0; k < sizeof v / sizeof *v; k++) csv_num(v[k]);
+            double v[NPOINT_FIGS];
+            point_values(pt, v);
+            for (int k = 0; k < NPOINT_FIGS; k++) csv_num(v[k]);
             putchar(',');
             csv_string(fits);
             const int sk = p->skipped[0] != 0;
@@ -175,19 +188,9 @@ static void print_json(const char *file, const mx_projection *pr, int n)
             const mx_proj_point *pt = &p->pt[j];
             printf("%s\n    {\"gpus\": %d, \"runs\": %d, \"fitted\": %d", j ? "," : "", pt->gpus, pt->measured,
                    pt->fitted);
-            json_field("throughput", pt->throughput, 0);
-            json_field("model_throughput", pt->m_throughput, 0);
-            json_field("error", pt->error, 0);
-            json_field("efficiency", pt->efficiency, 0);
-            json_field("model_efficiency", pt->m_efficiency, 0);
-            json_field("step_time", pt->step, 0);
-            json_field("model_step_time", pt->m_step, 0);
-            json_field("data", pt->data, 0);
-            json_field("compute", pt->compute, 0);
-            json_field("comm", pt->comm, 0);
-            json_field("update", pt->update, 0);
-            json_field("turns_compute", pt->share_compute, 0);
-            json_field("turns_comm", pt->share_comm, 0);
+            double v[NPOINT_FIGS];
+            point_values(pt, v);
+            for (int k = 0; k < NPOINT_FIGS; k++) json_field(point_names[k], v[k], 0);
             printf("}");
         }
         printf("]}");

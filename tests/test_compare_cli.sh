@@ -8,19 +8,11 @@ set -u
 
 MX=${1:?usage: test_compare_cli.sh MXBENCH SOURCE_DIR BUILD_DIR}
 BUILD=${3:?usage: test_compare_cli.sh MXBENCH SOURCE_DIR BUILD_DIR}
-case $MX in /*) ;; *) MX=$PWD/$MX ;; esac
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 INJECT=$BUILD/inject_slowdown
-[ -x "$MX" ] || { echo "test_compare_cli: mxbench binary '$MX' is missing or not executable"; exit 1; }
 [ -x "$INJECT" ] || { echo "test_compare_cli: '$INJECT' is missing (built with the tests: cmake --build)"; exit 1; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/mxbench-test_compare_cli.XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
-
-npass=0 nfail=0
-pass() { npass=$((npass + 1)); echo "ok: $*"; }
-fail() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
-indent() { sed -e 's/^/    | /' "$@"; }
+# shellcheck source=tests/e2e-lib.sh
+. "${2:?usage: test_compare_cli.sh MXBENCH SOURCE_DIR BUILD_DIR}/tests/e2e-lib.sh" test_compare_cli "$MX"
 
 # Two sweeps of the same study a few seconds apart measured throughput ratios of 0.76 and 1.34
 # on this shared 2-core VM (2026-11-22): no threshold that catches a real regression keeps an
@@ -41,15 +33,7 @@ sweep() { # OUT [more options]
 compare_run() {
     local want=$1 desc=$2
     shift 2
-    "$MX" compare "$@" >"$T/c.out" 2>"$T/c.err"
-    rc=$?
-    if [ $rc -eq "$want" ]; then
-        pass "$desc: exit $rc"
-        return 0
-    fi
-    fail "$desc (mxbench compare $*): expected exit $want, saw $rc"
-    indent "$T/c.out" "$T/c.err"
-    return 1
+    mx_expect c "$want" "$desc" compare "$@"
 }
 
 sweep "$T/A.h5" || { echo "test_compare_cli: $npass passed, $nfail failed"; exit 1; }

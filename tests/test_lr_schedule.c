@@ -1,10 +1,13 @@
 /* The learning rate over a run (engine/optim.h): the warmup ramp, then the schedule's decay
- * over the steps left, each value worked out by hand; the lookup of schedules by name. */
+ * over the steps left, each value worked out by hand; the lookup of schedules by name, and
+ * that the names listed for options and errors are the table's. */
 #include "engine/optim.h"
 #include "tests/check.h"
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 static int near(double a, double b) { return fabs(a - b) <= 1e-6 * (fabs(b) > 1 ? fabs(b) : 1); }
 
@@ -14,6 +17,13 @@ int main(void)
     CHECK(cos_s && con, "both schedules are found");
     CHECK(!mx_lr_schedule_find("step") && !mx_lr_schedule_find(NULL) && !mx_lr_schedule_find(""),
           "an unknown name is not");
+    /* the names the options and errors list are the table's */
+    char names[64];
+    snprintf(names, sizeof names, "%s", mx_lr_schedule_names());
+    int listed = 0;
+    for (char *t = strtok(names, "|"); t; t = strtok(NULL, "|"), listed++)
+        CHECK(mx_lr_schedule_find(t) != NULL, "'%s' is listed but not in the table", t);
+    CHECK(listed == 2, "%d schedules listed, the table has 2", listed);
     if (!cos_s || !con) return check_summary("test_lr_schedule");
 
     /* constant: the peak lr at every point, as before schedules existed */

@@ -10,30 +10,14 @@
 set -u
 
 MX=${1:?usage: test_project.sh MXBENCH SOURCE_DIR BUILD_DIR}
-case $MX in /*) ;; *) MX=$PWD/$MX ;; esac
-[ -x "$MX" ] || { echo "test_project: mxbench binary '$MX' is missing or not executable"; exit 1; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/mxbench-test_project.XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
-
-npass=0 nfail=0
-pass() { npass=$((npass + 1)); echo "ok: $*"; }
-fail() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
-indent() { sed -e 's/^/    | /' "$@"; }
+# shellcheck source=tests/e2e-lib.sh
+. "${2:?usage: test_project.sh MXBENCH SOURCE_DIR BUILD_DIR}/tests/e2e-lib.sh" test_project "$MX"
 
 # project_run EXPECTED_EXIT DESC ARGS...: runs `mxbench project ARGS`, output in $T/p.out/err.
 project_run() {
     local want=$1 desc=$2
     shift 2
-    "$MX" project "$@" >"$T/p.out" 2>"$T/p.err"
-    rc=$?
-    if [ $rc -eq "$want" ]; then
-        pass "$desc: exit $rc"
-        return 0
-    fi
-    fail "$desc (mxbench project $*): expected exit $want, saw $rc"
-    indent "$T/p.out" "$T/p.err"
-    return 1
+    mx_expect p "$want" "$desc" project "$@"
 }
 
 STUDY=(--workload mlp --dataset synthetic --batch 32 --steps 30 --kvstore device)

@@ -183,6 +183,8 @@ static void default_cast(mx_backend *be, size_t n, void *dst, mx_dtype dst_type,
     free(hd);
 }
 
+static const char *default_amp_kernels(mx_dtype t) { return "emulated"; }
+
 static size_t default_count_nonfinite(mx_backend *be, size_t n, const void *x, mx_dtype type)
 {
     if ((unsigned)type >= MX_NDTYPES) {
@@ -323,6 +325,7 @@ static int check_and_fill(mx_backend_ops *o)
     DEFAULT(range_pop);
     DEFAULT(cast);
     DEFAULT(count_nonfinite);
+    DEFAULT(amp_kernels);
     DEFAULT(gemm);
     DEFAULT(gemm_ex);
 #undef DEFAULT

@@ -95,6 +95,12 @@ typedef struct {
      * on any). Default: a scalar host loop. */
     size_t (*count_nonfinite)(mx_backend *be, size_t n, const void *x, mx_dtype type);
 
+    /* OPTIONAL: how GEMMs and convolutions run under AMP of type t (MX_F16, MX_BF16), in a
+     * word that records and `mxbench info` keep: a name for the units the kind has for t
+     * (CPU: "avx512_bf16"), or "emulated" (f32 arithmetic on the half values). Decided at run
+     * time, not build time. Default: "emulated". */
+    const char *(*amp_kernels)(mx_dtype t);
+
     /* ---- dense algebra; row-major C = alpha * op(A) op(B) + beta * C.
      * gemm_ex: A, B and C each of their own type, leading dimensions in elements; products
      * accumulate in the compute type (f32 only: anything else fails with MX_EUNSUPPORTED;
@@ -170,6 +176,13 @@ struct mx_backend {
     /* The sticky error, behind a pointer so that a copy of this struct made for one
      * thread (cpu_conv.c) still records into the device's state. */
     struct mx_backend_status *status;
+    /* The arithmetic GEMMs and convolutions may use for f32 operands, as a GPU's math mode:
+     * MX_F32 (the default) multiplies f32 values; MX_BF16 (set by AMP bf16's forward and
+     * backward, exec.c) lets a backend round the operands to bf16 and sum the products in
+     * f32, on the device's bf16 units. Under AMP the operands are bf16 values already, so
+     * only the order of the f32 sums may differ from MX_F32's; a backend without such
+     * units ignores it. */
+    mx_dtype math;
     mx_range_hook range_hook; /* see mx_backend_set_range_hook */
     void *range_user;
 };

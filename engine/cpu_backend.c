@@ -94,6 +94,10 @@ static void gemm_again(int ta, int tb, int m, int n, int k, float alpha, const f
 void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                  const float *b, int ldb, float beta, float *c, int ldc)
 {
+    if (be->math == MX_BF16 && mx_cpu_bf16_native()) {
+        mx_cpu_gemm_bf16(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
                 lda, b, ldb, beta, c, ldc);
     pthread_once(&slow_gemm_once, read_slow_gemm);
@@ -239,6 +243,7 @@ const mx_backend_ops mx_cpu_backend_ops = {
     .copy_peer = mx_cpu_copy_peer,
     .cast = mx_cpu_cast,
     .count_nonfinite = mx_cpu_count_nonfinite,
+    .amp_kernels = mx_cpu_amp_kernels,
     .gemm = mx_cpu_gemm,
     .gemm_ex = mx_cpu_gemm_ex,
     .bias_forward = cpu_bias_forward,

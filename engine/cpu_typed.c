@@ -8,7 +8,6 @@
 #ifdef __F16C__
 #include <immintrin.h>
 #endif
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,48 +137,9 @@ void mx_cpu_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be, const v
     src_be->ops->copy(src_be, dst, src, bytes, MX_COPY_D2H);
 }
 
-/* ---- gemm_ex: the f32 panels live in a per-thread buffer that grows to the largest
- * product the thread has run and is reused, so a step allocates nothing; per thread, not
- * per device, because cpu_conv.c runs one device's products from several threads. */
+/* ---- gemm_ex: the f32 panels live in a per-thread buffer (cpu_thread_buf.c). */
 
-typedef struct {
-    float *p;
-    size_t cap;
-} panel_cache;
-
-static pthread_key_t panel_key;
-static pthread_once_t panel_once = PTHREAD_ONCE_INIT;
-
-static void panel_free(void *v)
-{
-    panel_cache *c = v;
-    free(c->p);
-    free(c);
-}
-
-static void panel_key_init(void) { (void)pthread_key_create(&panel_key, panel_free); }
-
-static float *panels(size_t floats)
-{
-    pthread_once(&panel_once, panel_key_init);
-    panel_cache *c = pthread_getspecific(panel_key);
-    if (!c) {
-        if (!(c = calloc(1, sizeof *c))) return NULL;
-        if (pthread_setspecific(panel_key, c) != 0) {
-            free(c);
-            return NULL;
-        }
-    }
-    if (floats > c->cap) {
-        const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
-        float *p = aligned_alloc(64, bytes);
-        if (!p) return NULL;
-        free(c->p);
-        c->p = p;
-        c->cap = bytes / sizeof(float);
-    }
-    return c->p;
-}
+static float *panels(size_t floats) { return mx_cpu_thread_buffer(MX_THREAD_BUF_PANELS, floats * sizeof(float)); }
 
 /* rows x cols of type t (leading dimension ld) to a packed f32 panel, and back. */
 static void widen(int nthreads, int rows, int cols, float *panel, const void *src, mx_dtype t, int ld)

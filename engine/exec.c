@@ -197,6 +197,15 @@ static void round_param_grads(mx_exec *e, const mx_layer *l, float *stage)
     round_in_place(e, e->ps->g + p0->offset, p1->offset + p1->count - p0->offset, stage);
 }
 
+/* AMP bf16's layers may multiply on bf16 units (backend.h's math); restored after, so that
+ * nothing outside the AMP graph (the optimizer, a kvstore) rounds. */
+static mx_dtype math_begin(mx_exec *e)
+{
+    const mx_dtype saved = e->be->math;
+    e->be->math = e->act_type == MX_BF16 ? MX_BF16 : MX_F32;
+    return saved;
+}
+
 static const float *forward_amp(mx_exec *e, const float *in, int n, int training)
 {
     const int nl = e->last - e->first;
@@ -207,6 +216,7 @@ static const float *forward_amp(mx_exec *e, const float *in, int n, int training
     cast(e, nin, e->in_half, t, in, MX_F32);
     cast(e, nin, e->work[0], MX_F32, e->in_half, t);
     int a = 0; /* work[a] holds the layer's input */
+    const mx_dtype saved = math_begin(e);
     for (int k = 0; k < nl; k++) {
         mx_layer *l = &e->ps->layers[e->first + k];
         const size_t nout = (size_t)n * mx_shape_size(l->out);
@@ -224,6 +234,7 @@ static const float *forward_amp(mx_exec *e, const float *in, int n, int training
             round_in_place(e, out, nout, e->work[1 - a]);
         }
     }
+    e->be->math = saved;
     return e->act[nl - 1];
 }
 
@@ -236,6 +247,7 @@ static void backward_amp(mx_exec *e, int n, const float *g, float *din, mx_grad_
      * alternate, work[b] holding the output (the last layer's is its own f32 storage). */
     int b = 0;
     const float *out = e->act[nl - 1];
+    const mx_dtype saved = math_begin(e);
     for (int k = nl - 1; k >= 0; k--) {
         mx_layer *l = &e->ps->layers[e->first + k];
         float *d = k ? e->dbuf[next] : din;
@@ -254,6 +266,7 @@ static void backward_amp(mx_exec *e, int n, const float *g, float *din, mx_grad_
         next = 1 - next;
         if (ready && l->param_count) ready(user, l->param_first, l->param_count);
     }
+    e->be->math = saved;
 }
 
 const float *mx_exec_forward(mx_exec *e, const float *in, int n, int training)

@@ -122,6 +122,11 @@ static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_
     /* what the backend says it is, not what was asked for (auto) */
     const mx_backend_ops *be = mx_backend_find(c->backend ? c->backend : "cpu");
     snprintf(rec->device_type, sizeof rec->device_type, "%s", be ? be->device_type : "?");
+    mx_amp amp = MX_AMP_OFF;
+    (void)mx_amp_parse(c->amp, &amp); /* checked by mx_train_config_check */
+    /* asked of the machine that trains, at run time: the same binary may emulate elsewhere */
+    if (amp != MX_AMP_OFF)
+        snprintf(rec->amp_kernels, sizeof rec->amp_kernels, "%s", be ? be->amp_kernels(mx_amp_dtype(amp)) : "?");
     rec->gpus = c->devices * workers(c);
     rec->workers = workers(c);
     rec->servers = c->cluster ? c->cluster->nservers : 0;

@@ -39,7 +39,7 @@ static const mx_field outcome_fields[] = {
     ODBL(throughput_agg), RDBL(step_time_median),  RDBL(speedup),            RDBL(efficiency),
     RDBL(final_test_acc), RDBL(time_to_acc),      OINT(oversubscribed),
     OINT(noisy),          ODBL(host_others),       ODBL(host_load),          ODBL(host_steal),
-    OSTR(counted_by),
+    OSTR(counted_by),     OSTR(amp_kernels),
 };
 /* after the counters' figures, as before the table (file readers go by name anyway) */
 static const mx_field tail_fields[] = {RDBL(wall_time)};

@@ -22,7 +22,7 @@ typedef struct {
     int required;      /* a reader refuses a run without it (SCHEMA.md, "What a reader checks") */
 } mx_field;
 
-enum { MX_MAX_FIELDS = 96 };
+enum { MX_MAX_FIELDS = 128 };
 typedef struct {
     mx_field f[MX_MAX_FIELDS];
     int n;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mixed precision end to end through `mxbench train` and `sweep` (issue: compression and AMP):
-#  1. the record of a short run (synthetic data, 2 devices): amp, the loss scale (fp16 starts
+#  1. the record of a short run (synthetic data, 2 devices): amp, amp_kernels (what `mxbench
+#     info` says this CPU runs bf16 on; emulated for fp16; empty when off), the loss scale (fp16 starts
 #     at 2^16, bf16 keeps 1), every step's scale in the loss_scale series (fp16 only),
 #     skipped steps counted, saved activations about half of f32's (lenet);
 #  2. accuracy: lenet on Fashion-MNIST, 2 devices (device kvstore), 3 epochs: fp16 and bf16
@@ -20,10 +21,15 @@ POINTS=0.5
 awk_ok() { awk "BEGIN { exit !($1) }"; }
 
 # ---- 1. the record
+# what this CPU runs bf16 on, as `mxbench info` says: the record must say the same
+case $("$MX" info | grep -m1 -- '--amp bf16') in *"bf16: avx512_bf16"*) bf16_kernels=avx512_bf16 ;; *) bf16_kernels=emulated ;; esac
 for amp in off fp16 bf16; do
     run "rec-$amp" "$MX" train --workload lenet --dataset synthetic --steps 12 --gpus 2 --amp "$amp" \
         --record "$T/rec-$amp.h5" || continue
     eval "act_$amp=\$(attr \"$T/rec-$amp.h5\" mem_act)"
+    kern=$(attr "$T/rec-$amp.h5" amp_kernels)
+    case $amp in off) want='""' ;; fp16) want='"emulated"' ;; bf16) want="\"$bf16_kernels\"" ;; esac
+    [ "$kern" = "$want" ] && pass "$amp: amp_kernels $kern" || fail "$amp: amp_kernels '$kern', expected $want"
     rec=$(attr "$T/rec-$amp.h5" amp) scale=$(attr "$T/rec-$amp.h5" loss_scale) skipped=$(attr "$T/rec-$amp.h5" skipped_steps)
     [ "$rec" = "\"$amp\"" ] && pass "$amp: recorded as $rec" || fail "$amp: amp attribute '$rec'"
     series=$(h5dump -d /runs/r0000/loss_scale "$T/rec-$amp.h5" 2>/dev/null | grep -c 'DATASPACE  SIMPLE { ( 12 )')

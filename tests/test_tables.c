@@ -11,6 +11,7 @@
 #include "harness/sweep_run.h"
 #include "results/axes.h"
 #include "results/results.h"
+#include "results/store.h"
 
 #include <fcntl.h>
 #include <hdf5.h>
@@ -333,6 +334,20 @@ static void test_axes(const char *schema)
     free(runs);
 }
 
+/* The field tables hold every field (a full table drops the ones past MX_MAX_FIELDS without
+ * a word), and SCHEMA.md documents each run attribute, some in a row of several names. */
+static void test_fields(const char *schema)
+{
+    const mx_field_table *t[2] = {mx_run_field_table(), mx_summary_field_table()};
+    for (int i = 0; i < 2; i++)
+        CHECK(t[i]->n < MX_MAX_FIELDS, "field table %d is full (%d): raise MX_MAX_FIELDS", i, t[i]->n);
+    char want[128];
+    for (int f = 0; f < t[0]->n; f++) {
+        snprintf(want, sizeof want, "`%s`", t[0]->f[f].name);
+        CHECK(schema && strstr(schema, want), "run attribute %s: results/SCHEMA.md does not document it", want);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -346,6 +361,7 @@ int main(int argc, char **argv)
     test_reductions();
     test_counters(schema, argv[2]);
     test_axes(schema);
+    test_fields(schema);
     free(schema);
     return check_summary("test_tables");
 }

@@ -1,5 +1,6 @@
-/* The CPU backend: host memory, OpenBLAS GEMM, and the elementwise, loss and optimizer
- * kernels. It is the readable reference the CUDA backend is tested against. */
+/* The CPU backend: host memory, GEMM (the own AVX-512 kernels of cpu_gemm.c, or OpenBLAS's
+ * sgemm), and the elementwise, loss and optimizer kernels. It is the readable reference the
+ * CUDA backend is tested against. */
 #include "backend.h"
 #include "cpu_kernels.h"
 #include "status.h"
@@ -96,6 +97,10 @@ void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alph
 {
     if (be->math == MX_BF16 && mx_cpu_bf16_native()) {
         mx_cpu_gemm_bf16(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    if (mx_cpu_gemm_own()) {
+        mx_cpu_gemm_f32(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,

@@ -1,4 +1,4 @@
-/* CPU convolution as im2col + one OpenBLAS GEMM per chunk of samples (the reference path),
+/* CPU convolution as im2col + one GEMM (mx_cpu_gemm) per chunk of samples (the reference path),
  * or for a one-channel input at stride 1 the direct kernel of cpu_conv_direct.c. Chunks of
  * several samples make the GEMM wide enough to run near the sgemm ceiling even where the output
  * is small (4x4 maps in resnet18's last stage); chunk size is bounded by a workspace budget.
@@ -255,9 +255,9 @@ int mx_cpu_conv_path_direct(const mx_conv_desc *d)
 const char *mx_cpu_conv_paths(void)
 {
     pthread_once(&conv_env_once, read_conv_env);
-    return direct_allowed ? "direct for one-channel inputs at stride 1 (kernels up to 16), im2col + BLAS GEMM "
+    return direct_allowed ? "direct for one-channel inputs at stride 1 (kernels up to 16), im2col + GEMM "
                             "otherwise (MXBENCH_CONV=gemm: always the latter)"
-                          : "im2col + BLAS GEMM for every shape (MXBENCH_CONV=gemm)";
+                          : "im2col + GEMM for every shape (MXBENCH_CONV=gemm)";
 }
 
 void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,

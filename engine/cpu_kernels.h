@@ -18,19 +18,27 @@ void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alph
 /* Per-thread buffers (cpu_thread_buf.c): the slot's buffer of this thread, grown to at least
  * bytes (64-byte aligned; contents kept only while it does not grow); NULL when out of
  * memory. */
-typedef enum { MX_THREAD_BUF_PANELS, MX_THREAD_BUF_BF16_A, MX_THREAD_BUF_BF16_B, MX_THREAD_BUF_COUNT } mx_thread_buf;
+typedef enum { MX_THREAD_BUF_PANELS, MX_THREAD_BUF_GEMM_A, MX_THREAD_BUF_GEMM_B, MX_THREAD_BUF_COUNT } mx_thread_buf;
 void *mx_cpu_thread_buffer(mx_thread_buf slot, size_t bytes);
 
-/* bf16 GEMM (cpu_gemm_bf16.c): f32 operands rounded to bf16 as they are packed, products
- * summed in f32 by the CPU's bf16 dot products; accumulators restart at every MX_BF16_KC
- * values of k. Only where mx_cpu_bf16_native() (cpuid says avx512_bf16 and MXBENCH_BF16 is
- * not "emulate"); mx_cpu_gemm takes it when the backend's math is MX_BF16. */
+/* Own GEMMs (cpu_gemm.c), as cblas_sgemm row-major, on AVX-512 CPUs:
+ *  - f32: FMA, each element of C summed in k order from 0 every MX_F32_KC values of k. Where
+ *    mx_cpu_gemm_own() (cpuid says avx512f and MXBENCH_GEMM is not "blas"), mx_cpu_gemm takes
+ *    it instead of the BLAS;
+ *  - bf16: operands rounded to bf16 as they are packed, products summed in f32 by the CPU's
+ *    bf16 dot products, from 0 every MX_BF16_KC values. Where mx_cpu_bf16_native() (avx512_bf16,
+ *    MXBENCH_BF16 not "emulate"), mx_cpu_gemm takes it when the backend's math is MX_BF16. */
+#define MX_F32_KC 128
 #define MX_BF16_KC 256
+int mx_cpu_gemm_own(void);
 int mx_cpu_bf16_native(void);
-/* Tests: on != 0 forces the emulation (as MXBENCH_BF16=emulate), 0 lets cpuid decide. */
+/* Tests: on != 0 forces the BLAS / the emulation (as the variables do), 0 lets cpuid decide. */
+void mx_cpu_gemm_force_blas(int on);
 void mx_cpu_bf16_force_emulation(int on);
 /* The table's amp_kernels: "avx512_bf16" for MX_BF16 where native, else "emulated". */
 const char *mx_cpu_amp_kernels(mx_dtype t);
+void mx_cpu_gemm_f32(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc);
 void mx_cpu_gemm_bf16(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc);
 

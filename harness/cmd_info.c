@@ -8,7 +8,6 @@
 #include "strategies/strategy.h"
 
 #include <stdio.h>
-#include <string.h>
 
 int mx_cmd_info(int argc, char **argv)
 {
@@ -22,10 +21,12 @@ int mx_cmd_info(int argc, char **argv)
     printf("\nbuilt:\n  %-10s %s\n  %-10s %s\n  %-10s %s\n", "strategies", mx_strategy_names(), "kvstores", mx_kv_modes(),
            "backends", mx_backend_names());
     printf("\nCPU kernels:\n  %-10s %s\n", "conv2d", mx_cpu_conv_paths());
-    /* decided by this CPU's cpuid, so the line can differ between machines running one binary */
-    const int bf16 = strcmp(mx_cpu_amp_kernels(MX_BF16), "emulated") != 0;
-    printf("  %-10s f32 and --amp fp16: BLAS sgemm (fp16 emulated); --amp bf16: %s\n", "gemm",
-           bf16 ? "avx512_bf16 (vdpbf16ps, f32 sums; MXBENCH_BF16=emulate: emulated)"
-                : "emulated (f32 sgemm on bf16 values: this CPU lacks avx512_bf16, or MXBENCH_BF16=emulate)");
+    /* decided by this CPU's cpuid, so the lines can differ between machines running one binary */
+    printf("  %-10s f32: %s\n", "gemm",
+           mx_cpu_gemm_own() ? "own AVX-512 kernel (MXBENCH_GEMM=blas: the BLAS's sgemm)"
+                             : "the BLAS's sgemm (this CPU lacks avx512f, or MXBENCH_GEMM=blas)");
+    printf("  %-10s --amp bf16: %s; --amp fp16: emulated (f32 GEMM on fp16 values)\n", "",
+           mx_cpu_bf16_native() ? "avx512_bf16 (vdpbf16ps, f32 sums; MXBENCH_BF16=emulate: emulated)"
+                                : "emulated (f32 GEMM on bf16 values: this CPU lacks avx512_bf16, or MXBENCH_BF16=emulate)");
     return 0;
 }

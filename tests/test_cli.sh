@@ -230,7 +230,9 @@ expect 2 "train --data on a malformed IDX file" --stderr "$T/baddata/train-image
 
 # ---- info
 expect 0 "mxbench info" --stdout "BLAS" --stdout "HDF5" --stdout "conv2d     direct for one-channel" -- "$MX" info
-MXBENCH_CONV=gemm expect 0 "mxbench info under MXBENCH_CONV=gemm" --stdout "im2col + BLAS GEMM for every shape" -- "$MX" info
+MXBENCH_CONV=gemm expect 0 "mxbench info under MXBENCH_CONV=gemm" --stdout "im2col + GEMM for every shape" -- "$MX" info
+MXBENCH_GEMM=blas expect 0 "mxbench info under MXBENCH_GEMM=blas" --stdout "f32: the BLAS's sgemm" -- "$MX" info
+MXBENCH_BF16=emulate expect 0 "mxbench info under MXBENCH_BF16=emulate" --stdout "--amp bf16: emulated" -- "$MX" info
 if [ $rc -eq 0 ] && ! grep -Eq "HDF5 +[0-9]+\.[0-9]+" "$T/out"; then
     fail "mxbench info: expected an HDF5 version number on the HDF5 line, saw: $(grep HDF5 "$T/out")"
 fi

@@ -7,8 +7,10 @@
  * (K x M = forward FLOPs / 2 / output channels: exact for a plain convolution, an estimate for
  * a residual block); backward moves twice the forward's bytes. Backward FLOPs are twice the
  * forward's (input and weight gradients), once for the first layer (no input gradient).
- * Usage: layer_profile [--workload lenet|mlp|resnet18] [--batch N] [--threads T] [--steps S] */
+ * Usage: layer_profile [--workload lenet|mlp|resnet18] [--batch N] [--threads T] [--steps S]
+ *                      [--amp off|fp16|bf16] */
 #include "engine/backend.h"
+#include "engine/cpu_kernels.h"
 #include "engine/net.h"
 #include "engine/params.h"
 #include "engine/status.h"
@@ -53,20 +55,24 @@ static double median_of(const double *v, int steps, int nlayers, int k)
     return steps % 2 ? x[steps / 2] : (x[steps / 2 - 1] + x[steps / 2]) / 2;
 }
 
-/* The best GFLOP/s of a square sgemm of n on the current thread count, out of reps. */
-static double sgemm_ceiling(int n, int reps)
+/* The best GFLOP/s of a square f32 GEMM of n on the current thread count, out of reps: the
+ * faster of OpenBLAS's sgemm and the engine's own (mx_cpu_gemm), as scripts/bench.sh's
+ * ceiling. */
+static double sgemm_ceiling(mx_backend *be, int n, int reps)
 {
     const size_t nn = (size_t)n * n;
     float *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
     if (!a || !b || !c) return NAN;
     for (size_t i = 0; i < nn; i++) a[i] = (float)(i % 7) * 0.1f, b[i] = (float)(i % 5) * 0.1f;
     double best = 0;
-    for (int r = -1; r < reps; r++) {
-        const double t0 = mx_now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-        const double g = 2.0 * n * (double)n * n / (mx_now() - t0) * 1e-9;
-        if (r >= 0 && g > best) best = g;
-    }
+    for (int lib = 0; lib < 2; lib++)
+        for (int r = -1; r < reps; r++) {
+            const double t0 = mx_now();
+            if (lib == 0) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+            else mx_cpu_gemm(be, 0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+            const double g = 2.0 * n * (double)n * n / (mx_now() - t0) * 1e-9;
+            if (r >= 0 && g > best) best = g;
+        }
     free(a), free(b), free(c);
     return best;
 }
@@ -87,9 +93,16 @@ static int arg_int(int argc, char **argv, const char *name, int dflt, int lo, in
 
 int main(int argc, char **argv)
 {
-    const char *wname = "lenet";
-    for (int i = 1; i + 1 < argc; i++)
+    const char *wname = "lenet", *amp_name = "off";
+    for (int i = 1; i + 1 < argc; i++) {
         if (strcmp(argv[i], "--workload") == 0) wname = argv[i + 1];
+        if (strcmp(argv[i], "--amp") == 0) amp_name = argv[i + 1];
+    }
+    mx_amp amp;
+    if (mx_amp_parse(amp_name, &amp) < 0) {
+        fprintf(stderr, "layer_profile: %s\n", mx_last_error());
+        return 2;
+    }
     const int batch = arg_int(argc, argv, "--batch", 128, 1, 4096);
     const int threads = arg_int(argc, argv, "--threads", omp_get_num_procs(), 1, 256);
     const int steps = arg_int(argc, argv, "--steps", 20, 1, MAX_STEPS), warmup = 3;
@@ -103,13 +116,13 @@ int main(int argc, char **argv)
     mx_layer_spec specs[MX_MAX_LAYERS];
     const mx_shape in = {1, 28, 28};
     if (mx_backend_create(&be, "cpu", 0, threads) < 0 ||
-        mx_net_create(&net, be, specs, wl->build(specs, in, 10), in, batch) < 0 ||
+        mx_net_create_amp(&net, be, specs, wl->build(specs, in, 10), in, batch, amp) < 0 ||
         mx_net_init_params(net, 1, MX_WEIGHT_INIT_XAVIER, 0) < 0) {
         fprintf(stderr, "layer_profile: cannot build %s: %s\n", wname, mx_last_error());
         return 1;
     }
     be->ops->bind_thread(be);
-    const double ceiling_before = sgemm_ceiling(1024, 5);
+    const double ceiling_before = sgemm_ceiling(be, 1024, 5);
 
     const size_t insz = mx_shape_size(in) * (size_t)batch;
     float *x = malloc(insz * sizeof *x);
@@ -137,12 +150,13 @@ int main(int argc, char **argv)
         mx_trace_visit(visit, &t);
         mx_trace_reset();
     }
-    const double ceiling_after = sgemm_ceiling(1024, 5);
+    const double ceiling_after = sgemm_ceiling(be, 1024, 5);
     const double ceiling = fmax(ceiling_before, ceiling_after);
 
-    printf("# %s, batch %d, %d thread(s), %d timed steps (median per layer); sgemm ceiling %.1f GFLOP/s "
+    printf("# %s, batch %d, %d thread(s), amp %s (%s), %d timed steps (median per layer); sgemm ceiling %.1f GFLOP/s "
            "(n=1024, best of 5, before %.1f / after %.1f)\n",
-           wname, batch, threads, steps, ceiling, ceiling_before, ceiling_after);
+           wname, batch, threads, amp_name, amp == MX_AMP_OFF ? "f32" : be->ops->amp_kernels(mx_amp_dtype(amp)), steps,
+           ceiling, ceiling_before, ceiling_after);
     printf("%-5s %-14s %-12s %9s %9s %10s %10s %9s %9s %8s %7s\n", "layer", "kind", "output", "fwd ms", "bwd ms",
            "fwd MFLOP", "MB moved", "fwd GF/s", "bwd GF/s", "ceiling", "share");
     double tf = 0, tb = 0, flops_all = 0, flops_fwd = 0, bytes_all = 0;

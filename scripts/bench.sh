@@ -11,7 +11,8 @@ usage: scripts/bench.sh [options]
 
 Builds what it needs (mxbench into out/bench/build, the programs in bench/ into out/bench/),
 then measures, on synthetic data, lenet (batch 128) and resnet18 (batch 32):
-  - the sgemm ceiling of this machine on --threads threads (OpenBLAS, best of repeats);
+  - the sgemm ceiling of this machine on --threads threads (the faster of OpenBLAS and the
+    engine's own GEMM, best of repeats; both are printed);
   - mxbench training throughput on 1 device with --threads threads, its GFLOP/s and the
     fraction of the ceiling; with PyTorch, the same models in PyTorch and the ratio;
   - data-parallel scaling 1 -> 2 CPU workers (1 thread each), kvstores local and device:
@@ -115,8 +116,8 @@ cc_bench() { # output, then sources and libraries
         return 1
     fi
 }
-cc_bench sgemm_ceiling bench/sgemm_ceiling.c || exit 1
 ENGINE=("$BUILD/workloads/libmx_workloads.a" "$BUILD/engine/libmx_engine.a" "$BUILD/engine/libmx_base.a" -lz)
+cc_bench sgemm_ceiling bench/sgemm_ceiling.c "${ENGINE[@]}" || exit 1
 cc_bench model_flops bench/model_flops.c "${ENGINE[@]}" || exit 1
 cc_bench layer_profile bench/layer_profile.c "${ENGINE[@]}" || exit 1
 HAVE_CONV=0

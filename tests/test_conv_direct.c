@@ -3,7 +3,12 @@
  * there, and the input gradient), on random shapes: odd sizes, rows narrower than a vector
  * and wider than a tile, padding up to the kernel's size, output channels that do not fill
  * a block, 1 and 2 threads. The finite-difference gradient checks are test_layers'; this
- * covers the kernel's agreement with the reference, and which shapes take it. */
+ * covers the kernel's agreement with the reference, and which shapes take it.
+ *
+ * The reference itself (im2col + GEMM, any channels, stride and padding) is compared with the
+ * convolution's definition written as plain loops, forward and backward: gradient checks
+ * alone would pass an im2col that misplaces values, since the weight gradient reads the same
+ * columns as the forward. */
 #include "engine/backend.h"
 #include "engine/cpu_kernels.h"
 #include "tests/check.h"
@@ -29,6 +34,68 @@ static double rel_diff(const float *a, const float *b, size_t n)
         if (fabs(b[i]) > m) m = fabs(b[i]);
     }
     return e / m;
+}
+
+/* The definition: out[s][o][y][x] = sum over c, ky, kx of w[o][c][ky][kx] * in at (y*stride -
+ * pad + ky, x*stride - pad + kx), zero outside; dw and din by the same sum, in double. */
+static void naive(const mx_conv_desc *d, int n, float *out, float *din, double *dw, const float *g, const float *x,
+                  const float *w)
+{
+    const int k = d->k;
+    memset(din, 0, sizeof(float) * n * d->c * d->h * d->w);
+    for (int s = 0; s < n; s++)
+        for (int o = 0; o < d->oc; o++)
+            for (int y = 0; y < d->oh; y++)
+                for (int xo = 0; xo < d->ow; xo++) {
+                    const size_t oi = (((size_t)s * d->oc + o) * d->oh + y) * d->ow + xo;
+                    double acc = 0;
+                    for (int c = 0; c < d->c; c++)
+                        for (int ky = 0; ky < k; ky++)
+                            for (int kx = 0; kx < k; kx++) {
+                                const int iy = y * d->stride - d->pad + ky, ix = xo * d->stride - d->pad + kx;
+                                if (iy < 0 || iy >= d->h || ix < 0 || ix >= d->w) continue;
+                                const size_t ii = (((size_t)s * d->c + c) * d->h + iy) * d->w + ix;
+                                const size_t wi = (((size_t)o * d->c + c) * k + ky) * k + kx;
+                                acc += (double)w[wi] * x[ii];
+                                dw[wi] += (double)g[oi] * x[ii];
+                                din[ii] += w[wi] * g[oi];
+                            }
+                    out[oi] = (float)acc;
+                }
+}
+
+/* im2col + GEMM against the definition on random shapes: channels 1-4, kernels 1-5, strides
+ * 1-3, padding up to the kernel, sizes down to the kernel. */
+static void check_reference(mx_backend *be[3])
+{
+    double worst = 0;
+    for (int trial = 0; trial < 60; trial++) {
+        mx_conv_desc d = {.c = 1 + trial % 4, .k = 1 + (trial / 4) % 5, .stride = 1 + trial % 3, .oc = 1 + trial % 5};
+        d.pad = (trial / 3) % (d.k + 1);
+        d.h = d.k + (trial * 7) % 9, d.w = d.k + (trial * 5) % 11;
+        d.oh = (d.h + 2 * d.pad - d.k) / d.stride + 1, d.ow = (d.w + 2 * d.pad - d.k) / d.stride + 1;
+        const int n = 1 + trial % 3, T = 1 + trial % 2;
+        const size_t nin = (size_t)n * d.c * d.h * d.w, nout = (size_t)n * d.oc * d.oh * d.ow;
+        const size_t nw = (size_t)d.oc * d.c * d.k * d.k;
+        float *x = malloc(sizeof(float) * nin), *w = malloc(sizeof(float) * nw), *g = malloc(sizeof(float) * nout);
+        float *o[2] = {malloc(sizeof(float) * nout), malloc(sizeof(float) * nout)};
+        float *dx[2] = {malloc(sizeof(float) * nin), malloc(sizeof(float) * nin)};
+        float *dw = calloc(nw, sizeof(float)), *dwf = malloc(sizeof(float) * nw);
+        double *dwd = calloc(nw, sizeof(double));
+        fill(x, nin), fill(w, nw), fill(g, nout);
+        mx_cpu_conv2d_forward_gemm(be[T], &d, n, o[0], x, w);
+        mx_cpu_conv2d_backward_gemm(be[T], &d, n, dx[0], dw, g, x, w);
+        naive(&d, n, o[1], dx[1], dwd, g, x, w);
+        for (size_t i = 0; i < nw; i++) dwf[i] = (float)dwd[i];
+        const double eo = rel_diff(o[0], o[1], nout), ex = rel_diff(dx[0], dx[1], nin), ew = rel_diff(dw, dwf, nw);
+        CHECK(eo <= 1e-5 && ex <= 1e-5 && ew <= 1e-5,
+              "reference path: n %d c %d %dx%d k %d stride %d pad %d oc %d, %d thread(s): forward %.2g, input "
+              "gradient %.2g, weight gradient %.2g", n, d.c, d.h, d.w, d.k, d.stride, d.pad, d.oc, T, eo, ex, ew);
+        worst = fmax(worst, fmax(eo, fmax(ex, ew)));
+        for (int p = 0; p < 2; p++) free(o[p]), free(dx[p]);
+        free(x), free(w), free(g), free(dw), free(dwf), free(dwd);
+    }
+    printf("im2col + GEMM vs the definition: 60 shapes, largest relative difference %.2g\n", worst);
 }
 
 int main(void)
@@ -86,6 +153,7 @@ int main(void)
     CHECK(!mx_cpu_conv_direct_applies(&two) && !mx_cpu_conv_direct_applies(&s2) && !mx_cpu_conv_direct_applies(&big),
           "other shapes stay on the im2col path");
     printf("direct convolution vs im2col + GEMM: %d shapes, largest relative difference %.2g\n", cases, worst);
+    check_reference(be);
     mx_backend_destroy(be[1]);
     mx_backend_destroy(be[2]);
     return check_summary("test_conv_direct");

@@ -142,9 +142,42 @@ static size_t shared_budget(const mx_backend *be)
     return b < CONV_WORKSPACE_FLOATS ? b : CONV_WORKSPACE_FLOATS;
 }
 
+/* The weights as the GEMMs' A operand (forward: w, oc x K; backward: w transposed, K x oc),
+ * packed once per call where an own kernel runs (cpu_gemm.c), so that every chunk and thread
+ * reuses them: resnet18's last stage has 2.4M weights against 16-96 output columns a chunk,
+ * and had packed them again for each chunk. */
+typedef struct {
+    int kind;         /* mx_cpu_gemm_kind of the device */
+    const void *pack; /* NULL: the BLAS, which packs for itself */
+} weights_op;
+
+static size_t weights_bytes(const mx_backend *be, const mx_conv_desc *d, int trans, int *kind)
+{
+    const int K = d->c * d->k * d->k;
+    *kind = mx_cpu_gemm_kind(be);
+    return (mx_cpu_gemm_packed_a_bytes(*kind, trans ? K : d->oc, trans ? d->oc : K) + 63) / 64 * 64;
+}
+
+/* Share t of T of the packing; every share must be done before a product reads it. */
+static void pack_weights(const mx_conv_desc *d, int trans, const float *w, weights_op *op, void *buf, int t, int T)
+{
+    const int K = d->c * d->k * d->k;
+    op->pack = op->kind == MX_GEMM_BLAS ? NULL : buf;
+    if (op->pack) mx_cpu_gemm_pack_a(op->kind, trans, trans ? K : d->oc, trans ? d->oc : K, w, K, buf, t, T);
+}
+
+/* C (m x M) = op(w) B, through the packed weights where there are some. */
+static void weights_gemm(mx_backend *be, const weights_op *op, int trans, const mx_conv_desc *d, int M,
+                         const float *w, const float *b, float *c)
+{
+    const int K = d->c * d->k * d->k, m = trans ? K : d->oc, k = trans ? d->oc : K;
+    if (op->pack) mx_cpu_gemm_packed(be, op->kind, op->pack, 0, m, M, k, 1.0f, b, M, 0.0f, c, M);
+    else mx_cpu_gemm(be, trans, 0, m, M, k, 1.0f, w, K, b, M, 0.0f, c, M);
+}
+
 /* Samples [lo, hi) in chunks of nb_max with workspace col ((K + oc) * nb_max * ohw floats). */
-static void fwd_range(mx_backend *be, const mx_conv_desc *d, int lo, int hi, int nb_max, float *out,
-                      const float *in, const float *w, float *col)
+static void fwd_range(mx_backend *be, const mx_conv_desc *d, const weights_op *wop, int lo, int hi, int nb_max,
+                      float *out, const float *in, const float *w, float *col)
 {
     const size_t K = (size_t)d->c * d->k * d->k, ohw = (size_t)d->oh * d->ow;
     float *tmp = col + K * nb_max * ohw;
@@ -154,13 +187,13 @@ static void fwd_range(mx_backend *be, const mx_conv_desc *d, int lo, int hi, int
         const int M = nb * (int)ohw;
         im2col(be, d, nb, in + s0 * chw, col);
         float *dst = nb == 1 ? out + s0 * ocohw : tmp;
-        mx_cpu_gemm(be, 0, 0, d->oc, M, (int)K, 1.0f, w, (int)K, col, M, 0.0f, dst, M);
+        weights_gemm(be, wop, 0, d, M, w, col, dst);
         if (nb > 1) cm_to_nchw(be, nb, d->oc, (int)ohw, out + s0 * ocohw, tmp);
     }
 }
 
-static void bwd_range(mx_backend *be, const mx_conv_desc *d, int lo, int hi, int nb_max, float *din, float *dw,
-                      const float *dout, const float *in, const float *w, float *col)
+static void bwd_range(mx_backend *be, const mx_conv_desc *d, const weights_op *wop, int lo, int hi, int nb_max,
+                      float *din, float *dw, const float *dout, const float *in, const float *w, float *col)
 {
     const size_t K = (size_t)d->c * d->k * d->k, ohw = (size_t)d->oh * d->ow;
     float *dcol = col + K * nb_max * ohw;
@@ -177,7 +210,7 @@ static void bwd_range(mx_backend *be, const mx_conv_desc *d, int lo, int hi, int
         im2col(be, d, nb, in + s0 * chw, col);
         mx_cpu_gemm(be, 0, 1, d->oc, (int)K, M, 1.0f, g, M, col, M, 1.0f, dw, (int)K);
         if (!din) continue;
-        mx_cpu_gemm(be, 1, 0, (int)K, M, d->oc, 1.0f, w, (int)K, g, M, 0.0f, dcol, M);
+        weights_gemm(be, wop, 1, d, M, w, g, dcol);
         memset(din + s0 * chw, 0, sizeof(float) * nb * chw);
         col2im(be, d, nb, dcol, din + s0 * chw);
     }
@@ -191,22 +224,31 @@ void mx_cpu_conv2d_forward_gemm(mx_backend *be, const mx_conv_desc *d, int n, fl
                                 const float *w)
 {
     const size_t K = (size_t)d->c * d->k * d->k, ohw = (size_t)d->oh * d->ow;
+    weights_op wop;
+    const size_t wbytes = weights_bytes(be, d, 0, &wop.kind);
     if (!sample_parallel(be, n)) {
         const int nb_max = chunk_samples(d, n, shared_budget(be));
-        float *col = mx_backend_scratch(be, sizeof(float) * (K + d->oc) * nb_max * ohw);
-        fwd_range(be, d, 0, n, nb_max, out, in, w, col);
+        const size_t cbytes = sizeof(float) * (K + d->oc) * nb_max * ohw;
+        char *ws = mx_backend_scratch(be, wbytes + cbytes);
+        if (!ws) return;
+        pack_weights(d, 0, w, &wop, ws, 0, 1);
+        fwd_range(be, d, &wop, 0, n, nb_max, out, in, w, (float *)(ws + wbytes));
         return;
     }
     const int T = be->nthreads, per = (n + T - 1) / T;
     const int nb_max = chunk_samples(d, per, CONV_THREAD_FLOATS);
     const size_t ws = (K + d->oc) * nb_max * ohw;
-    float *col = mx_backend_scratch(be, sizeof(float) * ws * T);
+    char *buf = mx_backend_scratch(be, wbytes + sizeof(float) * ws * T);
+    if (!buf) return;
+    float *col = (float *)(buf + wbytes);
 #pragma omp parallel num_threads(T)
     {
         const int t = omp_get_thread_num(), lo = t * per, hi = lo + per < n ? lo + per : n;
+        pack_weights(d, 0, w, &wop, buf, t, T);
+#pragma omp barrier
         mx_backend one = *be;
         one.nthreads = 1;
-        if (lo < hi) fwd_range(&one, d, lo, hi, nb_max, out, in, w, col + ws * t);
+        if (lo < hi) fwd_range(&one, d, &wop, lo, hi, nb_max, out, in, w, col + ws * t);
     }
 }
 
@@ -214,25 +256,34 @@ void mx_cpu_conv2d_backward_gemm(mx_backend *be, const mx_conv_desc *d, int n, f
                                  const float *dout, const float *in, const float *w)
 {
     const size_t K = (size_t)d->c * d->k * d->k, ohw = (size_t)d->oh * d->ow;
+    weights_op wop;
+    const size_t wbytes = din ? weights_bytes(be, d, 1, &wop.kind) : 0; /* the first layer: no input gradient */
+    if (!din) wop.kind = MX_GEMM_BLAS, wop.pack = NULL;
     if (!sample_parallel(be, n)) {
         const int nb_max = chunk_samples(d, n, shared_budget(be));
-        float *col = mx_backend_scratch(be, sizeof(float) * (2 * K + d->oc) * nb_max * ohw);
-        bwd_range(be, d, 0, n, nb_max, din, dw, dout, in, w, col);
+        char *ws = mx_backend_scratch(be, wbytes + sizeof(float) * (2 * K + d->oc) * nb_max * ohw);
+        if (!ws) return;
+        if (din) pack_weights(d, 1, w, &wop, ws, 0, 1);
+        bwd_range(be, d, &wop, 0, n, nb_max, din, dw, dout, in, w, (float *)(ws + wbytes));
         return;
     }
     const int T = be->nthreads, per = (n + T - 1) / T;
     const int nb_max = chunk_samples(d, per, CONV_THREAD_FLOATS);
     /* Per thread: the chunk workspace, then a private weight gradient. */
     const size_t nw = (size_t)d->oc * K, ws = (2 * K + d->oc) * nb_max * ohw + nw;
-    float *col = mx_backend_scratch(be, sizeof(float) * ws * T);
+    char *buf = mx_backend_scratch(be, wbytes + sizeof(float) * ws * T);
+    if (!buf) return;
+    float *col = (float *)(buf + wbytes);
 #pragma omp parallel num_threads(T)
     {
         const int t = omp_get_thread_num(), lo = t * per, hi = lo + per < n ? lo + per : n;
+        if (din) pack_weights(d, 1, w, &wop, buf, t, T);
+#pragma omp barrier
         mx_backend one = *be;
         one.nthreads = 1;
         float *dwt = col + ws * t + (ws - nw);
         memset(dwt, 0, sizeof(float) * nw);
-        if (lo < hi) bwd_range(&one, d, lo, hi, nb_max, din, dwt, dout, in, w, col + ws * t);
+        if (lo < hi) bwd_range(&one, d, &wop, lo, hi, nb_max, din, dwt, dout, in, w, col + ws * t);
 #pragma omp barrier
         mx_cpu_add_thread_sums(dw, col + (ws - nw), ws, T, nw);
     }

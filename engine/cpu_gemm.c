@@ -234,7 +234,30 @@ typedef struct {
     const float *a, *b;
     int lda, ldb, ldc;
     float *c;
+    const uint32_t *packed_a; /* all of op(A) packed ahead (pack_a_all), or NULL: packed per block */
+    int m;                    /* rows of all of C, for packed_a's layout */
 } gemm_args;
+
+/* Packed elements in k values: a block of KC values holds KU, the last one what remains. */
+static size_t units(int k, int pairs) { return pairs ? (size_t)(k / (2 * KU)) * KU + (size_t)(k % (2 * KU) + 1) / 2 : (size_t)k; }
+
+static int mr_pad(int m) { return (m + MR - 1) / MR * MR; }
+
+/* op(A)'s rows [r0, r1) (multiples of MR), block of k after block, each block's panels of MR rows in order: the panel of
+ * rows [R, R + MR) in block b (ku elements of k) starts at b * mr_pad(m) * KU + R * ku. */
+TARGET static void pack_a_all(uint32_t *dst, int pairs, int ta, int m, int k, const float *a, int lda, int r0, int r1)
+{
+    const int KC = pairs ? 2 * KU : KU;
+    for (int pc = 0; pc < k; pc += KC) {
+        const int kc = k - pc < KC ? k - pc : KC, ku = pairs ? (kc + 1) / 2 : kc;
+        uint32_t *block = dst + (size_t)(pc / KC) * mr_pad(m) * KU;
+        for (int r = r0; r < r1 && r < m; r += MR) {
+            const int h = m - r < MR ? m - r : MR;
+            if (ta) pack_rows(block + (size_t)r * ku, MR, a + (size_t)pc * lda + r, lda, kc, h, pairs);
+            else pack_kcontig(block + (size_t)r * ku, MR, a + (size_t)r * lda + pc, lda, kc, h, pairs);
+        }
+    }
+}
 
 /* The [i0, i0 + m) x [j0, j0 + n) part of C, on this thread's packing buffers. */
 TARGET static int gemm_part(const gemm_args *g, int i0, int m, int j0, int n, int k)
@@ -256,7 +279,10 @@ TARGET static int gemm_part(const gemm_args *g, int i0, int m, int j0, int n, in
             }
             for (int ic = i0; ic < i0 + m; ic += MC) {
                 const int mc = i0 + m - ic < MC ? i0 + m - ic : MC;
-                for (int ir = 0; ir < mc; ir += MR) {
+                /* the block's panels: packed ahead (rows from ic on), or packed now */
+                const uint32_t *apan = g->packed_a ? g->packed_a + (size_t)(pc / KC) * mr_pad(g->m) * KU + (size_t)ic * ku
+                                                   : ap;
+                for (int ir = 0; ir < mc && !g->packed_a; ir += MR) {
                     uint32_t *dst = ap + (size_t)(ir / MR) * ku * MR;
                     const int h = mc - ir < MR ? mc - ir : MR;
                     if (g->ta) pack_rows(dst, MR, g->a + (size_t)pc * g->lda + ic + ir, g->lda, kc, h, pairs);
@@ -264,7 +290,7 @@ TARGET static int gemm_part(const gemm_args *g, int i0, int m, int j0, int n, in
                 }
                 for (int jr = 0; jr < nc; jr += NR)
                     for (int ir = 0; ir < mc; ir += MR) {
-                        g->kind->kernel(ku, ap + (size_t)(ir / MR) * ku * MR, bp + (size_t)(jr / NR) * ku * NR, acc);
+                        g->kind->kernel(ku, apan + (size_t)(ir / MR) * ku * MR, bp + (size_t)(jr / NR) * ku * NR, acc);
                         store_tile(acc, mc - ir < MR ? mc - ir : MR, nc - jr < NR ? nc - jr : NR,
                                    g->c + (size_t)(ic + ir) * g->ldc + jc + jr, g->ldc, g->alpha, g->beta, pc > 0);
                     }
@@ -283,8 +309,8 @@ static void scale_c(int m, int n, float beta, float *c, int ldc)
         for (int j = 0; j < n; j++) c[(size_t)i * ldc + j] = beta == 0 ? 0.0f : beta * c[(size_t)i * ldc + j];
 }
 
-static void gemm(mx_backend *be, int bf16, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
-                 const float *b, int ldb, float beta, float *c, int ldc)
+static void gemm(mx_backend *be, int bf16, const void *packed_a, int ta, int tb, int m, int n, int k, float alpha,
+                 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
@@ -292,7 +318,7 @@ static void gemm(mx_backend *be, int bf16, int ta, int tb, int m, int n, int k, 
         return;
     }
 #if HAVE_KERNELS
-    const gemm_args g = {bf16 ? &kind_bf16 : &kind_f32, ta, tb, alpha, beta, a, b, lda, ldb, ldc, c};
+    const gemm_args g = {bf16 ? &kind_bf16 : &kind_f32, ta, tb, alpha, beta, a, b, lda, ldb, ldc, c, packed_a, m};
     /* Threads take column ranges of whole panels where C is wide enough, else row ranges;
      * each packs its own operands (A again per thread: small beside its share of the work). */
     int T = be->nthreads > 1 && (double)m * n * k >= 1e6 ? be->nthreads : 1;
@@ -318,11 +344,37 @@ static void gemm(mx_backend *be, int bf16, int ta, int tb, int m, int n, int k, 
 void mx_cpu_gemm_bf16(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc)
 {
-    gemm(be, 1, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm(be, 1, NULL, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void mx_cpu_gemm_f32(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc)
 {
-    gemm(be, 0, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm(be, 0, NULL, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+int mx_cpu_gemm_kind(const mx_backend *be)
+{
+    if (be->math == MX_BF16 && mx_cpu_bf16_native()) return MX_GEMM_OWN_BF16;
+    return mx_cpu_gemm_own() ? MX_GEMM_OWN_F32 : MX_GEMM_BLAS;
+}
+
+size_t mx_cpu_gemm_packed_a_bytes(int kind, int m, int k)
+{
+    return kind == MX_GEMM_BLAS || m <= 0 || k <= 0 ? 0 : sizeof(uint32_t) * mr_pad(m) * units(k, kind == MX_GEMM_OWN_BF16);
+}
+
+void mx_cpu_gemm_pack_a(int kind, int ta, int m, int k, const float *a, int lda, void *dst, int part, int parts)
+{
+#if HAVE_KERNELS
+    /* share `part` of `parts`: whole panels of MR rows, which no other share writes */
+    const int panels = (m + MR - 1) / MR, r0 = panels * part / parts * MR, r1 = panels * (part + 1) / parts * MR;
+    if (kind != MX_GEMM_BLAS && k > 0 && r0 < m) pack_a_all(dst, kind == MX_GEMM_OWN_BF16, ta, m, k, a, lda, r0, r1);
+#endif
+}
+
+void mx_cpu_gemm_packed(mx_backend *be, int kind, const void *packed_a, int tb, int m, int n, int k, float alpha,
+                        const float *b, int ldb, float beta, float *c, int ldc)
+{
+    gemm(be, kind == MX_GEMM_OWN_BF16, packed_a, 0, tb, m, n, k, alpha, NULL, 0, b, ldb, beta, c, ldc);
 }

@@ -41,6 +41,18 @@ void mx_cpu_gemm_f32(mx_backend *be, int ta, int tb, int m, int n, int k, float 
                      const float *b, int ldb, float beta, float *c, int ldc);
 void mx_cpu_gemm_bf16(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc);
+/* Which GEMM mx_cpu_gemm runs on be now (its math and this CPU): the BLAS, or an own kernel. */
+enum { MX_GEMM_BLAS = -1, MX_GEMM_OWN_F32 = 0, MX_GEMM_OWN_BF16 = 1 };
+int mx_cpu_gemm_kind(const mx_backend *be);
+/* Repeated products with one A (a convolution's weights over a batch's chunks): op(A), m x
+ * k, packed once for an own kernel (kind not MX_GEMM_BLAS) into mx_cpu_gemm_packed_a_bytes
+ * bytes at dst (64-byte aligned), then C = alpha * op(A) op(B) + beta * C from it, with the
+ * same results as mx_cpu_gemm of that kind. The packing is split in `parts` shares that
+ * threads may write at once, `part` being one of them (0 of 1: all). */
+size_t mx_cpu_gemm_packed_a_bytes(int kind, int m, int k);
+void mx_cpu_gemm_pack_a(int kind, int ta, int m, int k, const float *a, int lda, void *dst, int part, int parts);
+void mx_cpu_gemm_packed(mx_backend *be, int kind, const void *packed_a, int tb, int m, int n, int k, float alpha,
+                        const float *b, int ldb, float beta, float *c, int ldc);
 
 /* Typed ops (cpu_typed.c). The _host forms are plain loops over host memory with up to
  * nthreads threads, shared with backend.c's defaults. */

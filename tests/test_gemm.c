@@ -5,7 +5,8 @@
  *    add rounded);
  * then C = alpha * sum + beta * C fused. Random shapes in all four transpose cases: sizes that
  * fill no panel, odd k, k over several blocks, leading dimensions wider than the matrix, beta
- * 0 (C not read: it starts as NaN) and not. Results must be bit-equal, with 1 and 2 threads.
+ * 0 (C not read: it starts as NaN) and not. Results must be bit-equal, with 1 and 2 threads,
+ * and with op(A) packed once ahead (mx_cpu_gemm_pack_a).
  *
  * Then the dispatch: mx_cpu_gemm takes the own f32 kernel on an AVX-512 CPU and the BLAS when
  * forced (MXBENCH_GEMM=blas); with the backend's math at MX_BF16 it takes the bf16 kernel
@@ -94,6 +95,15 @@ static void run_case(mx_backend *be[3], int bf16, int trial)
               "elements differ from the reference", bf16 ? "bf16" : "f32", trial, ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, lda, ldb, ldc,
               alpha, beta, t, bad, m * n);
     }
+    /* op(A) packed once ahead gives the same bits (a convolution's weights over its chunks) */
+    const int kind = bf16 ? MX_GEMM_OWN_BF16 : MX_GEMM_OWN_F32;
+    void *pa = aligned_alloc(64, (mx_cpu_gemm_packed_a_bytes(kind, m, k) + 63) / 64 * 64);
+    for (int part = 0; part < 3; part++) mx_cpu_gemm_pack_a(kind, ta, m, k, a, lda, pa, part, 3);
+    memcpy(c[1], c0, sizeof(float) * nc);
+    mx_cpu_gemm_packed(be[1 + trial % 2], kind, pa, tb, m, n, k, alpha, b, ldb, beta, c[1], ldc);
+    CHECK(differing(c[1], want, m, n, ldc) == 0, "%s trial %d: with A packed ahead, %ld elements differ",
+          bf16 ? "bf16" : "f32", trial, differing(c[1], want, m, n, ldc));
+    free(pa);
     free(a), free(b), free(c0), free(c[0]), free(c[1]), free(want);
 }
 

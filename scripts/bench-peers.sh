@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # mxbench against PyTorch and MXNet on the same training (figures, never pass/fail): lenet on
-# Fashion-MNIST with one recipe (bench/peer_train.py says it in full), the same batch, epochs
-# and threads, every framework once per round, the order rotating. Prints every run, then per
-# peer the median of the per-round throughput ratios mxbench/peer with their range, and the
-# accuracies. A framework that is not installed is skipped with a message.
+# Fashion-MNIST with one recipe (bench/peer_train.py says it in full), or resnet18's steps on
+# synthetic data (bench/torch_models.py, bench/mxnet_models.py), the same batch, epochs or
+# steps and threads, every framework once per round, the order rotating. Prints every run,
+# then per peer the median of the per-round throughput ratios mxbench/peer with their range,
+# and the accuracies. A framework that is not installed is skipped with a message.
 # Output: stdout and a copy under out/bench-peers/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,19 +13,25 @@ usage() {
     cat <<EOF2
 usage: scripts/bench-peers.sh [options]
 
-Trains lenet on Fashion-MNIST for EPOCHS epochs at batch BATCH with THREADS threads, with
-mxbench (one device), PyTorch and MXNet 1.9.1, ROUNDS rounds interleaved. Each run's
-throughput is its samples over its summed step times (evaluation left out; mxbench's
-aggregate figure); the ratio mxbench/peer is taken within each round.
+Trains with mxbench (one device), PyTorch and MXNet 1.9.1, THREADS threads each, ROUNDS
+rounds interleaved; the ratio mxbench/peer is taken within each round:
+  lenet     Fashion-MNIST, EPOCHS epochs at batch BATCH (default 128); a run's throughput is
+            its samples over its summed step times (evaluation left out; mxbench's aggregate
+            figure), and its test accuracy is printed;
+  resnet18  synthetic data, STEPS timed steps after 3 untimed at batch BATCH (default 32), lr
+            0.01; a run's throughput is the batch over its median step (mxbench's median
+            figure, and the peers' scripts print the same).
 
 The peers run from virtual environments under out/bench/: venv (torch) and venv-mxnet
 (numpy 1.23.5, mxnet 1.9.1); --install creates what is missing from PyPI (minutes, GBs for
 torch). A python3 on PATH that imports the framework is used otherwise.
 
 options:
+  --workload W      lenet or resnet18 (default $WORKLOAD)
   --rounds N        rounds (default $ROUNDS)
-  --epochs N        epochs per run (default $EPOCHS)
-  --batch N         batch (default $BATCH)
+  --epochs N        lenet: epochs per run (default $EPOCHS)
+  --steps N         resnet18: timed steps per run (default $STEPS)
+  --batch N         batch (default 128 for lenet, 32 for resnet18)
   --threads N       threads of every framework (default $THREADS)
   --frameworks L    comma list of torch, mxnet (default $FRAMEWORKS)
   --install         pip-install the missing frameworks into out/bench/
@@ -33,7 +40,7 @@ options:
 EOF2
 }
 
-ROUNDS=3 EPOCHS=3 BATCH=128 THREADS=2 FRAMEWORKS=torch,mxnet INSTALL=0 BUILD=out/bench-peers/build
+WORKLOAD=lenet ROUNDS=3 EPOCHS=3 STEPS=20 BATCH="" THREADS=2 FRAMEWORKS=torch,mxnet INSTALL=0 BUILD=out/bench-peers/build
 need_int() {
     if ! [[ ${2-} =~ ^[0-9]+$ ]] || (($2 < $3)); then
         echo "bench-peers.sh: $1 '${2-}': expected an integer >= $3" >&2
@@ -42,7 +49,9 @@ need_int() {
 }
 while (($#)); do
     case $1 in
+    --workload) WORKLOAD=${2-}; shift ;;
     --rounds) need_int --rounds "${2-}" 1; ROUNDS=$2; shift ;;
+    --steps) need_int --steps "${2-}" 1; STEPS=$2; shift ;;
     --epochs) need_int --epochs "${2-}" 1; EPOCHS=$2; shift ;;
     --batch) need_int --batch "${2-}" 1; BATCH=$2; shift ;;
     --threads) need_int --threads "${2-}" 1; THREADS=$2; shift ;;
@@ -54,6 +63,9 @@ while (($#)); do
     esac
     shift
 done
+[[ $WORKLOAD == lenet || $WORKLOAD == resnet18 ]] ||
+    { echo "bench-peers.sh: --workload: '$WORKLOAD' is not accepted; choose lenet or resnet18" >&2; exit 2; }
+[[ -n $BATCH ]] || { [[ $WORKLOAD == lenet ]] && BATCH=128 || BATCH=32; }
 for f in ${FRAMEWORKS//,/ }; do
     [[ $f == torch || $f == mxnet ]] || { echo "bench-peers.sh: --frameworks: '$f' is not accepted; choose from torch, mxnet" >&2; exit 2; }
 done
@@ -87,13 +99,26 @@ for f in ${FRAMEWORKS//,/ }; do
         echo "$f: skipped, not installed (pip install ${PIP_ARGS[$f]}, or rerun with --install)"
     fi
 done
-echo "lenet, Fashion-MNIST, $EPOCHS epoch(s), batch $BATCH, $THREADS thread(s), cosine lr from 0.05; $ROUNDS round(s)"
+if [[ $WORKLOAD == lenet ]]; then
+    echo "lenet, Fashion-MNIST, $EPOCHS epoch(s), batch $BATCH, $THREADS thread(s), cosine lr from 0.05; $ROUNDS round(s)"
+else
+    echo "resnet18, synthetic, $STEPS timed steps after 3, batch $BATCH, $THREADS thread(s), lr 0.01; $ROUNDS round(s)"
+fi
+declare -A PEER_SCRIPT=([torch]=bench/torch_models.py [mxnet]=bench/mxnet_models.py)
 
 # ---- the runs: one line per run in $TMP/<framework>: throughput, accuracy, load before
 run_one() { # framework
     local f=$1 l line thr acc
     l=$(load1)
-    if [[ $f == mxbench ]]; then
+    if [[ $WORKLOAD == resnet18 && $f == mxbench ]]; then
+        line=$("$MX" train --workload resnet18 --dataset synthetic --batch "$BATCH" --steps "$STEPS" --warmup-steps 3 \
+            --lr 0.01 --threads-per-device "$THREADS" --quiet 2>>"$ERR" | tail -1) || line=""
+        thr=$(sed -n 's/.* \([0-9.]*\) samples\/s median.*/\1/p' <<<"$line")
+    elif [[ $WORKLOAD == resnet18 ]]; then
+        line=$(OMP_NUM_THREADS=$THREADS "${PY[$f]}" -W ignore "${PEER_SCRIPT[$f]}" --model resnet18 --batch "$BATCH" \
+            --threads "$THREADS" --steps "$STEPS" --warmup 3 --lr 0.01 2>>"$ERR" | grep -E '^(TORCH|MXNET)') || line=""
+        thr=$(sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
+    elif [[ $f == mxbench ]]; then
         line=$("$MX" train --workload lenet --epochs "$EPOCHS" --batch "$BATCH" --threads-per-device "$THREADS" \
             --quiet 2>>"$ERR" | tail -1) || line=""
         thr=$(sed -n 's/.* \([0-9.]*\) aggregate.*/\1/p' <<<"$line")
@@ -124,5 +149,9 @@ for f in "${CONFIGS[@]}"; do
     printf '%-8s %12s %10s | %s %s\n' "$f" "$(fmt %.1f "$(med "$TMP/$f" 1)")" "$(fmt %.4f "$(med "$TMP/$f" 2)")" \
         "$ratio" "$range"
 done
-echo "medians over the rounds; accuracies after the last epoch (each framework shuffles with its own generator)"
+if [[ $WORKLOAD == lenet ]]; then
+    echo "medians over the rounds; accuracies after the last epoch (each framework shuffles with its own generator)"
+else
+    echo "medians over the rounds (synthetic data: no accuracy)"
+fi
 echo "uptime after: $(uptime)"

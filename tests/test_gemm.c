@@ -170,8 +170,8 @@ int main(void)
     }
     for (int bf16 = 0; bf16 < 2; bf16++) {
         if (!kinds[bf16]) {
-            printf("test_gemm: %s kernel skipped: this CPU lacks %s\n", bf16 ? "bf16" : "f32",
-                   bf16 ? "avx512_bf16" : "avx512f");
+            printf("test_gemm: %s kernel skipped: this CPU lacks %s, or %s\n", bf16 ? "bf16" : "f32",
+                   bf16 ? "avx512_bf16" : "avx512f/bw/vl/dq", bf16 ? "MXBENCH_BF16=emulate" : "MXBENCH_GEMM=blas");
             continue;
         }
         for (int trial = 0; trial < 96; trial++) run_case(be, bf16, trial);

@@ -20,6 +20,8 @@ then measures, on synthetic data, lenet (batch 128) and resnet18 (batch 32):
   - bench/layer_profile: per layer, forward and backward time, FLOPs, bytes moved (a traffic
     model: inputs, weights, outputs, im2col buffers), GFLOP/s and its fraction of the sgemm
     ceiling measured in the same run;
+  - bench/gemm_bench: OpenBLAS's sgemm against the own f32 and bf16 GEMM kernels on the
+    shapes lenet and resnet18 run;
   - bench/conv_bench: mxbench's convolution kernels against oneDNN, per layer shape.
 Configurations run in --rounds rounds in ABBA order, so drift hits all alike; a throughput
 is the global batch over the median of all its timed steps. Figures are noisy when other
@@ -120,6 +122,7 @@ ENGINE=("$BUILD/workloads/libmx_workloads.a" "$BUILD/engine/libmx_engine.a" "$BU
 cc_bench sgemm_ceiling bench/sgemm_ceiling.c "${ENGINE[@]}" || exit 1
 cc_bench model_flops bench/model_flops.c "${ENGINE[@]}" || exit 1
 cc_bench layer_profile bench/layer_profile.c "${ENGINE[@]}" || exit 1
+cc_bench gemm_bench bench/gemm_bench.c "${ENGINE[@]}" || exit 1
 HAVE_CONV=0
 if ((CONV)); then
     if [[ -f /usr/include/dnnl.h || -f /usr/include/oneapi/dnnl/dnnl.h ]]; then
@@ -276,6 +279,10 @@ section "sgemm ceiling again, $THREADS thread(s)"
 "$OUT/sgemm_ceiling" "$THREADS" | tee "$RUNS/sgemm2.txt"
 CEIL2=$(sed -n 's/^SGEMM_CEILING.*best_gflops=\([^ ]*\).*/\1/p' "$RUNS/sgemm2.txt")
 CEIL=$(awk -v a="${CEIL1:-0}" -v b="${CEIL2:-0}" 'BEGIN {print (a > b ? a : b)}')
+
+# the GEMMs themselves: OpenBLAS against the own kernels on the shapes the workloads run
+section "GEMM kernels, $THREADS thread(s)"
+"$OUT/gemm_bench" --threads "$THREADS" | tee "$RUNS/gemm.txt"
 
 # where the time goes, per layer (the engine's own timeline events; ceiling measured inside)
 section "per layer: lenet batch 128 and resnet18 batch 32, $THREADS thread(s)"

@@ -1,0 +1,88 @@
+/* The GEMMs mxbench trains with, side by side on the shapes its convolutions and dense layers
+ * run (lenet batch 128, resnet18 batch 32, per sample-parallel chunk): OpenBLAS's sgemm, the
+ * own f32 kernel and the own bf16 kernel (engine/cpu_gemm.c), each shape's three timed in
+ * turn, best of --reps. Own kernels the CPU lacks are left out with a message.
+ * Usage: gemm_bench [--threads T] [--reps N] */
+#include "engine/backend.h"
+#include "engine/cpu_kernels.h"
+#include "engine/timer.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void openblas_set_num_threads(int num_threads);
+
+typedef struct {
+    const char *name;
+    int ta, tb, m, n, k;
+} shape;
+
+static const shape shapes[] = {
+    {"lenet conv2 forward", 0, 0, 50, 960, 500},  {"lenet conv2 weight grad", 0, 1, 50, 500, 960},
+    {"lenet conv2 input grad", 1, 0, 500, 960, 50}, {"lenet dense1 forward", 0, 1, 128, 128, 800},
+    {"resnet18 64ch forward", 0, 0, 64, 2048, 576}, {"resnet18 64ch weight grad", 0, 1, 64, 576, 2048},
+    {"resnet18 64ch input grad", 1, 0, 576, 2048, 64}, {"resnet18 512ch forward", 0, 0, 512, 96, 4608},
+    {"square 1024", 0, 0, 1024, 1024, 1024},
+};
+
+static int arg(int argc, char **argv, const char *name, int dflt)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0) return atoi(argv[i + 1]);
+    return dflt;
+}
+
+int main(int argc, char **argv)
+{
+    const int threads = arg(argc, argv, "--threads", omp_get_num_procs()), reps = arg(argc, argv, "--reps", 20);
+    if (threads < 1 || reps < 1) {
+        fprintf(stderr, "usage: gemm_bench [--threads T>=1] [--reps N>=1]\n");
+        return 2;
+    }
+    mx_backend *be = NULL;
+    if (mx_backend_create(&be, "cpu", 0, threads) < 0) return 1;
+    openblas_set_num_threads(threads);
+    const int own[2] = {mx_cpu_gemm_own(), mx_cpu_bf16_native()};
+    if (!own[0]) printf("# own f32 kernel left out: this CPU lacks AVX-512 (or MXBENCH_GEMM=blas)\n");
+    if (!own[1]) printf("# own bf16 kernel left out: this CPU lacks avx512_bf16 (or MXBENCH_BF16=emulate)\n");
+    const size_t big = (size_t)1 << 22;
+    float *a = malloc(big * sizeof(float)), *b = malloc(big * sizeof(float)), *c = malloc(big * sizeof(float));
+    if (!a || !b || !c) return 1;
+    for (size_t i = 0; i < big; i++) a[i] = (float)(i % 7) * 0.1f, b[i] = (float)(i % 5) * 0.1f;
+    printf("# %d thread(s), best of %d; GFLOP/s, and each own kernel's speed over OpenBLAS's\n", threads, reps);
+    printf("%-26s %5s %5s %5s %9s %9s %9s %7s %7s\n", "shape", "m", "n", "k", "openblas", "own f32", "own bf16",
+           "f32 x", "bf16 x");
+    for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+        const shape *s = &shapes[q];
+        const int lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
+        double best[3] = {1e30, 1e30, 1e30};
+        for (int r = 0; r < reps; r++)
+            for (int v = 0; v < 3; v++) {
+                if (v > 0 && !own[v - 1]) continue;
+                const double t0 = mx_now();
+                if (v == 0)
+                    cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans,
+                                s->m, s->n, s->k, 1.0f, a, lda, b, ldb, 0.0f, c, s->n);
+                else
+                    (v == 1 ? mx_cpu_gemm_f32 : mx_cpu_gemm_bf16)(be, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, lda, b,
+                                                                 ldb, 0.0f, c, s->n);
+                const double t = mx_now() - t0;
+                if (t < best[v]) best[v] = t;
+            }
+        const double f = 2.0 * s->m * s->n * s->k * 1e-9;
+        char g[3][16], x[2][16];
+        for (int v = 0; v < 3; v++) {
+            if (v && !own[v - 1]) strcpy(g[v], "-");
+            else snprintf(g[v], sizeof g[v], "%.1f", f / best[v]);
+            if (v && !own[v - 1]) strcpy(x[v - 1], "-");
+            else if (v) snprintf(x[v - 1], sizeof x[v - 1], "%.2f", best[0] / best[v]);
+        }
+        printf("%-26s %5d %5d %5d %9s %9s %9s %7s %7s\n", s->name, s->m, s->n, s->k, g[0], g[1], g[2], x[0], x[1]);
+    }
+    free(a), free(b), free(c);
+    mx_backend_destroy(be);
+    return 0;
+}

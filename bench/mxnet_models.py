@@ -7,11 +7,11 @@
 # momentum 0.9 and weight decay 1e-4 on weights only. The net is hybridized (static graph,
 # static memory), as MXNet users train. Prints one parseable MXNET line with every step time.
 # Install: `pip install numpy==1.23.5 mxnet==1.9.1` (scripts/bench-peers.sh --install).
-import argparse
 import os
-import statistics
 import sys
 import time
+
+import synthetic_steps
 
 
 def build(nn):
@@ -46,15 +46,7 @@ def build(nn):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", choices=("resnet18",), default="resnet18")
-    ap.add_argument("--batch", type=int, required=True)
-    ap.add_argument("--threads", type=int, required=True)
-    ap.add_argument("--steps", type=int, default=20, help="timed steps")
-    ap.add_argument("--warmup", type=int, default=3, help="untimed leading steps")
-    ap.add_argument("--lr", type=float, default=0.05)
-    ap.add_argument("--seed", type=int, default=1)
-    a = ap.parse_args()
+    a = synthetic_steps.parse(__doc__, ("resnet18",))
     os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
     import mxnet as mx
     from mxnet import autograd, gluon
@@ -92,10 +84,7 @@ def main():
         dt = time.perf_counter() - t0
         if step >= a.warmup:
             times.append(dt)
-    med = statistics.median(times)
-    print("MXNET model=%s batch=%d threads=%d mxnet=%s steps=%d median_step_s=%.6f samples_per_s=%.2f step_times=%s"
-          % (a.model, a.batch, a.threads, mx.__version__, len(times), med, a.batch / med,
-             ",".join("%.6f" % t for t in times)))
+    synthetic_steps.report("MXNET", "mxnet", mx.__version__, a, times)
     return 0
 
 

@@ -1,10 +1,10 @@
 # PyTorch twins of mxbench's lenet and resnet18 (workloads/workloads.c), trained on synthetic
 # data with the same batch, optimizer and thread count, so scripts/bench.sh can put mxbench's
 # training throughput next to PyTorch's. Prints one parseable TORCH line with every step time.
-import argparse
-import statistics
 import sys
 import time
+
+import synthetic_steps
 
 import torch
 import torch.nn as nn
@@ -75,15 +75,7 @@ class ResNet18Small(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", choices=("lenet", "resnet18"), required=True)
-    ap.add_argument("--batch", type=int, required=True)
-    ap.add_argument("--threads", type=int, required=True)
-    ap.add_argument("--steps", type=int, default=20, help="timed steps")
-    ap.add_argument("--warmup", type=int, default=3, help="untimed leading steps")
-    ap.add_argument("--lr", type=float, default=0.05)
-    ap.add_argument("--seed", type=int, default=1)
-    a = ap.parse_args()
+    a = synthetic_steps.parse(__doc__, ("lenet", "resnet18"))
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -118,10 +110,7 @@ def main():
         dt = time.perf_counter() - t0
         if step >= a.warmup:
             times.append(dt)
-    med = statistics.median(times)
-    print("TORCH model=%s batch=%d threads=%d torch=%s steps=%d median_step_s=%.6f samples_per_s=%.2f step_times=%s"
-          % (a.model, a.batch, a.threads, torch.__version__, len(times), med, a.batch / med,
-             ",".join("%.6f" % t for t in times)))
+    synthetic_steps.report("TORCH", "torch", torch.__version__, a, times)
     return 0
 
 

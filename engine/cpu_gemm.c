@@ -70,28 +70,32 @@ void mx_cpu_gemm_force_blas(int on)
     f32_off = on != 0;
 }
 
-int mx_cpu_bf16_native(void)
+/* What both kinds' kernels are compiled for (TARGET), bf16 aside: every AVX-512 CPU from
+ * Skylake-SP on has it; the f32 kernels hold no bf16 instruction. */
+static int avx512_base(void)
 {
-    pthread_once(&env_once, read_env);
 #if HAVE_KERNELS
-    return !bf16_off && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 #else
     return 0;
 #endif
 }
 
-/* The f32 kernels are compiled with the bf16 kernels' target: every AVX-512 CPU with BW, VL and
- * DQ (Skylake-SP on) runs them; none of their instructions is a bf16 one. */
-int mx_cpu_gemm_own(void)
+int mx_cpu_bf16_native(void)
 {
     pthread_once(&env_once, read_env);
 #if HAVE_KERNELS
-    return !f32_off && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    return !bf16_off && avx512_base() && __builtin_cpu_supports("avx512bf16");
 #else
     return 0;
 #endif
+}
+
+int mx_cpu_gemm_own(void)
+{
+    pthread_once(&env_once, read_env);
+    return !f32_off && avx512_base();
 }
 
 const char *mx_cpu_amp_kernels(mx_dtype t) { return t == MX_BF16 && mx_cpu_bf16_native() ? "avx512_bf16" : "emulated"; }

@@ -1,7 +1,8 @@
 /* The CPU max-pooling kernel's fast paths against the reference loop: outputs equal bit for
  * bit and the same argmax (so backward routes every gradient to the same element), on random
  * shapes (odd sizes, one channel, a plane one window wide) and values chosen to tie often,
- * with NaN, -inf and -FLT_MAX among them. The layer's gradient check (test_layers) covers
+ * with NaN, -inf and -FLT_MAX among them; backward the same input gradient bit for bit (every
+ * element written, -0 gradients among them). The layer's gradient check (test_layers) covers
  * the maths; this covers the fast path's equality with it. */
 #include "engine/backend.h"
 #include "engine/cpu_kernels.h"
@@ -45,8 +46,17 @@ int main(void)
         mx_cpu_maxpool_forward_ref(be, &d, n, o2, a2, in);
         CHECK(memcmp(o1, o2, nout * sizeof *o1) == 0 && memcmp(a1, a2, nout * sizeof *a1) == 0,
               "n %d c %d %dx%d k %d stride %d: the fast path differs from the reference", n, c, h, w, k, stride);
+        /* backward: each gradient to the same element, bit for bit (-0, NaN and ties among them) */
+        float *g = malloc(nout * sizeof *g), *d1 = malloc(nin * sizeof *d1), *d2 = malloc(nin * sizeof *d2);
+        for (size_t i = 0; i < nout; i++) g[i] = i % 11 == 0 ? -0.0f : draw();
+        for (size_t i = 0; i < nin; i++) d1[i] = d2[i] = NAN; /* every element must be written */
+        mx_cpu_maxpool_backward(be, &d, n, d1, g, a2);
+        mx_cpu_maxpool_backward_ref(be, &d, n, d2, g, a2);
+        CHECK(memcmp(d1, d2, nin * sizeof *d1) == 0, "n %d c %d %dx%d k %d stride %d: backward differs from the "
+              "reference", n, c, h, w, k, stride);
+        free(g), free(d1), free(d2);
         cases++;
-        fast += k == 2 && stride == 2 && d.ow >= 8; /* the shapes the fast path takes */
+        fast += k == 2 && stride == 2 && d.ow >= 4; /* the shapes the fast path takes */
         free(in), free(o1), free(o2), free(a1), free(a2);
     }
     CHECK(cases > 250 && fast > 50, "only %d cases ran, %d of them on the fast path", cases, fast);

@@ -75,29 +75,31 @@ static void im2col(const mx_backend *be, const mx_conv_desc *d, int nb, const fl
 }
 
 /* The adjoint of im2col: accumulates col back into din (which the caller zeroed). One
- * thread per input channel, so no two threads touch the same input element. */
+ * thread per input channel, so no two threads touch the same input element. Bounds once per
+ * row of col, as im2col. */
 static void col2im(const mx_backend *be, const mx_conv_desc *d, int nb, const float *col, float *din)
 {
-    const int k = d->k, ohw = d->oh * d->ow;
-    const size_t M = (size_t)nb * ohw, chw = (size_t)d->c * d->h * d->w;
+    const int k = d->k, ohw = d->oh * d->ow, ow = d->ow, st = d->stride;
+    const size_t M = (size_t)nb * ohw, chw = (size_t)d->c * d->h * d->w, step = (size_t)st * d->w;
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)d->c * k * k * M)) schedule(static)
     for (int ci = 0; ci < d->c; ci++) {
         for (int kk = 0; kk < k * k; kk++) {
             const int ky = kk / k, kx = kk % k;
-            int lo, hi;
+            int lo, hi, ylo, yhi;
             valid_cols(d, kx, &lo, &hi);
-            const float *src = col + ((size_t)ci * k * k + kk) * M;
+            valid_rows(d, ky, &ylo, &yhi);
+            const int len = hi - lo;
+            const float *src0 = col + ((size_t)ci * k * k + kk) * M + (size_t)ylo * ow + lo;
+            float *first = din + (size_t)ci * d->h * d->w + (ylo * st - d->pad + ky) * (ptrdiff_t)d->w +
+                           (lo * st - d->pad + kx);
             for (int s = 0; s < nb; s++) {
-                float *plane = din + s * chw + (size_t)ci * d->h * d->w;
-                for (int oy = 0; oy < d->oh; oy++) {
-                    const int iy = oy * d->stride - d->pad + ky;
-                    if (iy < 0 || iy >= d->h) continue;
-                    const float *restrict srow = src + (size_t)s * ohw + (size_t)oy * d->ow + lo;
-                    float *restrict drow = plane + (size_t)iy * d->w + (lo * d->stride - d->pad + kx);
-                    if (d->stride == 1)
-                        for (int j = 0; j < hi - lo; j++) drow[j] += srow[j];
+                const float *restrict srow = src0 + (size_t)s * ohw;
+                float *restrict drow = first + s * chw;
+                for (int oy = ylo; oy < yhi; oy++, srow += ow, drow += step) {
+                    if (st == 1)
+                        for (int j = 0; j < len; j++) drow[j] += srow[j];
                     else
-                        for (int j = 0; j < hi - lo; j++) drow[j * d->stride] += srow[j];
+                        for (int j = 0; j < len; j++) drow[j * st] += srow[j];
                 }
             }
         }

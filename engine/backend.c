@@ -185,6 +185,12 @@ static void default_cast(mx_backend *be, size_t n, void *dst, mx_dtype dst_type,
 
 static const char *default_amp_kernels(mx_dtype t) { return "emulated"; }
 
+static void default_round_half(mx_backend *be, size_t n, float *x, mx_dtype t, void *half)
+{
+    be->ops->cast(be, n, half, t, x, MX_F32);
+    be->ops->cast(be, n, x, MX_F32, half, t);
+}
+
 static size_t default_count_nonfinite(mx_backend *be, size_t n, const void *x, mx_dtype type)
 {
     if ((unsigned)type >= MX_NDTYPES) {
@@ -326,6 +332,7 @@ static int check_and_fill(mx_backend_ops *o)
     DEFAULT(cast);
     DEFAULT(count_nonfinite);
     DEFAULT(amp_kernels);
+    DEFAULT(round_half);
     DEFAULT(gemm);
     DEFAULT(gemm_ex);
 #undef DEFAULT

@@ -91,6 +91,10 @@ typedef struct {
      * (nearest even, overflow to inf, NaN kept). Same type: a copy. dst and src must not
      * overlap unless they are the same buffer and type. Default: a scalar host loop. */
     void (*cast)(mx_backend *be, size_t n, void *dst, mx_dtype dst_type, const void *src, mx_dtype src_type);
+    /* OPTIONAL: rounds the n f32 values at x to type t's values in place and writes those t
+     * values to half: cast(half <- x, t) then cast(x <- half) in one pass (AMP rounds every
+     * layer's output and gradient so). Default: those two casts. */
+    void (*round_half)(mx_backend *be, size_t n, float *x, mx_dtype t, void *half);
     /* OPTIONAL: how many of the n elements are NaN or +-inf (host value; AMP skips a step
      * on any). Default: a scalar host loop. */
     size_t (*count_nonfinite)(mx_backend *be, size_t n, const void *x, mx_dtype type);

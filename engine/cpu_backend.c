@@ -249,6 +249,7 @@ const mx_backend_ops mx_cpu_backend_ops = {
     .cast = mx_cpu_cast,
     .count_nonfinite = mx_cpu_count_nonfinite,
     .amp_kernels = mx_cpu_amp_kernels,
+    .round_half = mx_cpu_round_half,
     .gemm = mx_cpu_gemm,
     .gemm_ex = mx_cpu_gemm_ex,
     .bias_forward = cpu_bias_forward,

@@ -60,6 +60,7 @@ void mx_cpu_cast_host(int nthreads, size_t n, void *dst, mx_dtype dt, const void
 size_t mx_cpu_count_nonfinite_host(int nthreads, size_t n, const void *x, mx_dtype t);
 void mx_cpu_cast(mx_backend *be, size_t n, void *dst, mx_dtype dst_type, const void *src, mx_dtype src_type);
 size_t mx_cpu_count_nonfinite(mx_backend *be, size_t n, const void *x, mx_dtype type);
+void mx_cpu_round_half(mx_backend *be, size_t n, float *x, mx_dtype t, void *half);
 void mx_cpu_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes);
 void mx_cpu_gemm_ex(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const void *a, mx_dtype at,
                     int lda, const void *b, mx_dtype bt, int ldb, float beta, void *c, mx_dtype ct, int ldc,

@@ -82,6 +82,48 @@ void mx_cpu_cast_host(int nthreads, size_t n, void *dst, mx_dtype dt, const void
     }
 }
 
+/* Elements [lo, hi) of x rounded to t in place, the t values stored to h: one pass. */
+static void round_range(float *x, mx_dtype t, uint16_t *h, size_t lo, size_t hi)
+{
+    size_t i = lo;
+    if (t == MX_BF16) {
+        for (; i < hi; i++) {
+            h[i] = mx_f32_to_bf16(x[i]);
+            x[i] = mx_bf16_to_f32(h[i]);
+        }
+        return;
+    }
+#ifdef __F16C__
+    for (; i + 8 <= hi; i += 8) {
+        const __m128i v = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128((__m128i *)(h + i), v);
+        _mm256_storeu_ps(x + i, _mm256_cvtph_ps(v));
+    }
+#endif
+    for (; i < hi; i++) {
+        h[i] = mx_f32_to_f16(x[i]);
+        x[i] = mx_f16_to_f32(h[i]);
+    }
+}
+
+void mx_cpu_round_half(mx_backend *be, size_t n, float *x, mx_dtype t, void *half)
+{
+    if (t != MX_F16 && t != MX_BF16) {
+        mx_backend_fail(be, MX_EINVAL, "round_half: dtype %d; accepted %d (f16), %d (bf16)", (int)t, MX_F16, MX_BF16);
+        return;
+    }
+    const int T = team(be->nthreads, n);
+    if (T == 1) {
+        round_range(x, t, half, 0, n);
+        return;
+    }
+#pragma omp parallel num_threads(T)
+    {
+        const size_t i = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
+        round_range(x, t, half, n * i / nt, n * (i + 1) / nt);
+    }
+}
+
 /* An all-ones exponent field is inf or NaN in each of the three formats. */
 static size_t count_range(const void *x, mx_dtype t, size_t lo, size_t hi)
 {

@@ -183,8 +183,7 @@ static void round_in_place(mx_exec *e, float *x, size_t n, float *stage)
     const size_t chunk = 2 * e->work_elems; /* 16-bit values in one working buffer */
     for (size_t i = 0; i < n; i += chunk) {
         const size_t m = n - i < chunk ? n - i : chunk;
-        cast(e, m, stage, e->act_type, x + i, MX_F32);
-        cast(e, m, x + i, MX_F32, stage, e->act_type);
+        e->be->ops->round_half(e->be, m, x + i, e->act_type, stage);
     }
 }
 
@@ -227,8 +226,7 @@ static const float *forward_amp(mx_exec *e, const float *in, int n, int training
         if (k < nl - 1) {
             /* Stored rounded, and expanded back in place so that the next layer reads
              * exactly the stored values. */
-            cast(e, nout, e->act_half[k], t, out, MX_F32);
-            cast(e, nout, out, MX_F32, e->act_half[k], t);
+            e->be->ops->round_half(e->be, nout, out, t, e->act_half[k]);
             a = 1 - a;
         } else {
             round_in_place(e, out, nout, e->work[1 - a]);

@@ -3,7 +3,8 @@
  * every rounding boundary narrowed, bit for bit (NaN: NaN with its sign, since a CPU's
  * conversion instructions may set the quiet bit of a signalling NaN). The CPU backend casts
  * f16 with F16C instructions where the build targets them, so this is where a vector path
- * that rounds a tie, a subnormal or an overflow differently would show. */
+ * that rounds a tie, a subnormal or an overflow differently would show. round_half (AMP's
+ * rounding in place, one pass) gives what the two casts give. */
 #include "check.h"
 #include "engine/backend.h"
 #include "engine/status.h"
@@ -56,6 +57,17 @@ static void check_type(mx_backend *be, mx_dtype t, uint16_t *h, float *f, uint16
                   mx_f32_bits(f[i]), name, back[i], want);
         }
     }
+    /* round_half: the two casts in one pass, the same bits, on the last pass's values */
+    float *x = malloc(sizeof *x * N), *want = malloc(sizeof *want * N);
+    uint16_t *h2 = malloc(sizeof *h2 * N);
+    memcpy(x, f, sizeof *x * N);
+    be->ops->cast(be, N, back, t, f, MX_F32);
+    be->ops->cast(be, N, want, MX_F32, back, t);
+    be->ops->round_half(be, N, x, t, h2);
+    int rbad = 0;
+    for (int i = 0; i < N; i++) rbad += !same(x[i], want[i]) || !same_half(h2[i], back[i], t);
+    CHECK(rbad == 0, "%s round_half: %d of %d values differ from cast and cast back", name, rbad, N);
+    free(x), free(want), free(h2);
     CHECK(be->ops->sync(be) == MX_OK, "%s casts: %s", name, mx_last_error());
 }
 

@@ -216,10 +216,10 @@ TARGET static void pack_kcontig(uint32_t *dst, int W, const float *src, int ld, 
     } while (0)
 
 #define KERNEL(name, ROWOP)                                                                                     \
-    TARGET static void name(int ku, const uint32_t *a, const uint32_t *b, float *acc)                           \
+    TARGET static void name(int ku, const uint32_t *a, const uint32_t *b, size_t ldb, float *acc)               \
     {                                                                                                           \
         ALL(ZERO);                                                                                              \
-        for (int p = 0; p < ku; p++, a += MR, b += NR) {                                                        \
+        for (int p = 0; p < ku; p++, a += MR, b += ldb) {                                                       \
             const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 16),                          \
                           b2 = _mm512_loadu_si512(b + 32);                                                      \
             ALL(ROWOP);                                                                                         \
@@ -231,7 +231,8 @@ KERNEL(kernel_f32, F32_ROW)
 
 typedef struct {
     int pairs; /* a packed element holds two bf16 values of k, else one f32 */
-    void (*kernel)(int ku, const uint32_t *a, const uint32_t *b, float *acc);
+    /* B's rows ldb elements apart: NR in a packed panel, or B's own for f32 read in place */
+    void (*kernel)(int ku, const uint32_t *a, const uint32_t *b, size_t ldb, float *acc);
 } gemm_kind;
 
 static const gemm_kind kind_f32 = {0, kernel_f32}, kind_bf16 = {1, kernel_bf16};
@@ -297,9 +298,13 @@ TARGET static int gemm_part(const gemm_args *g, int i0, int m, int j0, int n, in
         const int nc = j0 + n - jc < NC ? j0 + n - jc : NC;
         for (int pc = 0; pc < k; pc += KC) {
             const int kc = k - pc < KC ? k - pc : KC, ku = pairs ? (kc + 1) / 2 : kc;
+            /* f32 B with rows of columns (a convolution's im2col columns) is read where it lies,
+             * full panels at least: packing it was a copy as long as the product's read of it */
+            const int in_place = !pairs && !g->tb;
             for (int jr = 0; jr < nc; jr += NR) {
                 uint32_t *dst = bp + (size_t)(jr / NR) * ku * NR;
                 const int w = nc - jr < NR ? nc - jr : NR;
+                if (in_place && w == NR) continue;
                 if (g->tb) pack_kcontig(dst, NR, g->b + (size_t)(jc + jr) * g->ldb + pc, g->ldb, kc, w, pairs);
                 else pack_rows(dst, NR, g->b + (size_t)pc * g->ldb + jc + jr, g->ldb, kc, w, pairs);
             }
@@ -314,12 +319,17 @@ TARGET static int gemm_part(const gemm_args *g, int i0, int m, int j0, int n, in
                     if (g->ta) pack_rows(dst, MR, g->a + (size_t)pc * g->lda + ic + ir, g->lda, kc, h, pairs);
                     else pack_kcontig(dst, MR, g->a + (size_t)(ic + ir) * g->lda + pc, g->lda, kc, h, pairs);
                 }
-                for (int jr = 0; jr < nc; jr += NR)
+                for (int jr = 0; jr < nc; jr += NR) {
+                    const int direct = in_place && nc - jr >= NR;
+                    const uint32_t *bpan = direct ? (const uint32_t *)(g->b + (size_t)pc * g->ldb + jc + jr)
+                                                  : bp + (size_t)(jr / NR) * ku * NR;
+                    const size_t ldb = direct ? (size_t)g->ldb : NR;
                     for (int ir = 0; ir < mc; ir += MR) {
-                        g->kind->kernel(ku, apan + (size_t)(ir / MR) * ku * MR, bp + (size_t)(jr / NR) * ku * NR, acc);
+                        g->kind->kernel(ku, apan + (size_t)(ir / MR) * ku * MR, bpan, ldb, acc);
                         store_tile(acc, mc - ir < MR ? mc - ir : MR, nc - jr < NR ? nc - jr : NR,
                                    g->c + (size_t)(ic + ir) * g->ldc + jc + jr, g->ldc, g->alpha, g->beta, pc > 0);
                     }
+                }
             }
         }
     }

@@ -266,12 +266,16 @@ typedef struct {
 } gemm_args;
 
 /* Packed elements in k values: a block of KC values holds KU, the last one what remains. */
-static size_t units(int k, int pairs) { return pairs ? (size_t)(k / (2 * KU)) * KU + (size_t)(k % (2 * KU) + 1) / 2 : (size_t)k; }
+static size_t units(int k, int pairs)
+{
+    return pairs ? (size_t)(k / (2 * KU)) * KU + (size_t)(k % (2 * KU) + 1) / 2 : (size_t)k;
+}
 
 static int mr_pad(int m) { return (m + MR - 1) / MR * MR; }
 
-/* op(A)'s rows [r0, r1) (multiples of MR), block of k after block, each block's panels of MR rows in order: the panel of
- * rows [R, R + MR) in block b (ku elements of k) starts at b * mr_pad(m) * KU + R * ku. */
+/* op(A)'s rows [r0, r1) (multiples of MR), block of k after block, each block's panels of MR
+ * rows in order: the panel of rows [R, R + MR) in block b (ku elements of k) starts at
+ * b * mr_pad(m) * KU + R * ku. */
 TARGET static void pack_a_all(uint32_t *dst, int pairs, int ta, int m, int k, const float *a, int lda, int r0, int r1)
 {
     const int KC = pairs ? 2 * KU : KU;
@@ -311,8 +315,8 @@ TARGET static int gemm_part(const gemm_args *g, int i0, int m, int j0, int n, in
             for (int ic = i0; ic < i0 + m; ic += MC) {
                 const int mc = i0 + m - ic < MC ? i0 + m - ic : MC;
                 /* the block's panels: packed ahead (rows from ic on), or packed now */
-                const uint32_t *apan = g->packed_a ? g->packed_a + (size_t)(pc / KC) * mr_pad(g->m) * KU + (size_t)ic * ku
-                                                   : ap;
+                const uint32_t *apan =
+                    g->packed_a ? g->packed_a + (size_t)(pc / KC) * mr_pad(g->m) * KU + (size_t)ic * ku : ap;
                 for (int ir = 0; ir < mc && !g->packed_a; ir += MR) {
                     uint32_t *dst = ap + (size_t)(ir / MR) * ku * MR;
                     const int h = mc - ir < MR ? mc - ir : MR;
@@ -397,7 +401,8 @@ int mx_cpu_gemm_kind(const mx_backend *be)
 
 size_t mx_cpu_gemm_packed_a_bytes(int kind, int m, int k)
 {
-    return kind == MX_GEMM_BLAS || m <= 0 || k <= 0 ? 0 : sizeof(uint32_t) * mr_pad(m) * units(k, kind == MX_GEMM_OWN_BF16);
+    if (kind == MX_GEMM_BLAS || m <= 0 || k <= 0) return 0;
+    return sizeof(uint32_t) * mr_pad(m) * units(k, kind == MX_GEMM_OWN_BF16);
 }
 
 void mx_cpu_gemm_pack_a(int kind, int ta, int m, int k, const float *a, int lda, void *dst, int part, int parts)

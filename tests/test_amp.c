@@ -313,7 +313,8 @@ static void test_native_bf16(const char *name, const mx_layer_spec *specs, int n
     }
     mx_cpu_bf16_force_emulation(0);
     if (o[0].logits && o[1].logits) {
-        const double e_logits = rel_err(o[0].logits, o[1].logits, (size_t)BATCH * 10), e_g = rel_err(o[0].g, o[1].g, nw);
+        const double e_logits = rel_err(o[0].logits, o[1].logits, (size_t)BATCH * 10);
+        const double e_g = rel_err(o[0].g, o[1].g, nw);
         printf("%s bf16 native against emulated: relative error logits %.2e, gradients %.2e\n", name, e_logits, e_g);
         /* above 0: the native kernels ran (an f32 GEMM would give the emulation's bits) */
         CHECK(e_logits + e_g > 0 && e_logits <= AMP_TOL && e_g <= NATIVE_KINK_TOL,

@@ -91,9 +91,10 @@ static void run_case(mx_backend *be[3], int bf16, int trial)
         memcpy(c[t - 1], c0, sizeof(float) * nc);
         (bf16 ? mx_cpu_gemm_bf16 : mx_cpu_gemm_f32)(be[t], ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c[t - 1], ldc);
         const long bad = differing(c[t - 1], want, m, n, ldc);
-        CHECK(bad == 0, "%s trial %d: %c%c m %d n %d k %d lda %d ldb %d ldc %d alpha %g beta %g, %d thread(s): %ld of %d "
-              "elements differ from the reference", bf16 ? "bf16" : "f32", trial, ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, lda, ldb, ldc,
-              alpha, beta, t, bad, m * n);
+        CHECK(bad == 0,
+              "%s trial %d: %c%c m %d n %d k %d lda %d ldb %d ldc %d alpha %g beta %g, %d thread(s): %ld of %d "
+              "elements differ from the reference", bf16 ? "bf16" : "f32", trial, ta ? 'T' : 'N', tb ? 'T' : 'N', m,
+              n, k, lda, ldb, ldc, alpha, beta, t, bad, m * n);
     }
     /* op(A) packed once ahead gives the same bits (a convolution's weights over its chunks) */
     const int kind = bf16 ? MX_GEMM_OWN_BF16 : MX_GEMM_OWN_F32;
@@ -139,7 +140,8 @@ static void dispatch(mx_backend *be)
         mx_cpu_gemm(be, 0, 0, m, n, k, 1, a, k, b, n, 0, got, n);
         be->math = MX_F32;
         mx_cpu_gemm(be, 0, 0, m, n, k, 1, a, k, b, n, 0, want, n);
-        CHECK(differing(got, want, m, n, n) == 0, "forced off, math bf16 gives the f32 GEMM's (the emulation's) results");
+        CHECK(differing(got, want, m, n, n) == 0,
+              "forced off, math bf16 gives the f32 GEMM's (the emulation's) results");
         /* bf16 values, f32 sums: the two paths differ by the order of the additions only */
         mx_cpu_bf16_force_emulation(0);
         be->math = MX_BF16;

@@ -9,7 +9,6 @@
 # Install: `pip install numpy==1.23.5 mxnet==1.9.1` (scripts/bench-peers.sh --install).
 import os
 import sys
-import time
 
 import synthetic_steps
 
@@ -65,25 +64,17 @@ def main():
     n_train = 4096
     images = mx.nd.random.normal(shape=(n_train, 1, 28, 28))
     labels = mx.nd.random.randint(0, 10, shape=(n_train,)).astype("float32")
-    order = mx.nd.random.shuffle(mx.nd.arange(n_train)).astype("int32")
 
-    times = []
-    at = 0
-    for step in range(a.warmup + a.steps):
-        t0 = time.perf_counter()
-        if at + a.batch > n_train:
-            order, at = mx.nd.random.shuffle(mx.nd.arange(n_train)).astype("int32"), 0
-        idx = order[at:at + a.batch]
-        at += a.batch
-        x, y = mx.nd.take(images, idx), mx.nd.take(labels, idx)  # batch assembly inside the step
+    def step(idx):
+        x, y = mx.nd.take(images, idx), mx.nd.take(labels, idx)
         with autograd.record():
             loss = loss_fn(net(x), y)
         loss.backward()
         trainer.step(a.batch)
         loss.mean().asscalar()  # the step ends when its loss is known
-        dt = time.perf_counter() - t0
-        if step >= a.warmup:
-            times.append(dt)
+
+    times = synthetic_steps.time_steps(a, n_train, lambda: mx.nd.random.shuffle(mx.nd.arange(n_train)).astype("int32"),
+                                       step)
     synthetic_steps.report("MXNET", "mxnet", mx.__version__, a, times)
     return 0
 

@@ -2,7 +2,6 @@
 # data with the same batch, optimizer and thread count, so scripts/bench.sh can put mxbench's
 # training throughput next to PyTorch's. Prints one parseable TORCH line with every step time.
 import sys
-import time
 
 import synthetic_steps
 
@@ -91,25 +90,16 @@ def main():
     n_train = 4096
     images = torch.randn(n_train, 1, 28, 28)
     labels = torch.randint(0, 10, (n_train,))
-    order = torch.randperm(n_train)
 
-    times = []
-    at = 0
-    for step in range(a.warmup + a.steps):
-        t0 = time.perf_counter()
-        if at + a.batch > n_train:
-            order, at = torch.randperm(n_train), 0
-        idx = order[at:at + a.batch]
-        at += a.batch
-        x, y = images[idx], labels[idx]  # batch assembly is inside the step, as in mxbench
+    def step(idx):
+        x, y = images[idx], labels[idx]
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         loss.item()  # the step ends when its loss is known
-        dt = time.perf_counter() - t0
-        if step >= a.warmup:
-            times.append(dt)
+
+    times = synthetic_steps.time_steps(a, n_train, lambda: torch.randperm(n_train), step)
     synthetic_steps.report("TORCH", "torch", torch.__version__, a, times)
     return 0
 

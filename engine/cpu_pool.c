@@ -46,6 +46,13 @@ typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
+/* lane selections of two vectors (__builtin_shufflevector: GCC 12 and clang alike) */
+#define EVEN8(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#define ODD8(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15)
+#define EVEN4(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6)
+#define ODD4(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7)
+#define LO8(a, b) __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
+#define HI8(a, b) __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
 
 /* Outputs [ox0, ox0 + W) of row r0/r1 (input row 2 oy, base its first index), W = 8 or 4:
  * VF/VI the vector types, EVEN/ODD the lane selections of two loaded vectors, LANES 0..W-1. */
@@ -54,8 +61,7 @@ typedef int32_t v4i __attribute__((vector_size(16)));
         VF a0, b0, a1, b1;                                                                                    \
         memcpy(&a0, r0 + 2 * ox0, sizeof a0), memcpy(&b0, r0 + 2 * ox0 + sizeof a0 / 4, sizeof b0);           \
         memcpy(&a1, r1 + 2 * ox0, sizeof a1), memcpy(&b1, r1 + 2 * ox0 + sizeof a1 / 4, sizeof b1);           \
-        const VF v[4] = {__builtin_shuffle(a0, b0, EVEN), __builtin_shuffle(a0, b0, ODD),                     \
-                         __builtin_shuffle(a1, b1, EVEN), __builtin_shuffle(a1, b1, ODD)};                    \
+        const VF v[4] = {EVEN(a0, b0), ODD(a0, b0), EVEN(a1, b1), ODD(a1, b1)};                               \
         const VI i0 = base + 2 * ox0 + 2 * LANES, at[4] = {i0, i0 + 1, i0 + w, i0 + w + 1};                   \
         VF best = (VF){0} - FLT_MAX;                                                                          \
         VI where = i0;                                                                                        \
@@ -70,14 +76,14 @@ typedef int32_t v4i __attribute__((vector_size(16)));
 
 static void maxpool_2x2_plane(const float *src, float *dst, int32_t *arg, int w, int oh, int ow)
 {
-    const v8i even8 = {0, 2, 4, 6, 8, 10, 12, 14}, odd8 = even8 + 1, lanes8 = {0, 1, 2, 3, 4, 5, 6, 7};
-    const v4i even4 = {0, 2, 4, 6}, odd4 = even4 + 1, lanes4 = {0, 1, 2, 3};
+    const v8i lanes8 = {0, 1, 2, 3, 4, 5, 6, 7};
+    const v4i lanes4 = {0, 1, 2, 3};
     for (int oy = 0; oy < oh; oy++) {
         const float *r0 = src + (size_t)2 * oy * w, *r1 = r0 + w;
         const int32_t base = 2 * oy * w;
         int ox0 = 0;
-        for (; ox0 + 8 <= ow; ox0 += 8) POOL_CHUNK(v8f, v8i, even8, odd8, lanes8);
-        for (; ox0 + 4 <= ow; ox0 += 4) POOL_CHUNK(v4f, v4i, even4, odd4, lanes4);
+        for (; ox0 + 8 <= ow; ox0 += 8) POOL_CHUNK(v8f, v8i, EVEN8, ODD8, lanes8);
+        for (; ox0 + 4 <= ow; ox0 += 4) POOL_CHUNK(v4f, v4i, EVEN4, ODD4, lanes4);
         for (int ox = ox0; ox < ow; ox++) {
             const int32_t i = base + 2 * ox;
             const float v[4] = {r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]};
@@ -133,21 +139,20 @@ void mx_cpu_maxpool_backward_ref(mx_backend *be, const mx_pool_desc *d, int n, f
         const VI i0 = base + 2 * ox0 + 2 * LANES;                                                             \
         const VF v[4] = {(VF)((VI)g & (where == i0)), (VF)((VI)g & (where == i0 + 1)),                        \
                          (VF)((VI)g & (where == i0 + w)), (VF)((VI)g & (where == i0 + w + 1))};               \
-        const VF r0a = __builtin_shuffle(v[0], v[1], LO), r0b = __builtin_shuffle(v[0], v[1], HI);            \
-        const VF r1a = __builtin_shuffle(v[2], v[3], LO), r1b = __builtin_shuffle(v[2], v[3], HI);            \
+        const VF r0a = LO(v[0], v[1]), r0b = HI(v[0], v[1]), r1a = LO(v[2], v[3]), r1b = HI(v[2], v[3]);      \
         memcpy(r0 + 2 * ox0, &r0a, sizeof r0a), memcpy(r0 + 2 * ox0 + sizeof g / 4, &r0b, sizeof r0b);        \
         memcpy(r1 + 2 * ox0, &r1a, sizeof r1a), memcpy(r1 + 2 * ox0 + sizeof g / 4, &r1b, sizeof r1b);        \
     } while (0)
 
 static void unpool_2x2_plane(float *din, const float *dout, const int32_t *arg, int h, int w, int oh, int ow)
 {
-    const v8i lo8 = {0, 8, 1, 9, 2, 10, 3, 11}, hi8 = lo8 + 4, lanes8 = {0, 1, 2, 3, 4, 5, 6, 7};
+    const v8i lanes8 = {0, 1, 2, 3, 4, 5, 6, 7};
     for (int oy = 0; oy < oh; oy++) {
         float *r0 = din + (size_t)2 * oy * w, *r1 = r0 + w;
         const float *gy = dout + (size_t)oy * ow;
         const int32_t *ay = arg + (size_t)oy * ow, base = 2 * oy * w;
         int ox0 = 0;
-        for (; ox0 + 8 <= ow; ox0 += 8) UNPOOL_CHUNK(v8f, v8i, lo8, hi8, lanes8);
+        for (; ox0 + 8 <= ow; ox0 += 8) UNPOOL_CHUNK(v8f, v8i, LO8, HI8, lanes8);
         for (int ox = ox0; ox < ow; ox++) {
             const int32_t i = base + 2 * ox;
             const float g = 0.0f + gy[ox];

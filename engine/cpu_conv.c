@@ -150,22 +150,22 @@ static size_t shared_budget(const mx_backend *be)
  * and had packed them again for each chunk. */
 typedef struct {
     int kind;         /* mx_cpu_gemm_kind of the device */
-    const void *pack; /* NULL: the BLAS, which packs for itself */
+    void *pack;       /* at the workspace's head; NULL: the BLAS, which packs for itself */
 } weights_op;
 
-static size_t weights_bytes(const mx_backend *be, const mx_conv_desc *d, int trans, int *kind)
+/* Bytes the packed weights take at the head of the workspace (0 for the BLAS). */
+static size_t weights_bytes(int kind, const mx_conv_desc *d, int trans)
 {
     const int K = d->c * d->k * d->k;
-    *kind = mx_cpu_gemm_kind(be);
-    return (mx_cpu_gemm_packed_a_bytes(*kind, trans ? K : d->oc, trans ? d->oc : K) + 63) / 64 * 64;
+    return (mx_cpu_gemm_packed_a_bytes(kind, trans ? K : d->oc, trans ? d->oc : K) + 63) / 64 * 64;
 }
 
-/* Share t of T of the packing; every share must be done before a product reads it. */
-static void pack_weights(const mx_conv_desc *d, int trans, const float *w, weights_op *op, void *buf, int t, int T)
+/* Share t of T of the packing into op->pack; every share must be done before a product
+ * reads it. */
+static void pack_weights(const weights_op *op, const mx_conv_desc *d, int trans, const float *w, int t, int T)
 {
     const int K = d->c * d->k * d->k;
-    op->pack = op->kind == MX_GEMM_BLAS ? NULL : buf;
-    if (op->pack) mx_cpu_gemm_pack_a(op->kind, trans, trans ? K : d->oc, trans ? d->oc : K, w, K, buf, t, T);
+    if (op->pack) mx_cpu_gemm_pack_a(op->kind, trans, trans ? K : d->oc, trans ? d->oc : K, w, K, op->pack, t, T);
 }
 
 /* C (m x M) = op(w) B, through the packed weights where there are some. */
@@ -226,14 +226,15 @@ void mx_cpu_conv2d_forward_gemm(mx_backend *be, const mx_conv_desc *d, int n, fl
                                 const float *w)
 {
     const size_t K = (size_t)d->c * d->k * d->k, ohw = (size_t)d->oh * d->ow;
-    weights_op wop;
-    const size_t wbytes = weights_bytes(be, d, 0, &wop.kind);
+    const int kind = mx_cpu_gemm_kind(be);
+    const size_t wbytes = weights_bytes(kind, d, 0);
     if (!sample_parallel(be, n)) {
         const int nb_max = chunk_samples(d, n, shared_budget(be));
         const size_t cbytes = sizeof(float) * (K + d->oc) * nb_max * ohw;
         char *ws = mx_backend_scratch(be, wbytes + cbytes);
         if (!ws) return;
-        pack_weights(d, 0, w, &wop, ws, 0, 1);
+        const weights_op wop = {kind, wbytes ? ws : NULL};
+        pack_weights(&wop, d, 0, w, 0, 1);
         fwd_range(be, d, &wop, 0, n, nb_max, out, in, w, (float *)(ws + wbytes));
         return;
     }
@@ -243,10 +244,11 @@ void mx_cpu_conv2d_forward_gemm(mx_backend *be, const mx_conv_desc *d, int n, fl
     char *buf = mx_backend_scratch(be, wbytes + sizeof(float) * ws * T);
     if (!buf) return;
     float *col = (float *)(buf + wbytes);
+    const weights_op wop = {kind, wbytes ? buf : NULL};
 #pragma omp parallel num_threads(T)
     {
         const int t = omp_get_thread_num(), lo = t * per, hi = lo + per < n ? lo + per : n;
-        pack_weights(d, 0, w, &wop, buf, t, T);
+        pack_weights(&wop, d, 0, w, t, T);
 #pragma omp barrier
         mx_backend one = *be;
         one.nthreads = 1;
@@ -258,14 +260,14 @@ void mx_cpu_conv2d_backward_gemm(mx_backend *be, const mx_conv_desc *d, int n, f
                                  const float *dout, const float *in, const float *w)
 {
     const size_t K = (size_t)d->c * d->k * d->k, ohw = (size_t)d->oh * d->ow;
-    weights_op wop;
-    const size_t wbytes = din ? weights_bytes(be, d, 1, &wop.kind) : 0; /* the first layer: no input gradient */
-    if (!din) wop.kind = MX_GEMM_BLAS, wop.pack = NULL;
+    const int kind = din ? mx_cpu_gemm_kind(be) : MX_GEMM_BLAS; /* the first layer: no input gradient */
+    const size_t wbytes = weights_bytes(kind, d, 1);
     if (!sample_parallel(be, n)) {
         const int nb_max = chunk_samples(d, n, shared_budget(be));
         char *ws = mx_backend_scratch(be, wbytes + sizeof(float) * (2 * K + d->oc) * nb_max * ohw);
         if (!ws) return;
-        if (din) pack_weights(d, 1, w, &wop, ws, 0, 1);
+        const weights_op wop = {kind, wbytes ? ws : NULL};
+        pack_weights(&wop, d, 1, w, 0, 1);
         bwd_range(be, d, &wop, 0, n, nb_max, din, dw, dout, in, w, (float *)(ws + wbytes));
         return;
     }
@@ -276,10 +278,11 @@ void mx_cpu_conv2d_backward_gemm(mx_backend *be, const mx_conv_desc *d, int n, f
     char *buf = mx_backend_scratch(be, wbytes + sizeof(float) * ws * T);
     if (!buf) return;
     float *col = (float *)(buf + wbytes);
+    const weights_op wop = {kind, wbytes ? buf : NULL};
 #pragma omp parallel num_threads(T)
     {
         const int t = omp_get_thread_num(), lo = t * per, hi = lo + per < n ? lo + per : n;
-        if (din) pack_weights(d, 1, w, &wop, buf, t, T);
+        pack_weights(&wop, d, 1, w, t, T);
 #pragma omp barrier
         mx_backend one = *be;
         one.nthreads = 1;

@@ -41,9 +41,9 @@
 #define MC 96    /* rows of A per packed block: 96 x 128 elements = 48 KiB, in L2 */
 #define NC 1536  /* columns of B per packed block: 768 KiB */
 
-/* ---- which kernels run: cpuid, unless an environment variable (read once) or a test forces
- * the reference */
-static int f32_off, bf16_off;
+/* ---- which kernels run: cpuid, unless an environment variable or a test forces the
+ * reference; cpuid and the variables are read once, not on every GEMM */
+static int f32_off, bf16_off, has_base, has_bf16;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static int env_is(const char *name, const char *value)
@@ -56,6 +56,13 @@ static void read_env(void)
 {
     f32_off = env_is("MXBENCH_GEMM", "blas");
     bf16_off = env_is("MXBENCH_BF16", "emulate");
+#if HAVE_KERNELS
+    /* What both kinds' kernels are compiled for (TARGET), bf16 aside: every AVX-512 CPU from
+     * Skylake-SP on has it; the f32 kernels hold no bf16 instruction. */
+    has_base = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    has_bf16 = has_base && __builtin_cpu_supports("avx512bf16");
+#endif
 }
 
 void mx_cpu_bf16_force_emulation(int on)
@@ -70,32 +77,16 @@ void mx_cpu_gemm_force_blas(int on)
     f32_off = on != 0;
 }
 
-/* What both kinds' kernels are compiled for (TARGET), bf16 aside: every AVX-512 CPU from
- * Skylake-SP on has it; the f32 kernels hold no bf16 instruction. */
-static int avx512_base(void)
-{
-#if HAVE_KERNELS
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-#else
-    return 0;
-#endif
-}
-
 int mx_cpu_bf16_native(void)
 {
     pthread_once(&env_once, read_env);
-#if HAVE_KERNELS
-    return !bf16_off && avx512_base() && __builtin_cpu_supports("avx512bf16");
-#else
-    return 0;
-#endif
+    return !bf16_off && has_bf16;
 }
 
 int mx_cpu_gemm_own(void)
 {
     pthread_once(&env_once, read_env);
-    return !f32_off && avx512_base();
+    return !f32_off && has_base;
 }
 
 const char *mx_cpu_amp_kernels(mx_dtype t) { return t == MX_BF16 && mx_cpu_bf16_native() ? "avx512_bf16" : "emulated"; }
@@ -293,9 +284,9 @@ TARGET static void pack_a_all(uint32_t *dst, int pairs, int ta, int m, int k, co
 /* The [i0, i0 + m) x [j0, j0 + n) part of C, on this thread's packing buffers. */
 TARGET static int gemm_part(const gemm_args *g, int i0, int m, int j0, int n, int k)
 {
-    uint32_t *ap = mx_cpu_thread_buffer(MX_THREAD_BUF_GEMM_A, sizeof(uint32_t) * MC * KU);
+    uint32_t *ap = g->packed_a ? NULL : mx_cpu_thread_buffer(MX_THREAD_BUF_GEMM_A, sizeof(uint32_t) * MC * KU);
     uint32_t *bp = mx_cpu_thread_buffer(MX_THREAD_BUF_GEMM_B, sizeof(uint32_t) * NC * KU);
-    if (!ap || !bp) return MX_ENOMEM;
+    if ((!ap && !g->packed_a) || !bp) return MX_ENOMEM;
     const int pairs = g->kind->pairs, KC = pairs ? 2 * KU : KU;
     float acc[MR * NR] __attribute__((aligned(64)));
     for (int jc = j0; jc < j0 + n; jc += NC) {

@@ -30,12 +30,8 @@ EOF
 }
 
 BASE=HEAD ROUNDS=5 LSTEPS=300 WARMUP=3 ONLY=""
-need_int() {
-    if ! [[ ${2-} =~ ^[0-9]+$ ]] || (($2 < $3)); then
-        echo "bench-ab.sh: $1 '${2-}': expected an integer >= $3" >&2
-        exit 2
-    fi
-}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 while (($#)); do
     case $1 in
     --base) BASE=${2:?--base needs a revision}; shift ;;

@@ -37,12 +37,8 @@ EOF2
 }
 
 ROUNDS=3 STEPS=6 WARMUP=2 WORKLOAD=resnet18 BATCH=64 THRESHOLD=0.5 RATIO=0.01 BUILD=out/bench-compression/build
-need_int() {
-    if ! [[ ${2-} =~ ^[0-9]+$ ]] || (($2 < $3)); then
-        echo "bench-compression.sh: $1 '${2-}': expected an integer >= $3" >&2
-        exit 2
-    fi
-}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 while (($#)); do
     case $1 in
     --rounds) need_int --rounds "${2-}" 1; ROUNDS=$2; shift ;;
@@ -60,8 +56,6 @@ while (($#)); do
 done
 [[ $WORKLOAD =~ ^(mlp|lenet|resnet18)$ ]] || { echo "bench-compression.sh: workload '$WORKLOAD': expected mlp, lenet or resnet18" >&2; exit 2; }
 
-# shellcheck source=scripts/bench-lib.sh
-. scripts/bench-lib.sh
 bench_start bench-compression 0
 echo "settings: $WORKLOAD, synthetic data, global batch $BATCH on 2 devices (device kvstore), --rounds $ROUNDS --steps $STEPS --warmup $WARMUP, 1 thread per device, lr 0.01; 2bit threshold $THRESHOLD, topk ratio $RATIO"
 

@@ -40,12 +40,8 @@ EOF
 
 ROUNDS=3 STEPS=100 WARMUP=3 WORKLOADS=lenet,resnet18 MODES=dist_sync,dist_device_sync,dist_async,dist_allreduce
 BUILD=out/bench-dist/build SERVERS="" KEEP=0
-need_int() {
-    if ! [[ ${2-} =~ ^[0-9]+$ ]] || (($2 < $3)); then
-        echo "bench-dist.sh: $1 '${2-}': expected an integer >= $3" >&2
-        exit 2
-    fi
-}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 while (($#)); do
     case $1 in
     --rounds) need_int --rounds "${2-}" 1; ROUNDS=$2; shift ;;
@@ -77,8 +73,6 @@ LOG=$OUT/bench-dist-$STAMP.txt ERR=$OUT/stderr-$STAMP.log
 : >"$ERR"
 exec > >(tee "$LOG") 2>&1
 NCPU=$(nproc)
-# shellcheck source=scripts/bench-lib.sh
-. scripts/bench-lib.sh
 echo "uptime: $(uptime)"
 high_load && echo "warning: load average $(load1) on $NCPU cores: other processes compete for the cores; rerun on a quiet machine"
 if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUILD" -j"$NCPU" --target mxbench comm_bench; } >"$OUT/build.log" 2>&1; then

@@ -3,6 +3,14 @@
 # rounds, formatting, and the machine's load. Expects MX (the mxbench binary), ERR (a log for
 # stderr), TMP (a scratch directory) and NCPU.
 
+# An option's value: an integer >= the minimum, or exit 2 naming the script, option and value.
+need_int() { # option value minimum
+    if ! [[ ${2-} =~ ^[0-9]+$ ]] || (($2 < $3)); then
+        echo "${0##*/}: $1 '${2-}': expected an integer >= $3" >&2
+        exit 2
+    fi
+}
+
 load1() { cut -d' ' -f1 /proc/loadavg; }
 high_load() { awk -v l="$(load1)" -v n="$NCPU" 'BEGIN {exit !(l > 0.5 * n)}'; }
 

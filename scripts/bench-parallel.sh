@@ -38,12 +38,8 @@ EOF
 }
 
 ROUNDS=3 STEPS=6 WARMUP=2 WORKLOAD=resnet18 BATCH=64 MBS=1,2,4,8 BUILD=out/bench-parallel/build KEEP=0
-need_int() {
-    if ! [[ ${2-} =~ ^[0-9]+$ ]] || (($2 < $3)); then
-        echo "bench-parallel.sh: $1 '${2-}': expected an integer >= $3" >&2
-        exit 2
-    fi
-}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 while (($#)); do
     case $1 in
     --rounds) need_int --rounds "${2-}" 1; ROUNDS=$2; shift ;;
@@ -66,8 +62,6 @@ for m in "${MB[@]}"; do
     ((m <= BATCH)) || { echo "bench-parallel.sh: $m micro-batches exceed the batch $BATCH" >&2; exit 2; }
 done
 
-# shellcheck source=scripts/bench-lib.sh
-. scripts/bench-lib.sh
 bench_start bench-parallel "$KEEP"
 env | grep -E '^(OMP|GOMP|OPENBLAS)_' | sed 's/^/environment: /' || true
 echo "settings: $WORKLOAD, synthetic data, global batch $BATCH, --rounds $ROUNDS --steps $STEPS --warmup $WARMUP, 1 thread per device, lr 0.01"

@@ -41,12 +41,8 @@ EOF2
 }
 
 WORKLOAD=lenet ROUNDS=3 EPOCHS=3 STEPS=20 BATCH="" THREADS=2 FRAMEWORKS=torch,mxnet INSTALL=0 BUILD=out/bench-peers/build
-need_int() {
-    if ! [[ ${2-} =~ ^[0-9]+$ ]] || (($2 < $3)); then
-        echo "bench-peers.sh: $1 '${2-}': expected an integer >= $3" >&2
-        exit 2
-    fi
-}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 while (($#)); do
     case $1 in
     --workload) WORKLOAD=${2-}; shift ;;
@@ -70,8 +66,6 @@ for f in ${FRAMEWORKS//,/ }; do
     [[ $f == torch || $f == mxnet ]] || { echo "bench-peers.sh: --frameworks: '$f' is not accepted; choose from torch, mxnet" >&2; exit 2; }
 done
 
-# shellcheck source=scripts/bench-lib.sh
-source scripts/bench-lib.sh
 bench_start bench-peers 0
 
 # ---- the peers' interpreters

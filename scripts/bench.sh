@@ -51,12 +51,8 @@ CONV=1
 BUILD=out/bench/build
 OUT=out/bench
 
-need_int() { # name value minimum
-    if ! [[ $2 =~ ^[0-9]+$ ]] || (($2 < $3)); then
-        echo "bench.sh: $1 '$2': expected an integer >= $3" >&2
-        exit 2
-    fi
-}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 while (($#)); do
     case $1 in
     --threads) need_int --threads "${2-}" 1; THREADS=$2; shift ;;

@@ -432,6 +432,10 @@ static void register_builtins(void)
     pthread_mutex_lock(&reg.lock);
     if (register_locked(&mx_cpu_backend_ops) < 0)
         fprintf(stderr, "mxbench: the cpu backend's table is incomplete: %s\n", mx_last_error());
+#ifdef MXBENCH_HAVE_CUDA
+    if (register_locked(&mx_cuda_backend_ops) < 0)
+        fprintf(stderr, "mxbench: the cuda backend's table is incomplete: %s\n", mx_last_error());
+#endif
     pthread_mutex_unlock(&reg.lock);
 }
 
@@ -463,6 +467,9 @@ const char *mx_backend_names(void)
 
 /* ---- backends */
 
+static atomic_int tf32_default;
+void mx_backend_set_tf32_default(int on) { atomic_store(&tf32_default, on ? 1 : 0); }
+
 int mx_backend_create(mx_backend **out, const char *kind, int device, int nthreads)
 {
     *out = NULL;
@@ -483,6 +490,7 @@ int mx_backend_create(mx_backend **out, const char *kind, int device, int nthrea
     be->ops = ops;
     be->device = device;
     be->nthreads = nthreads < 1 ? 1 : nthreads;
+    be->tf32 = atomic_load(&tf32_default);
     const int rc = ops->open(be);
     if (rc < 0) {
         pthread_mutex_destroy(&st->lock);

@@ -181,12 +181,16 @@ struct mx_backend {
      * thread (cpu_conv.c) still records into the device's state. */
     struct mx_backend_status *status;
     /* The arithmetic GEMMs and convolutions may use for f32 operands, as a GPU's math mode:
-     * MX_F32 (the default) multiplies f32 values; MX_BF16 (set by AMP bf16's forward and
-     * backward, exec.c) lets a backend round the operands to bf16 and sum the products in
-     * f32, on the device's bf16 units. Under AMP the operands are bf16 values already, so
-     * only the order of the f32 sums may differ from MX_F32's; a backend without such
-     * units ignores it. */
+     * MX_F32 (the default) multiplies f32 values; MX_BF16 and MX_F16 (set by AMP's forward
+     * and backward, exec.c) let a backend round the operands to that type and sum the
+     * products in f32, on the device's half-precision units. Under AMP the operands are
+     * values of that type already, so only the order of the f32 sums may differ from
+     * MX_F32's; a backend without such units ignores it (the CPU has bf16 units only). */
     mx_dtype math;
+    /* f32 GEMMs and convolutions may use TF32 (a GPU's tensor cores, 10-bit mantissas): the
+     * user's --tf32, taken from mx_backend_set_tf32_default when the backend is created. A
+     * backend without such units ignores it. */
+    int tf32;
     mx_range_hook range_hook; /* see mx_backend_set_range_hook */
     void *range_user;
 };
@@ -232,6 +236,10 @@ int mx_backend_error(const mx_backend *be);
  * f32; otherwise records the sticky error (naming the bad type) and returns its code. */
 int mx_backend_check_gemm_types(mx_backend *be, mx_dtype a, mx_dtype b, mx_dtype c, mx_dtype compute);
 
+/* Whether backends created from now on may run f32 GEMMs and convolutions as TF32 (the
+ * user's --tf32; off by default). Set it before the run's backends are created. */
+void mx_backend_set_tf32_default(int on);
+
 /* Sets the hook the default range ops call (NULL: ranges are no-ops). Not thread-safe
  * against ranges in flight on be: set it before the run. */
 void mx_backend_set_range_hook(mx_backend *be, mx_range_hook hook, void *user);
@@ -239,6 +247,8 @@ void mx_backend_set_range_hook(mx_backend *be, mx_range_hook hook, void *user);
 /* The CPU backend's table as written (optional ops NULL): register it or take it through
  * mx_backend_create; tests copy it to build variants. */
 extern const mx_backend_ops mx_cpu_backend_ops;
+/* The CUDA backend's table (cuda_backend.c), in builds with CUDA (MXBENCH_HAVE_CUDA). */
+extern const mx_backend_ops mx_cuda_backend_ops;
 /* Sets the process-wide BLAS thread count (OpenBLAS keeps one global setting). */
 void mx_cpu_set_blas_threads(int n);
 const char *mx_cpu_blas_info(void);

@@ -4,6 +4,7 @@
 #include "status.h"
 
 #include "timer.h"
+#include "device_marks.h"
 #include "trace.h"
 
 #include <assert.h>
@@ -14,10 +15,16 @@ enum { B_ACT, B_STATE, B_DBUF, B_X, B_LABELS, B_WORK, B_NBLOCKS };
 static int amp(const mx_exec *e) { return e->act_type != MX_F32; }
 
 /* The timeline (trace.h): a layer's forward or backward on its device's track, timed on the
- * host (the CPU backend computes in the call; a queueing backend would show its launches). */
-static double trace_t0(void) { return mx_trace_on() ? mx_now() : 0; }
+ * host (the CPU backend computes in the call; a queueing backend would show its launches);
+ * and the same span as a named range for profilers (device_marks.h: NVTX on CUDA). */
+static double layer_begin(const mx_exec *e, const char *cat, const mx_layer *l, int k)
+{
+    mx_range_begin(e->be, "L%d %s %s", e->first + k, l->ops->kind, cat);
+    return mx_trace_on() ? mx_now() : 0;
+}
 static void trace_layer(const mx_exec *e, const char *cat, const mx_layer *l, int k, double t0)
 {
+    mx_range_end(e->be);
     if (t0 > 0) mx_trace_event(MX_TRACK_DEVICE(e->be->device), cat, l->ops->kind, e->first + k, t0, mx_now());
 }
 
@@ -196,12 +203,12 @@ static void round_param_grads(mx_exec *e, const mx_layer *l, float *stage)
     round_in_place(e, e->ps->g + p0->offset, p1->offset + p1->count - p0->offset, stage);
 }
 
-/* AMP bf16's layers may multiply on bf16 units (backend.h's math); restored after, so that
+/* AMP's layers may multiply on half-precision units (backend.h's math); restored after, so that
  * nothing outside the AMP graph (the optimizer, a kvstore) rounds. */
 static mx_dtype math_begin(mx_exec *e)
 {
     const mx_dtype saved = e->be->math;
-    e->be->math = e->act_type == MX_BF16 ? MX_BF16 : MX_F32;
+    e->be->math = e->act_type == MX_BF16 || e->act_type == MX_F16 ? e->act_type : MX_F32;
     return saved;
 }
 
@@ -220,7 +227,7 @@ static const float *forward_amp(mx_exec *e, const float *in, int n, int training
         mx_layer *l = &e->ps->layers[e->first + k];
         const size_t nout = (size_t)n * mx_shape_size(l->out);
         float *out = k < nl - 1 ? e->work[1 - a] : e->act[k];
-        const double t0 = trace_t0();
+        const double t0 = layer_begin(e, "forward", l, k);
         l->ops->forward(l, e->be, e->state[k], n, out, e->work[a], training);
         trace_layer(e, "forward", l, k, t0);
         if (k < nl - 1) {
@@ -252,7 +259,7 @@ static void backward_amp(mx_exec *e, int n, const float *g, float *din, mx_grad_
         float *in = e->work[1 - b];
         const size_t nin = (size_t)n * mx_shape_size(l->in);
         cast(e, nin, in, MX_F32, k ? e->act_half[k - 1] : e->in_half, t);
-        const double t0 = trace_t0();
+        const double t0 = layer_begin(e, "backward", l, k);
         l->ops->backward(l, e->be, e->state[k], n, d, g, in, out);
         trace_layer(e, "backward", l, k, t0);
         /* work[b] (the output) is no longer needed: it stages the rounding. */
@@ -275,7 +282,7 @@ const float *mx_exec_forward(mx_exec *e, const float *in, int n, int training)
     if (amp(e)) return forward_amp(e, in, n, training);
     for (int k = 0; k < e->last - e->first; k++) {
         mx_layer *l = &e->ps->layers[e->first + k];
-        const double t0 = trace_t0();
+        const double t0 = layer_begin(e, "forward", l, k);
         l->ops->forward(l, e->be, e->state[k], n, e->act[k], in, training);
         trace_layer(e, "forward", l, k, t0);
         in = e->act[k];
@@ -307,7 +314,7 @@ void mx_exec_backward(mx_exec *e, int n, const float *dout, float *din, mx_grad_
     for (int k = e->last - e->first - 1; k >= 0; k--) {
         mx_layer *l = &e->ps->layers[e->first + k];
         float *d = k ? e->dbuf[next] : din;
-        const double t0 = trace_t0();
+        const double t0 = layer_begin(e, "backward", l, k);
         l->ops->backward(l, e->be, e->state[k], n, d, g, k ? e->act[k - 1] : e->in_ptr, e->act[k]);
         trace_layer(e, "backward", l, k, t0);
         g = d;

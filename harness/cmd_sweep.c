@@ -2,6 +2,7 @@
  * `mxbench train`, and appends every outcome (ok, failed, skipped) to one HDF5 file as it
  * finishes, so an interrupted sweep keeps what it finished and --resume completes it. */
 #include "buildinfo.h"
+#include "engine/backend.h"
 #include "commands.h"
 #include "engine/limits.h"
 #include "engine/paths.h"
@@ -35,7 +36,7 @@ typedef struct {
     const char *data, *out;
     const char *trace;             /* a directory for each row's timeline, <id>.json; NULL: none */
     double timeout;
-    int force, resume, retry_failed, dry_run;
+    int force, resume, retry_failed, dry_run, oversubscribe;
     int threads_per_device;        /* resolved: cores / largest device count unless given */
     /* dist_* rows */
     const char *mpirun, *hostfile, *mpirun_args;
@@ -65,7 +66,7 @@ static const char *help_text =
     "x threads exceed the cores are warned of once and recorded oversubscribed.\n"
     "Example: mxbench sweep --strategies data --gpus 1,2 --workload lenet --epochs 1";
 
-enum { MAX_OPTS = MX_AXES_MAX + 16 };
+enum { MAX_OPTS = MX_AXES_MAX + 24 };
 
 /* The sweep's options: one per entry of the axes table that has one (in table order, with
  * --data beside --dataset), then the sweep's own. Defaults come from the table. */
@@ -99,6 +100,7 @@ static int build_opts(sweep_args *a, mx_opt *opts)
         {"resume", MX_OPT_FLAG, &a->resume, NULL, "keep an existing file and run only configurations it lacks", NULL, 0, 0},
         {"retry-failed", MX_OPT_FLAG, &a->retry_failed, NULL, "with --resume: run failed configurations again, replacing their rows", NULL, 0, 0},
         {"dry-run", MX_OPT_FLAG, &a->dry_run, NULL, "print the planned runs and exit", NULL, 0, 0},
+        {"oversubscribe", MX_OPT_FLAG, &a->oversubscribe, NULL, "CUDA: let rows have more devices than GPUs, several logical devices per GPU, to test code paths (train --oversubscribe); such rows are recorded oversubscribed and never plotted as scaling", NULL, 0, 0},
         {"servers", MX_OPT_INT, &a->servers, "S", "dist_sync/dist_device_sync/dist_async rows: server ranks (default: as many as the row's workers, as MXNet)", NULL, 1, MX_MAX_SERVERS},
         {"bucket-mb", MX_OPT_DOUBLE, &a->bucket_mb, "X", "dist_allreduce rows: gradient bucket size in MiB, > 0 (default 25)", NULL, 0, MX_MAX_BUCKET_MB},
         {"hostfile", MX_OPT_STRING, &a->hostfile, "FILE", "dist_* rows: Open MPI host file, ranks across machines (default: all on this one)", NULL, 0, 0},
@@ -123,6 +125,9 @@ static int parse_args(sweep_args *a, int argc, char **argv)
     const char *pos[1];
     int npos, rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
     if (rc != MX_OPTS_OK) return rc;
+    /* the runs inherit it (train reads MXBENCH_OVERSUBSCRIBE as its --oversubscribe), and so
+     * does this process's own check of every row */
+    if (a->oversubscribe) setenv("MXBENCH_OVERSUBSCRIBE", "1", 1);
     if (mx_opts_seen(&spec, "steps")) {
         if (mx_opts_seen(&spec, "epochs"))
             return mx_usage_error(spec.cmd, "--epochs %d and --steps %d: give one of them, not both", IVAL(a, "epochs"),
@@ -406,8 +411,13 @@ int mx_cmd_sweep(int argc, char **argv)
         if (rc == 0) {
             mx_cuda_info cu;
             mx_cuda_probe(&cu);
-            fprintf(stderr, "mxbench sweep: %d runs into %s; no CUDA device in use (%s): devices are CPU workers, "
-                    "%d thread(s) each\n", n, a.out, cu.driver, a.threads_per_device);
+            /* the runs choose as `train --device auto` does: CUDA where built and present */
+            if (cu.count > 0 && mx_backend_find("cuda"))
+                fprintf(stderr, "mxbench sweep: %d runs into %s; devices are GPUs: %d x %s%s\n", n, a.out, cu.count,
+                        cu.model, a.oversubscribe ? " (rows with more devices than GPUs share them: --oversubscribe)" : "");
+            else
+                fprintf(stderr, "mxbench sweep: %d runs into %s; no CUDA device in use (%s): devices are CPU workers, "
+                        "%d thread(s) each\n", n, a.out, cu.driver, a.threads_per_device);
             if (ndist)
                 fprintf(stderr, "mxbench sweep: %d dist_* row(s), each its own %s job of one worker rank per device "
                         "(%d thread(s) each) and its servers, %s\n", ndist, mpi.mpirun, ax.dist_threads,

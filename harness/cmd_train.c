@@ -23,6 +23,8 @@ typedef struct {
     mx_train_config c;
     const char *work_load, *data, *record, *device;
     int quiet, threads_given;
+    int oversubscribe, tf32; /* --oversubscribe, --tf32 */
+    int oversubscribe_env;   /* MXBENCH_OVERSUBSCRIBE=1: a sweep's --oversubscribe (CUDA rows only) */
     int servers; /* --servers; -1: not given */
 } train_args;
 
@@ -56,6 +58,8 @@ static int parse(train_args *a, int argc, char **argv)
         {"strategy", MX_OPT_STRING, &c->strategy, "NAME", "parallel strategy (default data)", mx_strategy_planned()},
         {"gpus", MX_OPT_INT, &c->devices, "N", "device count (CPU workers without a GPU; default 1)", NULL, 1, MX_MAX_DEVICES},
         {"device", MX_OPT_STRING, &a->device, "KIND", "cpu, cuda or auto (default auto: cuda where present)", "cpu|cuda|auto"},
+        {"oversubscribe", MX_OPT_FLAG, &a->oversubscribe, NULL, "cuda: allow more devices than GPUs, several logical devices per GPU (separate streams), to test code paths; recorded oversubscribed, never plotted as scaling", NULL},
+        {"tf32", MX_OPT_FLAG, &a->tf32, NULL, "cuda: let f32 GEMMs and convolutions run as TF32 on the tensor cores (default: strict f32)", NULL},
         {"kvstore", MX_OPT_STRING, &c->kvstore, "MODE", "gradient aggregation: local, device (one process), dist_sync, dist_device_sync, dist_async, dist_allreduce (under mpirun) (default device)", MX_KV_MODES_ALL},
         {"servers", MX_OPT_INT, &a->servers, "S", "dist_sync/dist_device_sync/dist_async: server ranks (default: as many as workers, as MXNet)", NULL, 1, MX_MAX_SERVERS},
         {"bucket-mb", MX_OPT_DOUBLE, &c->bucket_mb, "X", "dist_allreduce: gradient bucket size in MiB, filled in backward order (default 25, as PyTorch DDP)", NULL, 0, MX_MAX_BUCKET_MB},
@@ -109,6 +113,9 @@ static int parse(train_args *a, int argc, char **argv)
         return mx_usage_error(spec.cmd, "--topk-ratio %g applies to --compression topk, not %s", c->gc_topk_ratio,
                               c->compression);
     a->threads_given = mx_opts_seen(&spec, "threads-per-device");
+    /* a sweep's --oversubscribe reaches its runs so */
+    const char *over = getenv("MXBENCH_OVERSUBSCRIBE");
+    a->oversubscribe_env = over && strcmp(over, "1") == 0;
     if (a->work_load) {
         c->nwork_load = mx_parse_double_list(spec.cmd, "work-load", a->work_load, c->work_load, MX_MAX_DEVICES,
                                              1e-6, MX_MAX_WORK_LOAD);
@@ -159,6 +166,20 @@ static int check_config(train_args *a, int launching)
     }
     /* auto: CUDA where this build has it and a GPU is present, else the CPU */
     c->backend = want_cuda || (!(a->device && strcmp(a->device, "cpu") == 0) && have_cuda && cu.count > 0) ? "cuda" : "cpu";
+    const int gpu = strcmp(c->backend, "cuda") == 0;
+    if (gpu && c->devices > cu.count && !a->oversubscribe && !a->oversubscribe_env) {
+        fprintf(stderr, "mxbench train: --gpus %d: this machine has %d GPU(s) (%s); accepted: 1 to %d, or add "
+                "--oversubscribe to place several logical devices on a GPU (to test code paths: not a scaling "
+                "result)\n", c->devices, cu.count, cu.model, cu.count);
+        return 2;
+    }
+    if (!gpu && (a->oversubscribe || a->tf32)) {
+        fprintf(stderr, "mxbench train: --%s applies to CUDA devices, and this run's devices are CPU workers "
+                "(--device %s); CPU devices beyond the cores are always allowed\n", a->tf32 ? "tf32" : "oversubscribe",
+                a->device ? a->device : "auto");
+        return 2;
+    }
+    mx_backend_set_tf32_default(a->tf32);
     /* a dist_* worker's default is set again once it knows the workers of its host (join_job) */
     const int cores = mx_cpu_cores();
     if (!a->threads_given) c->threads_per_device = cores / c->devices > 1 ? cores / c->devices : 1;
@@ -178,10 +199,18 @@ static void say_devices(const train_args *a)
             fprintf(stderr, "mxbench: %s job of %d workers and %d servers; each worker trains %d device(s) with "
                     "%d thread(s) each, batch %d (global batch %d)\n", c->kvstore, c->cluster->nworkers,
                     c->cluster->nservers, c->devices, c->threads_per_device, c->batch, c->batch * c->cluster->nworkers);
-        else
+        else if (strcmp(c->backend, "cuda") == 0) {
+            mx_cuda_info cu;
+            mx_cuda_probe(&cu);
+            fprintf(stderr, "mxbench: %d CUDA device(s) on %d x %s%s%s\n", c->devices, cu.count, cu.model,
+                    c->devices > cu.count ? " (oversubscribed: timings are not a scaling result)" : "",
+                    a->tf32 ? ", TF32 allowed" : "");
+            return;
+        } else
             fprintf(stderr, "mxbench: no CUDA device in use: %d device(s) are CPU workers with %d thread(s) each\n",
                     c->devices, c->threads_per_device);
     }
+    if (strcmp(c->backend, "cuda") == 0) return;
     if (ranks * c->devices * c->threads_per_device > cores && !(c->cluster && c->cluster->index != 0))
         fprintf(stderr, "mxbench: warning: %d rank(s) x %d devices x %d threads on %d cores: timings are not "
                 "meaningful (use such runs for correctness only)\n", ranks, c->devices, c->threads_per_device, cores);
@@ -311,7 +340,11 @@ int mx_cmd_train(int argc, char **argv)
     snprintf(rec.id, sizeof rec.id, "r0000");
     rc = mx_train_run(&a.c, &rec);
     if (cl) rc = mx_dist_finish_worker(cl, rc, &rec); /* a failure ends the whole job there */
-    rec.oversubscribed = (cl ? mx_dist_local_ranks() : 1) * a.c.devices * a.c.threads_per_device > mx_cpu_cores();
+    mx_cuda_info cu;
+    mx_cuda_probe(&cu);
+    if (strcmp(a.c.backend, "cuda") == 0) rec.oversubscribed = (cl ? mx_dist_local_ranks() : 1) * a.c.devices > cu.count;
+    else rec.oversubscribed = (cl ? mx_dist_local_ranks() : 1) * a.c.devices * a.c.threads_per_device > mx_cpu_cores();
+    rec.tf32 = a.tf32;
     if (rc < 0) {
         fprintf(stderr, "mxbench train: %s\n", mx_last_error());
         if (a.record) unlink(a.record);

@@ -127,7 +127,11 @@ int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char
     return rc < 0 ? rc : blocks > 0;
 }
 
-static int keep_throughput(const mx_run_record *r) { return isfinite(r->throughput) && r->gpus > 0; }
+/* GPUs shared by several logical devices (--oversubscribe) test code paths: their timings
+ * are never drawn as scaling or throughput against devices. */
+static int gpu_shared(const mx_run_record *r) { return r->oversubscribed && strcmp(r->device_type, "cuda") == 0; }
+
+static int keep_throughput(const mx_run_record *r) { return !gpu_shared(r) && isfinite(r->throughput) && r->gpus > 0; }
 
 static void row_throughput(FILE *f, const mx_run_record *r)
 {
@@ -159,7 +163,7 @@ static int write_throughput(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 
 static int keep_scaling(const mx_run_record *r)
 {
-    return isfinite(r->speedup) && isfinite(r->efficiency) && r->gpus > 0 && r->speedup > 0;
+    return !gpu_shared(r) && isfinite(r->speedup) && isfinite(r->efficiency) && r->gpus > 0 && r->speedup > 0;
 }
 
 static void row_scaling(FILE *f, const mx_run_record *r)

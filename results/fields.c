@@ -39,7 +39,7 @@ static const mx_field outcome_fields[] = {
     ODBL(throughput_agg), RDBL(step_time_median),  RDBL(speedup),            RDBL(efficiency),
     RDBL(final_test_acc), RDBL(time_to_acc),      OINT(oversubscribed),
     OINT(noisy),          ODBL(host_others),       ODBL(host_load),          ODBL(host_steal),
-    OSTR(counted_by),     OSTR(amp_kernels),
+    OSTR(counted_by),     OSTR(amp_kernels),      OINT(tf32),
 };
 /* after the counters' figures, as before the table (file readers go by name anyway) */
 static const mx_field tail_fields[] = {RDBL(wall_time)};
@@ -270,6 +270,7 @@ static const int_rule int_rules[] = {
     MIN(gpus, 1),         MIN(batch, 0),   MIN(global_batch, 0),       MIN(epochs, 0),       MIN(steps, 0),
     MIN(warmup_steps, 0), MIN(repeats, 0), MIN(threads_per_device, 0), MIN(test_samples, 0),
     MIN(workers, 1),      MIN(servers, 0), MIN(oversubscribed, 0),    MIN(noisy, 0),
+    MIN(tf32, 0),
 };
 
 int mx_run_check_values(const mx_run_record *r, const char *path, int code)
@@ -280,9 +281,10 @@ int mx_run_check_values(const mx_run_record *r, const char *path, int code)
             return mx_error(code, "%s: run '%s': %s = %d is impossible (accepted: %d or more)", path, r->id,
                             int_rules[i].name, v, int_rules[i].min);
     }
-    if (r->oversubscribed > 1 || r->noisy > 1)
+    if (r->oversubscribed > 1 || r->noisy > 1 || r->tf32 > 1)
         return mx_error(code, "%s: run '%s': %s = %d is impossible (accepted: 0 or 1)", path, r->id,
-                        r->noisy > 1 ? "noisy" : "oversubscribed", r->noisy > 1 ? r->noisy : r->oversubscribed);
+                        r->noisy > 1 ? "noisy" : r->tf32 > 1 ? "tf32" : "oversubscribed",
+                        r->noisy > 1 ? r->noisy : r->tf32 > 1 ? r->tf32 : r->oversubscribed);
     if (!mx_record_status_known(r->status))
         return mx_error(code, "%s: run '%s': status '%s' is not one mxbench knows (accepted: %s)", path, r->id,
                         r->status, MX_RECORD_STATUSES);

@@ -103,7 +103,8 @@ typedef struct {
     int noisy;
     char counted_by[16];   /* "cachegrind" or "perf": a run of `mxbench count` (counts, no timings); else "" */
     char amp_kernels[16];  /* how AMP's GEMMs ran: "avx512_bf16" on the CPU's bf16 units, "emulated"
-                            * (f32 arithmetic on half values); "" with amp off (backend.h) */
+                            * (f32 arithmetic on half values), "tensor_cores" (CUDA); "" with amp off
+                            * (backend.h) */
     int ndevices;          /* strategies that report per device (model, layer, data): one row each */
     mx_device_row *devices;/* [ndevices] */
     int nlayers;           /* the model's top-level layers, where the strategy reports them */
@@ -131,6 +132,8 @@ typedef struct {
             double comm_overlap;    /* metrics[MX_COUNTER_COMM_HIDDEN] */
         };
     };
+    int tf32;              /* 1: CUDA f32 GEMMs and convolutions were allowed TF32 (--tf32); the last
+                            * field, so that adding it moved no other */
 } mx_run_record;
 
 /* The values a record's status may take, '|'-separated: "ok|failed|skipped|diverged".

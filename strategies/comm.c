@@ -1,6 +1,7 @@
 /* The communicator's registry and the checking, timing and counting that every
  * implementation shares, so that comm_<kind>.c holds only how data moves. */
 #include "comm.h"
+#include "engine/backend.h"
 #include "engine/status.h"
 #include "engine/timer.h"
 #include "engine/trace.h"
@@ -59,6 +60,13 @@ int mx_comm_create(mx_comm **out, const char *kind, int n)
     }
     *out = c;
     return MX_OK;
+}
+
+void mx_comm_set_devices(mx_comm *c, mx_backend **be)
+{
+    if (!c || !be || strcmp(c->ops->name, "threads") != 0) return;
+    for (int m = 0; m < c->n; m++)
+        if (strcmp(be[m]->ops->device_type, "cpu") != 0) c->be = be;
 }
 
 void mx_comm_destroy(mx_comm *c)

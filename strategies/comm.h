@@ -73,7 +73,16 @@ struct mx_comm {
     mx_comm_count *counts;   /* a row per member, written only by it: read with mx_comm_counts */
     double *arrival;         /* [n] an implementation's arrival wait in the call in progress */
     void *impl;              /* implementation-private state */
+    /* threads: where the buffers live when the host cannot read them (a GPU's memory):
+     * member m's backend, whose copies and adds then move and sum the data on its queue
+     * (NULL: host or CPU-device memory, read directly). Set with mx_comm_set_devices. */
+    struct mx_backend **be;
 };
+
+/* Tells a threads communicator that member m's buffers are memory of be[m] (n entries, kept
+ * by the caller for the communicator's life); a no-op for CPU backends and other kinds. */
+struct mx_backend;
+void mx_comm_set_devices(mx_comm *c, struct mx_backend **be);
 
 /* Creates a communicator of the named kind ("threads", "mpi") with n members (1..MX_COMM_MAX);
  * for mpi, n must be the number of processes mpirun started (MPI is initialised here when

@@ -1,10 +1,13 @@
 /* Communicator `threads`: the members are threads of this process and buffers are host or
  * CPU-device memory, so a collective is a rendezvous in which every member publishes its
  * pointers, reads the others' directly, and waits until no one still reads its own.
+ * Buffers in a GPU's memory (c->be set) take the same steps, each member's reads and sums
+ * done by its backend's copies and adds (same GPU, or peers), after its queued work. 
  * Rendezvous are generation counters: a short spin (members usually arrive together), then
  * a futex sleep, because there are often more threads than cores and a long spin would
  * steal the core that the late member needs. */
 #include "comm.h"
+#include "engine/backend.h"
 #include "engine/status.h"
 
 #include <limits.h>
@@ -138,6 +141,35 @@ static void threads_destroy(mx_comm *c)
     free(T);
 }
 
+/* ---- device buffers: member m's backend moves and sums them */
+
+static void mem_copy(const mx_comm *c, int m, void *dst, const void *src, size_t bytes)
+{
+    if (dst == src || !bytes) return;
+    if (c->be) c->be[m]->ops->copy(c->be[m], dst, src, bytes, MX_COPY_D2D);
+    else memcpy(dst, src, bytes);
+}
+
+/* Member m's own buffers are complete (its queued kernels done) before others read them. */
+static int settle(const mx_comm *c, int m) { return c->be ? c->be[m]->ops->sync(c->be[m]) : MX_OK; }
+
+/* sum_into on device memory: f32 adds on member m's queue in member order, except that a
+ * source which is dst itself (in place) is the first term; then waited for, so the
+ * others may reuse their buffers after the next rendezvous. */
+static void sum_into_device(const mx_comm *c, int m, float *dst, size_t lo, size_t hi)
+{
+    const threads_comm *T = c->impl;
+    mx_backend *be = c->be[m];
+    const size_t len = hi - lo;
+    int self = -1;
+    for (int j = 0; j < c->n && self < 0; j++)
+        if ((const float *)T->slots[j].send + lo == dst + lo) self = j;
+    if (self < 0) be->ops->copy(be, dst + lo, (const float *)T->slots[0].send + lo, sizeof(float) * len, MX_COPY_D2D);
+    for (int j = self < 0 ? 1 : 0; j < c->n; j++)
+        if (j != self) be->ops->add(be, len, dst + lo, (const float *)T->slots[j].send + lo);
+    be->ops->sync(be);
+}
+
 /* ---- collectives */
 
 /* Publishes this member's call and waits for all; then every member compares every call
@@ -146,7 +178,12 @@ static int arrive(mx_comm *c, int m, mx_comm_verb v, const void *send, void *rec
 {
     threads_comm *T = c->impl;
     T->slots[m] = (slot){.verb = v, .root = root, .send = send, .recv = recv, .count = count, .t = t};
+    const int ready = settle(c, m);
     barrier_wait(&T->bar, c->n);
+    if (ready < 0) return ready;
+    if (c->be && t != MX_F32 && (v == MX_COMM_ALLREDUCE || v == MX_COMM_REDUCE_SCATTER))
+        return mx_error(MX_EUNSUPPORTED, "comm threads: %s of %s on device memory: the device sums take f32",
+                        mx_comm_verb_name(v), mx_dtype_name(t));
     const slot *a = &T->slots[0];
     for (int j = 1; j < c->n; j++) {
         const slot *b = &T->slots[j];
@@ -164,9 +201,13 @@ static int arrive(mx_comm *c, int m, mx_comm_verb v, const void *send, void *rec
  * dst. Chunks stay in L1; dst may be one of the sources (in place): each chunk is read
  * whole before it is written. */
 #define CHUNK 1024
-static void sum_into(const mx_comm *c, void *dst, size_t lo, size_t hi, mx_dtype t)
+static void sum_into(const mx_comm *c, int m, void *dst, size_t lo, size_t hi, mx_dtype t)
 {
     const threads_comm *T = c->impl;
+    if (c->be) {
+        if (hi > lo) sum_into_device(c, m, dst, lo, hi);
+        return;
+    }
     float acc[CHUNK];
     for (size_t at = lo; at < hi; at += CHUNK) {
         const size_t len = hi - at < CHUNK ? hi - at : CHUNK;
@@ -195,20 +236,16 @@ static void gather_others(const mx_comm *c, int m, void *buf, size_t count, mx_d
         size_t lo, hi;
         mx_comm_shard(count, j, c->n, &lo, &hi);
         const char *src = T->slots[j].recv;
-        if (j != m && hi > lo && src != buf) memcpy((char *)buf + lo * sz, src + lo * sz, (hi - lo) * sz);
+        if (j != m && hi > lo && src != buf) mem_copy(c, m, (char *)buf + lo * sz, src + lo * sz, (hi - lo) * sz);
     }
 }
 
-static void copy_if_apart(void *dst, const void *src, size_t bytes)
-{
-    if (dst != src && bytes) memcpy(dst, src, bytes);
-}
 
 static int threads_allreduce(mx_comm *c, int m, const void *send, void *recv, size_t count, mx_dtype t)
 {
     threads_comm *T = c->impl;
     if (c->n == 1) {
-        copy_if_apart(recv, send, count * mx_dtype_size(t));
+        mem_copy(c, m, recv, send, count * mx_dtype_size(t));
         return MX_OK;
     }
     /* Reduce-scatter into recv, then all-gather recv: each element is summed once, by its
@@ -218,7 +255,7 @@ static int threads_allreduce(mx_comm *c, int m, const void *send, void *recv, si
     if (rc == MX_OK) {
         size_t lo, hi;
         mx_comm_shard(count, m, c->n, &lo, &hi);
-        sum_into(c, recv, lo, hi, t);
+        sum_into(c, m, recv, lo, hi, t);
     }
     barrier_wait(&T->bar, c->n);
     if (rc == MX_OK) gather_others(c, m, recv, count, t);
@@ -233,11 +270,11 @@ static int threads_reduce_scatter(mx_comm *c, int m, const void *send, void *rec
     mx_comm_shard(count, m, c->n, &lo, &hi);
     if (c->n == 1) {
         const size_t sz = mx_dtype_size(t);
-        copy_if_apart((char *)recv + lo * sz, (const char *)send + lo * sz, (hi - lo) * sz);
+        mem_copy(c, m, (char *)recv + lo * sz, (const char *)send + lo * sz, (hi - lo) * sz);
         return MX_OK;
     }
     int rc = arrive(c, m, MX_COMM_REDUCE_SCATTER, send, recv, count, t, 0);
-    if (rc == MX_OK) sum_into(c, recv, lo, hi, t);
+    if (rc == MX_OK) sum_into(c, m, recv, lo, hi, t);
     barrier_wait(&T->bar, c->n); /* the others have read our send buffer */
     return rc;
 }
@@ -257,7 +294,7 @@ static int threads_broadcast(mx_comm *c, int m, void *buf, size_t count, mx_dtyp
     threads_comm *T = c->impl;
     if (c->n == 1) return MX_OK;
     int rc = arrive(c, m, MX_COMM_BROADCAST, buf, buf, count, t, root);
-    if (rc == MX_OK && m != root) copy_if_apart(buf, T->slots[root].recv, count * mx_dtype_size(t));
+    if (rc == MX_OK && m != root) mem_copy(c, m, buf, T->slots[root].recv, count * mx_dtype_size(t));
     barrier_wait(&T->bar, c->n);
     return rc;
 }
@@ -277,6 +314,7 @@ static int threads_send(mx_comm *c, int m, const void *buf, size_t count, mx_dty
     threads_comm *T = c->impl;
     channel *ch = &T->channels[(size_t)m * c->n + peer];
     const uint32_t seq = atomic_load_explicit(&ch->posted.v, memory_order_relaxed) + 1;
+    settle(c, m); /* a failure stays sticky on the backend and surfaces at its next sync */
     ch->buf = buf;
     ch->count = count;
     ch->t = t;
@@ -299,7 +337,7 @@ static int threads_recv(mx_comm *c, int m, void *buf, size_t count, mx_dtype t, 
         rc = mx_error(MX_EINVAL, "comm recv: member %d expected %zu %s from member %d, which sent %zu %s", m, count,
                       mx_dtype_name(t), peer, ch->count, mx_dtype_name(ch->t));
     else
-        copy_if_apart(buf, ch->buf, count * mx_dtype_size(t));
+        mem_copy(c, m, buf, ch->buf, count * mx_dtype_size(t));
     ch->status = rc;
     flag_set(&ch->done, seq);
     return rc;

@@ -10,6 +10,7 @@
  * its own f32 master weights and momentum. Every device and rank sees the same sum, so
  * their loss scalers take the same decisions without a further exchange. */
 #include "strategy.h"
+#include "engine/device_marks.h"
 #include "cluster.h"
 #include "kvstore.h"
 #include "device_threads.h"
@@ -33,6 +34,7 @@ typedef struct {
     double loss;
     int correct;
     double t_start, t_fwd_end, t_bwd_end, t_end;
+    double dev_phase[3]; /* forward, backward, tail on the device's own clock (GPU events) */
     double loss_scale; /* the scale this step's loss gradient had (1 without fp16 AMP) */
     int skipped;       /* AMP: the summed gradient held inf or NaN, the update was skipped */
 } device_result;
@@ -41,6 +43,8 @@ struct mx_strategy {
     mx_strategy_config cfg;
     int k;
     mx_backend *be[MX_MAX_DEVICES];
+    mx_phase_clock clock[MX_MAX_DEVICES]; /* the phases on each device's queue (GPUs) */
+    long steps;                           /* steps run, for the ranges' names */
     mx_net *net[MX_MAX_DEVICES];
     /* momentum next to the weights, where a device updates its own (one device without a
      * kvstore, or AMP); NULL where the kvstore updates */
@@ -118,8 +122,14 @@ static void update_device(mx_strategy *s, int d)
 static void run_device(mx_strategy *s, int d)
 {
     mx_net *net = s->net[d];
+    mx_backend *be = net->be;
+    mx_phase_clock *clock = &s->clock[d];
     device_result *r = &s->res[d];
+    const char *tail = s->kv ? (s->local_update ? "pull and update" : "pull") : "update";
+    mx_range_set_tag("data d%d step %ld", d, s->steps);
     r->t_start = mx_now();
+    mx_phase_clock_mark(clock, 0);
+    mx_range_begin(be, "forward");
     const size_t per = mx_shape_size(net->in);
     mx_net_set_batch(net, s->x + (size_t)s->first[d] * per, s->y + s->first[d], s->count[d]);
     mx_net_zero_grad(net);
@@ -127,25 +137,33 @@ static void run_device(mx_strategy *s, int d)
     r->loss_scale = s->scaler[d].scale;
     r->skipped = 0;
     r->loss = mx_net_loss(net, s->count[d], s->grad_scale * (float)r->loss_scale, &r->correct);
+    mx_range_end(be);
     r->t_fwd_end = mx_now();
+    mx_phase_clock_mark(clock, 1);
+    mx_range_begin(be, "backward");
     push_ctx ctx = {s, d};
     mx_net_backward(net, s->count[d], s->kv ? push_ready : NULL, &ctx);
+    mx_phase_clock_mark(clock, 2);
     /* A failed op leaves the backend's sticky error; the step goes on (the kvstore waits for
      * every device's pushes and pulls) and returns it. */
-    if (net->be->ops->sync(net->be) < 0) record_error(s);
+    if (be->ops->sync(be) < 0) record_error(s);
+    mx_range_end(be);
     r->t_bwd_end = mx_now();
+    mx_range_begin(be, "%s", tail);
     if (s->kv)
         for (int p = 0; p < net->nparams; p++)
             if (mx_kv_pull(s->kv, p, d, net->params[p].count) < 0) record_error(s);
     if (s->local_update) update_device(s, d);
-    if (net->be->ops->sync(net->be) < 0) record_error(s);
+    mx_phase_clock_mark(clock, 3);
+    if (be->ops->sync(be) < 0) record_error(s);
+    mx_range_end(be);
     r->t_end = mx_now();
+    for (int i = 0; i < 3; i++) r->dev_phase[i] = mx_phase_clock_between(clock, i, i + 1);
     /* the timeline's step phases on the device's track (its layers and pushes lie inside) */
     const int track = MX_TRACK_DEVICE(net->be->device);
     mx_trace_event(track, "step", "forward", -1, r->t_start, r->t_fwd_end);
     mx_trace_event(track, "step", "backward", -1, r->t_fwd_end, r->t_bwd_end);
-    mx_trace_event(track, "step", s->kv ? (s->local_update ? "pull and update" : "pull") : "update", -1, r->t_bwd_end,
-                   r->t_end);
+    mx_trace_event(track, "step", tail, -1, r->t_bwd_end, r->t_end);
 }
 
 /* Without this, BLAS on this device would use every core and the devices would fight over
@@ -201,6 +219,7 @@ static int create_replicas(mx_strategy *s)
         /* a dist_* worker's devices come after those of the workers before it on its host */
         const int id = (c->cluster ? c->cluster->local_worker * s->k : 0) + d;
         MX_TRY(mx_backend_create(&s->be[d], c->backend ? c->backend : "cpu", id, c->threads_per_device));
+        MX_TRY(mx_phase_clock_init(&s->clock[d], s->be[d]));
         /* Room for k more than the even share: a smaller last batch rounds differently. */
         MX_TRY(mx_net_create_amp(&s->net[d], s->be[d], specs, nspecs, c->in, counts[d] + s->k, c->amp));
         mx_loss_scaler_init(&s->scaler[d], c->amp);
@@ -227,6 +246,7 @@ static int create_store(mx_strategy *s)
                          .compression = s->cfg.compression, .gc_threshold = s->cfg.gc_threshold,
                          .gc_topk_ratio = s->cfg.gc_topk_ratio};
     int rc = mx_comm_create(&s->comm, "threads", s->k);
+    if (rc == MX_OK) mx_comm_set_devices(s->comm, s->be);
     if (rc == MX_OK && s->cfg.cluster) {
         s->decay = malloc(sizeof(int) * n0->nparams);
         if (!s->decay) rc = mx_error(MX_ENOMEM, "out of memory for kvstore keys");
@@ -412,10 +432,20 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
         s->busy_sum[d] += r->t_bwd_end - r->t_start;
     }
     s->busy_steps++;
+    s->steps++;
     const double fwd = fwd_end - t_dispatch, bwd = bwd_end - fwd_end;
     st->phase[MX_PHASE_FORWARD] = fwd;
     st->phase[MX_PHASE_BACKWARD] = bwd;
     st->phase[s->kv ? MX_PHASE_COMM : MX_PHASE_UPDATE] = end - bwd_end;
+    /* On GPUs the phases are the device's own times between events on its queue (the
+     * slowest device's); the step's wall clock still brackets them. */
+    if (s->clock[0].on)
+        for (int i = 0; i < 3; i++) {
+            double worst = 0;
+            for (int d = 0; d < s->k; d++)
+                if (s->res[d].dev_phase[i] > worst) worst = s->res[d].dev_phase[i];
+            st->phase[i == 0 ? MX_PHASE_FORWARD : i == 1 ? MX_PHASE_BACKWARD : s->kv ? MX_PHASE_COMM : MX_PHASE_UPDATE] = worst;
+        }
     if (s->kv) {
         st->counter[MX_COUNTER_BYTES] = mx_kv_stats_get(s->kv).bytes;
         mx_kv_work_before(s->kv, bwd_end, &st->counter[MX_COUNTER_COMM_WORK], &st->counter[MX_COUNTER_COMM_HIDDEN]);
@@ -474,6 +504,7 @@ static void data_destroy(mx_strategy *s)
     for (int d = 0; d < s->k; d++) {
         if (s->mom[d]) s->be[d]->ops->free(s->be[d], s->mom[d]);
         mx_net_destroy(s->net[d]);
+        if (s->be[d]) mx_phase_clock_free(&s->clock[d]);
         mx_backend_destroy(s->be[d]);
     }
     pthread_mutex_destroy(&s->errlock);

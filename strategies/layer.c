@@ -178,6 +178,7 @@ static int create_devices(mx_strategy *s)
     for (int d = 0; d < s->k; d++)
         MX_TRY(mx_backend_create(&s->be[d], c->backend ? c->backend : "cpu", d, c->threads_per_device));
     MX_TRY(mx_comm_create(&s->comm, "threads", s->k));
+    mx_comm_set_devices(s->comm, s->be);
     MX_TRY(mx_tp_plan_create(&s->plan, s->be[0], c->specs, c->nspecs, c->in, s->k, 1, 0));
     s->nclasses = (int)mx_shape_size(s->plan->tensors[s->plan->out].shape);
     if (s->nclasses != c->nclasses)

@@ -54,14 +54,9 @@ def lr_at(base, pos, epochs):
     return base * 0.5 * (1 + math.cos(math.pi * pos / epochs))
 
 
-def run_torch(a, data):
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    torch.set_num_threads(a.threads)
-    torch.manual_seed(a.seed)
-
+def torch_data(torch, data):
+    """The recipe's tensors: pixels / 255 standardised with the training split's mean and
+    deviation (both splits), labels as int64: (x_train, y_train, x_test, y_test)."""
     def tensors(split):
         pix, lab, n = data[split]
         x = torch.frombuffer(bytearray(pix), dtype=torch.uint8).float().div_(255).view(n, 1, 28, 28)
@@ -70,7 +65,18 @@ def run_torch(a, data):
     xtr, ytr = tensors("train")
     xte, yte = tensors("test")
     mean, sd = xtr.mean().item(), xtr.std(unbiased=False).item()
-    xtr, xte = (xtr - mean) / sd, (xte - mean) / sd
+    return (xtr - mean) / sd, ytr, (xte - mean) / sd, yte
+
+
+def run_torch(a, data):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+
+    xtr, ytr, xte, yte = torch_data(torch, data)
 
     class LeNet(nn.Module):
         def __init__(self):

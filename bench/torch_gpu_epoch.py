@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import peer_train  # noqa: E402  (IDX reading and the lr schedule)
+import peer_train  # noqa: E402  (IDX reading, the recipe's tensors, the lr schedule)
 import torch_models  # noqa: E402
 
 
@@ -42,18 +42,7 @@ def main():
     torch.backends.cudnn.benchmark = True  # algorithms measured per shape, as mxbench's plans
     torch.manual_seed(a.seed)
     dev = torch.device("cuda")
-    data = peer_train.load(a.data)
-
-    def tensors(split):
-        pix, lab, n = data[split]
-        x = torch.frombuffer(bytearray(pix), dtype=torch.uint8).float().div_(255).view(n, 1, 28, 28)
-        return x, torch.frombuffer(bytearray(lab), dtype=torch.uint8).long()
-
-    xtr, ytr = tensors("train")
-    xte, yte = tensors("test")
-    mean, sd = xtr.mean().item(), xtr.std(unbiased=False).item()
-    xtr, xte = ((xtr - mean) / sd).to(dev), ((xte - mean) / sd).to(dev)
-    ytr, yte = ytr.to(dev), yte.to(dev)
+    xtr, ytr, xte, yte = (t.to(dev) for t in peer_train.torch_data(torch, peer_train.load(a.data)))
     model = (torch_models.ResNet18Small() if a.model == "resnet18" else torch_models.LeNet()).to(dev)
     for q in model.parameters():
         if q.dim() > 1:

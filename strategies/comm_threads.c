@@ -2,7 +2,7 @@
  * CPU-device memory, so a collective is a rendezvous in which every member publishes its
  * pointers, reads the others' directly, and waits until no one still reads its own.
  * Buffers in a GPU's memory (c->be set) take the same steps, each member's reads and sums
- * done by its backend's copies and adds (same GPU, or peers), after its queued work. 
+ * done by its backend's copies and adds (same GPU, or peers), after its queued work.
  * Rendezvous are generation counters: a short spin (members usually arrive together), then
  * a futex sleep, because there are often more threads than cores and a long spin would
  * steal the core that the late member needs. */
@@ -239,7 +239,6 @@ static void gather_others(const mx_comm *c, int m, void *buf, size_t count, mx_d
         if (j != m && hi > lo && src != buf) mem_copy(c, m, (char *)buf + lo * sz, src + lo * sz, (hi - lo) * sz);
     }
 }
-
 
 static int threads_allreduce(mx_comm *c, int m, const void *send, void *recv, size_t count, mx_dtype t)
 {

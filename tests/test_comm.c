@@ -3,13 +3,16 @@
  * grain), every dtype; sums equal to an f32 sum in member order rounded once, the same bits
  * on every member and on a second run; counts and bytes per verb, nccl-tests' busbw
  * factors; mismatched calls and bad arguments refused; every call an event of the timeline
- * on its thread's track, with its bytes, only while it records; the rendezvous cost printed. */
+ * on its thread's track, with its bytes, only while it records; buffers of a non-CPU backend
+ * moved and summed through the members' backends (f32 only); the rendezvous cost printed. */
 #include "check.h"
+#include "engine/backend.h"
 #include "engine/status.h"
 #include "engine/timer.h"
 #include "engine/trace.h"
 #include "strategies/comm.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -387,6 +390,103 @@ static void print_rendezvous_cost(void)
     }
 }
 
+/* ---- buffers a host thread does not read: the threads communicator with mx_comm_set_devices
+ * moves and sums them through each member's backend. A CPU table registered under another
+ * device type ("devmem") takes that path here, so it is checked where no GPU is. */
+
+typedef struct {
+    mx_comm *c;
+    mx_backend *be;
+    int m, n, bad;
+    char first[256];
+} dev_member;
+
+static void *dev_member_main(void *p)
+{
+    dev_member *me = p;
+    const int m = me->m, n = me->n;
+    const size_t count = 4099;
+    float *send = me->be->ops->alloc(me->be, 4 * count), *recv = me->be->ops->alloc(me->be, 4 * count);
+    size_t lo, hi;
+    mx_comm_shard(count, m, n, &lo, &hi);
+    /* the sums: exact in member order, and within 1 ulp-ish where an in-place member's own
+     * buffer is summed first (the device path's order) */
+#define NEAR(i) (fabsf(recv[i] - expected_sum(MX_F32, n, i)) <= 1e-5f * (1 + fabsf(expected_sum(MX_F32, n, i))))
+    fill(MX_F32, send, m, count);
+    fill_sentinel(MX_F32, recv, count);
+    int rc = mx_comm_allreduce(me->c, m, send, recv, count, MX_F32);
+    for (size_t i = 0; i < count; i++) EXPECT(me, rc == MX_OK && NEAR(i), "device allreduce x%d: element %zu", n, i);
+    fill(MX_F32, recv, m, count);
+    rc = mx_comm_allreduce(me->c, m, recv, recv, count, MX_F32);
+    for (size_t i = 0; i < count; i++) EXPECT(me, rc == MX_OK && NEAR(i), "device allreduce in place x%d: element %zu", n, i);
+    fill_sentinel(MX_F32, recv, count);
+    rc = mx_comm_reduce_scatter(me->c, m, send, recv, count, MX_F32);
+    for (size_t i = 0; i < count; i++)
+        EXPECT(me, rc == MX_OK && (i >= lo && i < hi ? NEAR(i) : recv[i] == SENTINEL), "device reduce_scatter x%d: %zu", n, i);
+    for (size_t i = lo; i < hi; i++) recv[i] = value(m, i);
+    rc = mx_comm_allgather(me->c, m, recv, count, MX_F32);
+    for (size_t i = 0; i < count; i++) {
+        int owner = 0;
+        for (int j = 0; j < n; j++) {
+            size_t jl, jh;
+            mx_comm_shard(count, j, n, &jl, &jh);
+            if (i >= jl && i < jh) owner = j;
+        }
+        EXPECT(me, rc == MX_OK && recv[i] == value(owner, i), "device allgather x%d: element %zu", n, i);
+    }
+    if (m == n - 1) fill(MX_F32, recv, m, count);
+    rc = mx_comm_broadcast(me->c, m, recv, count, MX_F32, n - 1);
+    for (size_t i = 0; i < count; i++) EXPECT(me, rc == MX_OK && recv[i] == value(n - 1, i), "device broadcast: %zu", i);
+    if (n > 1) {
+        fill_sentinel(MX_F32, recv, count);
+        if (m == 0) rc = mx_comm_send(me->c, m, send, count, MX_F32, 1);
+        if (m == 1) rc = mx_comm_recv(me->c, m, recv, count, MX_F32, 0);
+        for (size_t i = 0; m == 1 && i < count; i++) EXPECT(me, rc == MX_OK && recv[i] == value(0, i), "device recv: %zu", i);
+        /* sums of half types are the host path's alone: refused on every member, naming it */
+        rc = mx_comm_allreduce(me->c, m, send, recv, count / 2, MX_BF16);
+        EXPECT(me, rc == MX_EUNSUPPORTED && strstr(mx_last_error(), "f32"), "device bf16 allreduce refused: %d", rc);
+    }
+#undef NEAR
+    me->be->ops->free(me->be, send);
+    me->be->ops->free(me->be, recv);
+    return NULL;
+}
+
+static void check_device_buffers(void)
+{
+    mx_backend_ops devmem = mx_cpu_backend_ops;
+    devmem.name = devmem.device_type = "devmem";
+    CHECK(mx_backend_register(&devmem) == MX_OK, "register devmem: %s", mx_last_error());
+    for (int n = 1; n <= 3; n++) {
+        mx_comm *c;
+        mx_backend *be[3];
+        dev_member members[3];
+        pthread_t th[3];
+        CHECK(mx_comm_create(&c, "threads", n) == MX_OK, "create x%d: %s", n, mx_last_error());
+        for (int m = 0; m < n; m++) CHECK(mx_backend_create(&be[m], "devmem", m, 1) == MX_OK, "%s", mx_last_error());
+        mx_comm_set_devices(c, be);
+        CHECK(c->be == be, "x%d: a non-CPU device type sets the device path", n);
+        for (int m = 0; m < n; m++) {
+            members[m] = (dev_member){.c = c, .be = be[m], .m = m, .n = n};
+            pthread_create(&th[m], NULL, dev_member_main, &members[m]);
+        }
+        for (int m = 0; m < n; m++) pthread_join(th[m], NULL);
+        for (int m = 0; m < n; m++) CHECK(members[m].bad == 0, "x%d member %d: %s", n, m, members[m].first);
+        mx_comm_destroy(c);
+        for (int m = 0; m < n; m++) mx_backend_destroy(be[m]);
+    }
+    /* CPU backends keep the direct path */
+    mx_comm *c;
+    mx_backend *cpu[2];
+    CHECK(mx_comm_create(&c, "threads", 2) == MX_OK, "%s", mx_last_error());
+    for (int m = 0; m < 2; m++) CHECK(mx_backend_create(&cpu[m], "cpu", m, 1) == MX_OK, "%s", mx_last_error());
+    mx_comm_set_devices(c, cpu);
+    CHECK(c->be == NULL, "CPU backends: buffers read directly");
+    mx_comm_destroy(c);
+    for (int m = 0; m < 2; m++) mx_backend_destroy(cpu[m]);
+    printf("device buffers through the members' backends: 1 to 3 members ok\n");
+}
+
 int main(void)
 {
     check_shards();
@@ -394,6 +494,7 @@ int main(void)
     check_verbs();
     check_errors();
     check_trace();
+    check_device_buffers();
     print_rendezvous_cost();
     return check_summary("test_comm");
 }

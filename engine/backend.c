@@ -426,16 +426,18 @@ static int register_locked(const mx_backend_ops *ops)
     return MX_OK;
 }
 
-/* What this build has. A CUDA build adds its table here, under its CMake definition. */
+/* The CUDA backend's table where the program links mx_cuda (engine/CMakeLists.txt: mxbench
+ * and the gpu tests of a CUDA build), else NULL: CPU-only programs carry none of CUDA. */
+extern const mx_backend_ops mx_cuda_backend_ops __attribute__((weak));
+
+/* What this program has: the CPU backend, and the CUDA one where linked. */
 static void register_builtins(void)
 {
     pthread_mutex_lock(&reg.lock);
     if (register_locked(&mx_cpu_backend_ops) < 0)
         fprintf(stderr, "mxbench: the cpu backend's table is incomplete: %s\n", mx_last_error());
-#ifdef MXBENCH_HAVE_CUDA
-    if (register_locked(&mx_cuda_backend_ops) < 0)
+    if (&mx_cuda_backend_ops && register_locked(&mx_cuda_backend_ops) < 0)
         fprintf(stderr, "mxbench: the cuda backend's table is incomplete: %s\n", mx_last_error());
-#endif
     pthread_mutex_unlock(&reg.lock);
 }
 

@@ -247,8 +247,6 @@ void mx_backend_set_range_hook(mx_backend *be, mx_range_hook hook, void *user);
 /* The CPU backend's table as written (optional ops NULL): register it or take it through
  * mx_backend_create; tests copy it to build variants. */
 extern const mx_backend_ops mx_cpu_backend_ops;
-/* The CUDA backend's table (cuda_backend.c), in builds with CUDA (MXBENCH_HAVE_CUDA). */
-extern const mx_backend_ops mx_cuda_backend_ops;
 /* Sets the process-wide BLAS thread count (OpenBLAS keeps one global setting). */
 void mx_cpu_set_blas_threads(int n);
 const char *mx_cpu_blas_info(void);

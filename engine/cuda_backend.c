@@ -60,7 +60,7 @@ static void cuda_close(mx_backend *be)
     cudaSetDevice(x->gpu);
     if (x->stream) cudaStreamSynchronize(x->stream);
     /* buffers from the counted allocator go back through it */
-    void *bufs[] = {x->ws, x->half, x->rows, x->count};
+    void *bufs[] = {x->ws, x->rows, x->count};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) be->ops->free(be, bufs[i]);
     mx_cuda_dnn_close(x);

@@ -14,8 +14,7 @@
 typedef struct {
     mx_conv_desc d;
     int n;
-    mx_dtype data;  /* f32, or the half type the operands are rounded to (AMP) */
-    int tf32;
+    int tf32;       /* on the tensor cores as TF32 (--tf32, or AMP's math) */
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
@@ -32,8 +31,6 @@ typedef struct {
     cudnnHandle_t dnn;
     void *ws;                  /* cuDNN workspace, grown to the largest plan's need */
     size_t ws_bytes;
-    void *half;                /* half-precision operand copies for AMP convolutions */
-    size_t half_bytes;
     void *rows;                /* the loss's per-row results (double loss, int hit) */
     size_t rows_bytes;
     void *host;                /* pinned host memory for results read back (loss, counts) */

@@ -3,9 +3,7 @@
  * this device), kept for the run; MXBENCH_CUDNN_LOG=1 prints each plan as it is made.
  *
  * Arithmetic: f32 convolutions are strict f32 (CUDNN_FMA_MATH) unless the user allowed
- * TF32; under AMP's math (backend.h) the operands are rounded to the half type (values of
- * that type already) and the convolution runs on the tensor cores with f32 sums, its
- * output widened back to f32. */
+ * TF32; under AMP's math (backend.h) they run on the tensor cores as TF32 (tf32_for). */
 #include "backend.h"
 #include "cuda_ctx.h"
 #include "cuda_kernels.h"
@@ -16,11 +14,6 @@
 #include <string.h>
 
 #define CTX(be) ((mx_cuda_ctx *)(be)->ctx)
-
-static cudnnDataType_t dnn_type(mx_dtype t)
-{
-    return t == MX_F16 ? CUDNN_DATA_HALF : t == MX_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-}
 
 static int same_shape(const mx_conv_desc *a, const mx_conv_desc *b)
 {
@@ -60,7 +53,7 @@ static int plan_make(mx_backend *be, mx_cuda_conv_plan *p)
 {
     cudnnHandle_t h = CTX(be)->dnn;
     const mx_conv_desc *d = &p->d;
-    const cudnnDataType_t t = dnn_type(p->data);
+    const cudnnDataType_t t = CUDNN_DATA_FLOAT;
     if (mx_cudnn_failed(be, cudnnCreateTensorDescriptor(&p->x), "cudnnCreateTensorDescriptor") ||
         mx_cudnn_failed(be, cudnnCreateTensorDescriptor(&p->y), "cudnnCreateTensorDescriptor") ||
         mx_cudnn_failed(be, cudnnCreateFilterDescriptor(&p->w), "cudnnCreateFilterDescriptor") ||
@@ -76,9 +69,7 @@ static int plan_make(mx_backend *be, mx_cuda_conv_plan *p)
                                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                         "cudnnSetConvolution2dDescriptor") ||
         mx_cudnn_failed(be,
-                        cudnnSetConvolutionMathType(p->conv, p->data != MX_F32 ? CUDNN_TENSOR_OP_MATH
-                                                             : p->tf32         ? CUDNN_DEFAULT_MATH
-                                                                               : CUDNN_FMA_MATH),
+                        cudnnSetConvolutionMathType(p->conv, p->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
                         "cudnnSetConvolutionMathType"))
         return -1;
     int on, oc, oh, ow;
@@ -109,27 +100,33 @@ static int plan_make(mx_backend *be, mx_cuda_conv_plan *p)
     PICK(pw, gw, p->bwd_filter, p->ws_bwd_filter);
     if (!ok) {
         mx_backend_fail(be, MX_EUNSUPPORTED, "cuDNN has no algorithm for the convolution %dx%dx%d -> %d, k %d, stride %d, "
-                        "pad %d, batch %d, %s", d->c, d->h, d->w, d->oc, d->k, d->stride, d->pad, p->n,
-                        mx_dtype_name(p->data));
+                        "pad %d, batch %d%s", d->c, d->h, d->w, d->oc, d->k, d->stride, d->pad, p->n,
+                        p->tf32 ? ", TF32" : "");
         return -1;
     }
     const char *log = getenv("MXBENCH_CUDNN_LOG");
     if (log && *log == '1')
-        fprintf(stderr, "mxbench: cuDNN plan, device %d: %dx%dx%d -> %dx%dx%d k%d s%d p%d batch %d %s%s: forward algo %d "
+        fprintf(stderr, "mxbench: cuDNN plan, device %d: %dx%dx%d -> %dx%dx%d k%d s%d p%d batch %d %s: forward algo %d "
                 "(%zu B), backward data %d (%zu B), backward filter %d (%zu B)\n", be->device, d->c, d->h, d->w, d->oc,
-                d->oh, d->ow, d->k, d->stride, d->pad, p->n, mx_dtype_name(p->data), p->tf32 ? " tf32" : "",
+                d->oh, d->ow, d->k, d->stride, d->pad, p->n, p->tf32 ? "tf32" : "f32",
                 (int)p->fwd, p->ws_fwd, (int)p->bwd_data, p->ws_bwd_data, (int)p->bwd_filter, p->ws_bwd_filter);
     return 0;
 }
 
-static mx_cuda_conv_plan *plan_for(mx_backend *be, const mx_conv_desc *d, int n, mx_dtype data)
+/* TF32 where the user allowed it, and always under AMP's math: the operands are values of the
+ * AMP type then, which TF32 holds exactly (bf16's 8 and fp16's 11 significant bits fit its
+ * 11, its exponent is f32's), so the tensor cores multiply them exactly and sum in f32, as
+ * half-precision tensor-core math would, without casting them to half and back. */
+static int tf32_for(const mx_backend *be) { return be->tf32 || be->math == MX_F16 || be->math == MX_BF16; }
+
+static mx_cuda_conv_plan *plan_for(mx_backend *be, const mx_conv_desc *d, int n)
 {
     mx_cuda_ctx *x = CTX(be);
     be->ops->bind_thread(be); /* cuDNN's handle belongs to this device's GPU */
-    const int tf32 = data == MX_F32 && be->tf32;
+    const int tf32 = tf32_for(be);
     for (int i = 0; i < x->nplans; i++) {
         mx_cuda_conv_plan *p = &x->plans[i];
-        if (p->n == n && p->data == data && p->tf32 == tf32 && same_shape(&p->d, d)) return p;
+        if (p->n == n && p->tf32 == tf32 && same_shape(&p->d, d)) return p;
     }
     if (x->nplans == x->cap_plans) {
         const int cap = x->cap_plans ? 2 * x->cap_plans : 16;
@@ -142,7 +139,7 @@ static mx_cuda_conv_plan *plan_for(mx_backend *be, const mx_conv_desc *d, int n,
     }
     mx_cuda_conv_plan *p = &x->plans[x->nplans];
     memset(p, 0, sizeof *p);
-    p->d = *d, p->n = n, p->data = data, p->tf32 = tf32;
+    p->d = *d, p->n = n, p->tf32 = tf32;
     if (plan_make(be, p) < 0) {
         plan_free(p);
         return NULL;
@@ -158,93 +155,38 @@ static void *workspace(mx_backend *be, size_t bytes)
     return mx_cuda_grow(be, &x->ws, &x->ws_bytes, bytes);
 }
 
-/* AMP's half-precision math: the type convolutions run in, or f32 */
-static mx_dtype conv_type(const mx_backend *be) { return be->math == MX_F16 || be->math == MX_BF16 ? be->math : MX_F32; }
-
-/* Room for three half tensors of the given element counts, laid end to end (256-byte
- * aligned for the tensor cores' loads). */
-static int half_bufs(mx_backend *be, size_t n0, size_t n1, size_t n2, void **b0, void **b1, void **b2)
-{
-    mx_cuda_ctx *x = CTX(be);
-    const size_t a0 = (n0 * 2 + 255) / 256 * 256, a1 = (n1 * 2 + 255) / 256 * 256, a2 = (n2 * 2 + 255) / 256 * 256;
-    char *base = mx_cuda_grow(be, &x->half, &x->half_bytes, a0 + a1 + a2);
-    if (!base) return -1;
-    *b0 = base, *b1 = base + a0, *b2 = base + a0 + a1;
-    return 0;
-}
-
 static const float one = 1.0f, zero = 0.0f;
 
 void mx_cuda_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in, const float *w)
 {
     mx_cuda_ctx *x = CTX(be);
-    const mx_dtype t = conv_type(be);
-    mx_cuda_conv_plan *p = plan_for(be, d, n, t);
+    mx_cuda_conv_plan *p = plan_for(be, d, n);
     void *ws = p ? workspace(be, p->ws_fwd) : NULL;
     if (!p || (p->ws_fwd && !ws)) return;
-    const size_t nin = (size_t)n * d->c * d->h * d->w, nw = (size_t)d->oc * d->c * d->k * d->k,
-                 nout = (size_t)n * d->oc * d->oh * d->ow;
-    const void *xin = in, *xw = w;
-    void *xout = out, *hin, *hw, *hout;
-    if (t != MX_F32) {
-        if (half_bufs(be, nin, nw, nout, &hin, &hw, &hout) < 0) return;
-        if (mx_cuda_failed(be, mx_cuk_cast(x->stream, nin, hin, t, in, MX_F32), "cast kernel") ||
-            mx_cuda_failed(be, mx_cuk_cast(x->stream, nw, hw, t, w, MX_F32), "cast kernel"))
-            return;
-        xin = hin, xw = hw, xout = hout;
-    }
-    if (mx_cudnn_failed(be,
-                        cudnnConvolutionForward(x->dnn, &one, p->x, xin, p->w, xw, p->conv, p->fwd, ws, p->ws_fwd,
-                                                &zero, p->y, xout),
-                        "cudnnConvolutionForward"))
-        return;
-    if (t != MX_F32) mx_cuda_failed(be, mx_cuk_cast(x->stream, nout, out, MX_F32, xout, t), "cast kernel");
+    mx_cudnn_failed(be,
+                    cudnnConvolutionForward(x->dnn, &one, p->x, in, p->w, w, p->conv, p->fwd, ws, p->ws_fwd, &zero,
+                                            p->y, out),
+                    "cudnnConvolutionForward");
 }
 
 void mx_cuda_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw, const float *dout,
                              const float *in, const float *w)
 {
     mx_cuda_ctx *x = CTX(be);
-    const mx_dtype t = conv_type(be);
-    mx_cuda_conv_plan *p = plan_for(be, d, n, t);
+    mx_cuda_conv_plan *p = plan_for(be, d, n);
     const size_t need = p ? (p->ws_bwd_data > p->ws_bwd_filter ? p->ws_bwd_data : p->ws_bwd_filter) : 0;
     void *ws = p ? workspace(be, need) : NULL;
     if (!p || (need && !ws)) return;
-    const size_t nin = (size_t)n * d->c * d->h * d->w, nw = (size_t)d->oc * d->c * d->k * d->k,
-                 nout = (size_t)n * d->oc * d->oh * d->ow;
-    if (t == MX_F32) {
-        if (din && mx_cudnn_failed(be,
-                                   cudnnConvolutionBackwardData(x->dnn, &one, p->w, w, p->y, dout, p->conv, p->bwd_data,
-                                                                ws, p->ws_bwd_data, &zero, p->x, din),
-                                   "cudnnConvolutionBackwardData"))
-            return;
-        /* dw accumulates (backend.h): beta 1 */
-        mx_cudnn_failed(be,
-                        cudnnConvolutionBackwardFilter(x->dnn, &one, p->x, in, p->y, dout, p->conv, p->bwd_filter, ws,
-                                                       p->ws_bwd_filter, &one, p->w, dw),
-                        "cudnnConvolutionBackwardFilter");
+    if (din && mx_cudnn_failed(be,
+                               cudnnConvolutionBackwardData(x->dnn, &one, p->w, w, p->y, dout, p->conv, p->bwd_data, ws,
+                                                            p->ws_bwd_data, &zero, p->x, din),
+                               "cudnnConvolutionBackwardData"))
         return;
-    }
-    /* half operands: the input's buffer takes din's half result after the filter pass, and
-     * the weights' buffer the half weight gradient, added into dw in f32 */
-    void *hin, *hw, *hout;
-    if (half_bufs(be, nin, nw, nout, &hin, &hw, &hout) < 0) return;
-    if (mx_cuda_failed(be, mx_cuk_cast(x->stream, nout, hout, t, dout, MX_F32), "cast kernel") ||
-        mx_cuda_failed(be, mx_cuk_cast(x->stream, nin, hin, t, in, MX_F32), "cast kernel") ||
-        mx_cudnn_failed(be,
-                        cudnnConvolutionBackwardFilter(x->dnn, &one, p->x, hin, p->y, hout, p->conv, p->bwd_filter, ws,
-                                                       p->ws_bwd_filter, &zero, p->w, hw),
-                        "cudnnConvolutionBackwardFilter") ||
-        mx_cuda_failed(be, mx_cuk_add_typed(x->stream, nw, dw, hw, t), "add_typed kernel"))
-        return;
-    if (!din) return;
-    if (mx_cuda_failed(be, mx_cuk_cast(x->stream, nw, hw, t, w, MX_F32), "cast kernel") ||
-        mx_cudnn_failed(be,
-                        cudnnConvolutionBackwardData(x->dnn, &one, p->w, hw, p->y, hout, p->conv, p->bwd_data, ws,
-                                                     p->ws_bwd_data, &zero, p->x, hin),
-                        "cudnnConvolutionBackwardData"))
-        return;
-    mx_cuda_failed(be, mx_cuk_cast(x->stream, nin, din, MX_F32, hin, t), "cast kernel");
+    /* dw accumulates (backend.h): beta 1 */
+    mx_cudnn_failed(be,
+                    cudnnConvolutionBackwardFilter(x->dnn, &one, p->x, in, p->y, dout, p->conv, p->bwd_filter, ws,
+                                                   p->ws_bwd_filter, &one, p->w, dw),
+                    "cudnnConvolutionBackwardFilter");
 }
 
 /* ---- batch norm: cuDNN's spatial mode is exactly the layer's (per channel over n, h, w;

@@ -205,11 +205,6 @@ __global__ void nonfinite_k(size_t n, const void *x, mx_dtype t, unsigned long l
     if (threadIdx.x % 32 == 0 && mine) atomicAdd(count, mine);
 }
 
-__global__ void add_typed_k(size_t n, float *y, const void *x, mx_dtype t)
-{
-    GRID_STRIDE(i, n) y[i] += load(t, x, i);
-}
-
 } // namespace
 
 extern "C" {
@@ -313,12 +308,6 @@ int mx_cuk_count_nonfinite(mx_cuda_stream s, size_t n, const void *x, mx_dtype t
     const int rc = (int)cudaMemsetAsync(count, 0, sizeof *count, s);
     if (rc) return rc;
     nonfinite_k<<<blocks_for(n), THREADS, 0, s>>>(n, x, t, count);
-    return launched();
-}
-
-int mx_cuk_add_typed(mx_cuda_stream s, size_t n, float *y, const void *x, mx_dtype t)
-{
-    add_typed_k<<<blocks_for(n), THREADS, 0, s>>>(n, y, x, t);
     return launched();
 }
 

@@ -43,8 +43,6 @@ int mx_cuk_cast(mx_cuda_stream s, size_t n, void *dst, mx_dtype dt, const void *
 int mx_cuk_round_half(mx_cuda_stream s, size_t n, float *x, mx_dtype t, void *half);
 /* *count (device memory, zeroed here) += the non-finite elements of x. */
 int mx_cuk_count_nonfinite(mx_cuda_stream s, size_t n, const void *x, mx_dtype t, unsigned long long *count);
-/* y += x, x of type t (a half-precision weight gradient added into its f32 sum). */
-int mx_cuk_add_typed(mx_cuda_stream s, size_t n, float *y, const void *x, mx_dtype t);
 
 #ifdef __cplusplus
 }

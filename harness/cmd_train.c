@@ -205,12 +205,11 @@ static void say_devices(const train_args *a)
             fprintf(stderr, "mxbench: %d CUDA device(s) on %d x %s%s%s\n", c->devices, cu.count, cu.model,
                     c->devices > cu.count ? " (oversubscribed: timings are not a scaling result)" : "",
                     a->tf32 ? ", TF32 allowed" : "");
-            return;
         } else
             fprintf(stderr, "mxbench: no CUDA device in use: %d device(s) are CPU workers with %d thread(s) each\n",
                     c->devices, c->threads_per_device);
     }
-    if (strcmp(c->backend, "cuda") == 0) return;
+    if (strcmp(c->backend, "cuda") == 0) return; /* GPUs: the cores' warning is not theirs */
     if (ranks * c->devices * c->threads_per_device > cores && !(c->cluster && c->cluster->index != 0))
         fprintf(stderr, "mxbench: warning: %d rank(s) x %d devices x %d threads on %d cores: timings are not "
                 "meaningful (use such runs for correctness only)\n", ranks, c->devices, c->threads_per_device, cores);

@@ -125,8 +125,11 @@ static void *cuda_alloc(mx_backend *be, size_t bytes)
         cudaGetLastError(); /* an allocation failure is reported as NULL, not sticky */
         return NULL;
     }
-    /* zero-filled, as the table promises, before any queued op can see it */
-    if (cudaMemset(p, 0, bytes ? bytes : 1) != cudaSuccess) {
+    /* zero-filled, as the table promises: queued on the device's stream, so every later op
+     * of this device (and any other, once it has waited for this device's queue) sees the
+     * zeros first. A plain cudaMemset would go to the legacy stream, which this non-blocking
+     * stream does not wait for, and could land after the first copy into the buffer. */
+    if (cudaMemsetAsync(p, 0, bytes ? bytes : 1, CTX(be)->stream) != cudaSuccess) {
         cudaFree(p);
         return NULL;
     }

@@ -29,9 +29,10 @@
 /* the bubble's pipeline: dense layers of BUBBLE_W units on batches of BUBBLE_N, so that a
  * micro-batch of 8 still computes for milliseconds next to the tens of microseconds a
  * hand-off between stage threads costs (with 512 units and batch 512, m = 8 measured 0.28
- * against 0.11: overhead, not bubble) */
+ * against 0.11: overhead, not bubble; with batch 1024, after the own AVX-512 GEMM made the
+ * layers faster, 0.140-0.161 against a bound of 0.161; with 2048, 0.133-0.137) */
 #define BUBBLE_W 1024
-#define BUBBLE_N 1024
+#define BUBBLE_N 2048
 
 static mx_dataset data;
 static mx_layer_spec specs[MX_MAX_LAYERS];

@@ -6,7 +6,6 @@
  * TF32; under AMP's math (backend.h) they run on the tensor cores as TF32 (tf32_for). */
 #include "backend.h"
 #include "cuda_ctx.h"
-#include "cuda_kernels.h"
 #include "status.h"
 
 #include <stdio.h>

@@ -179,6 +179,20 @@ static int check_config(train_args *a, int launching)
                 a->device ? a->device : "auto");
         return 2;
     }
+    /* What has run on a GPU: the data strategy over local or device kvstores. The others read
+     * gradients or activations in host memory (model stages' hand-offs, compressors, the MPI
+     * ranks' buffers) and wait for the nccl communicator: refused, not crashed. */
+    const char *untested = !gpu                                      ? NULL
+                           : strcmp(c->strategy, "data") != 0        ? "the model and layer strategies"
+                           : strcmp(c->compression, "none") != 0     ? "gradient compression"
+                           : dist                                    ? "the dist_* kvstores"
+                                                                     : NULL;
+    if (untested) {
+        fprintf(stderr, "mxbench train: --device cuda (%s): %s do not run on GPUs yet (they move data through host "
+                "memory, and await the nccl communicator); accepted on GPUs: --strategy data, --kvstore local or "
+                "device, --compression none; or --device cpu\n", a->device ? a->device : "auto", untested);
+        return 2;
+    }
     mx_backend_set_tf32_default(a->tf32);
     /* a dist_* worker's default is set again once it knows the workers of its host (join_job) */
     const int cores = mx_cpu_cores();

@@ -9,7 +9,8 @@
 #     most 3 times the distance of those two CPU runs;
 #  2. `data` on 2 logical devices of one GPU (--oversubscribe; device and local kvstores)
 #     against 1 device: within 1e-4;
-#  3. --gpus above the GPU count without --oversubscribe exits 2 naming both;
+#  3. --gpus above the GPU count without --oversubscribe exits 2 naming both; the model strategy
+#     and compression, which have not run on GPUs, exit 2 saying so;
 #  4. AMP fp16 and bf16 on the GPU: lenet on Fashion-MNIST, 3 epochs, within 0.5 points of f32.
 # Needs no h5dump: GPU machines may lack it. usage: test_cuda_train.sh MXBENCH SOURCE_DIR BUILD_DIR
 set -u
@@ -76,6 +77,15 @@ if [ "$gpus" -ge 1 ]; then
     [ $rc -eq 2 ] && grep -q -- "--oversubscribe" "$T/over.err" && pass "--gpus $((gpus + 1)) on $gpus GPU(s): exit 2, names --oversubscribe" ||
         fail "--gpus $((gpus + 1)) on $gpus GPU(s): exit $rc: $(cat "$T/over.err")"
 fi
+
+# what has not run on GPUs is refused, not crashed (added after the last GPU run of this test)
+for bad in "--strategy model --gpus 1" "--compression fp16 --gpus 2 --oversubscribe"; do
+    # shellcheck disable=SC2086
+    "$MX" train --device cuda $bad --steps 1 --dataset synthetic >"$T/bad.out" 2>"$T/bad.err"
+    rc=$?
+    [ $rc -eq 2 ] && grep -q "do not run on GPUs yet" "$T/bad.err" && pass "cuda with $bad: exit 2, says why" ||
+        fail "cuda with $bad: exit $rc: $(cat "$T/bad.err")"
+done
 
 # ---- 4. AMP accuracy
 acc() { sed -n 's/.*test acc \([0-9.]*\).*/\1/p' "$T/$1.out" | tail -1; }

@@ -34,6 +34,7 @@ typedef struct {
     int ival[MX_AXES_MAX];
     double dval[MX_AXES_MAX];
     const char *data, *out;
+    const char *device;            /* the rows' devices (train --device); NULL: auto */
     const char *trace;             /* a directory for each row's timeline, <id>.json; NULL: none */
     double timeout;
     int force, resume, retry_failed, dry_run, oversubscribe;
@@ -100,6 +101,7 @@ static int build_opts(sweep_args *a, mx_opt *opts)
         {"resume", MX_OPT_FLAG, &a->resume, NULL, "keep an existing file and run only configurations it lacks", NULL, 0, 0},
         {"retry-failed", MX_OPT_FLAG, &a->retry_failed, NULL, "with --resume: run failed configurations again, replacing their rows", NULL, 0, 0},
         {"dry-run", MX_OPT_FLAG, &a->dry_run, NULL, "print the planned runs and exit", NULL, 0, 0},
+        {"device", MX_OPT_STRING, &a->device, "KIND", "cpu, cuda or auto: the rows' devices, as train --device (default auto: CUDA where present)", "cpu|cuda|auto", 0, 0},
         {"oversubscribe", MX_OPT_FLAG, &a->oversubscribe, NULL, "CUDA: let rows have more devices than GPUs, several logical devices per GPU, to test code paths (train --oversubscribe); such rows are recorded oversubscribed and never plotted as scaling", NULL, 0, 0},
         {"servers", MX_OPT_INT, &a->servers, "S", "dist_sync/dist_device_sync/dist_async rows: server ranks (default: as many as the row's workers, as MXNet)", NULL, 1, MX_MAX_SERVERS},
         {"bucket-mb", MX_OPT_DOUBLE, &a->bucket_mb, "X", "dist_allreduce rows: gradient bucket size in MiB, > 0 (default 25)", NULL, 0, MX_MAX_BUCKET_MB},
@@ -125,9 +127,10 @@ static int parse_args(sweep_args *a, int argc, char **argv)
     const char *pos[1];
     int npos, rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
     if (rc != MX_OPTS_OK) return rc;
-    /* the runs inherit it (train reads MXBENCH_OVERSUBSCRIBE as its --oversubscribe), and so
-     * does this process's own check of every row */
+    /* the runs inherit these (train reads MXBENCH_OVERSUBSCRIBE as its --oversubscribe and
+     * MXBENCH_DEVICE as its default --device), and so does this process's check of every row */
     if (a->oversubscribe) setenv("MXBENCH_OVERSUBSCRIBE", "1", 1);
+    if (a->device) setenv("MXBENCH_DEVICE", a->device, 1); /* train's default --device, likewise */
     if (mx_opts_seen(&spec, "steps")) {
         if (mx_opts_seen(&spec, "epochs"))
             return mx_usage_error(spec.cmd, "--epochs %d and --steps %d: give one of them, not both", IVAL(a, "epochs"),
@@ -412,7 +415,8 @@ int mx_cmd_sweep(int argc, char **argv)
             mx_cuda_info cu;
             mx_cuda_probe(&cu);
             /* the runs choose as `train --device auto` does: CUDA where built and present */
-            if (cu.count > 0 && mx_backend_find("cuda"))
+            const char *dev = getenv("MXBENCH_DEVICE");
+            if (cu.count > 0 && mx_backend_find("cuda") && !(dev && strcmp(dev, "cpu") == 0))
                 fprintf(stderr, "mxbench sweep: %d runs into %s; devices are GPUs: %d x %s%s\n", n, a.out, cu.count,
                         cu.model, a.oversubscribe ? " (rows with more devices than GPUs share them: --oversubscribe)" : "");
             else

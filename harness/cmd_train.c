@@ -116,6 +116,13 @@ static int parse(train_args *a, int argc, char **argv)
     /* a sweep's --oversubscribe reaches its runs so */
     const char *over = getenv("MXBENCH_OVERSUBSCRIBE");
     a->oversubscribe_env = over && strcmp(over, "1") == 0;
+    /* the default --device: a sweep's --device, or the user's environment */
+    const char *dev = getenv("MXBENCH_DEVICE");
+    if (!a->device && dev && *dev) {
+        if (!mx_choice_ok("cpu|cuda|auto", dev))
+            return mx_usage_error(spec.cmd, "MXBENCH_DEVICE '%s' (the default --device): accepted cpu, cuda or auto", dev);
+        a->device = dev;
+    }
     if (a->work_load) {
         c->nwork_load = mx_parse_double_list(spec.cmd, "work-load", a->work_load, c->work_load, MX_MAX_DEVICES,
                                              1e-6, MX_MAX_WORK_LOAD);

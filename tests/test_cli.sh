@@ -237,6 +237,22 @@ if [ $rc -eq 0 ] && ! grep -Eq "HDF5 +[0-9]+\.[0-9]+" "$T/out"; then
     fail "mxbench info: expected an HDF5 version number on the HDF5 line, saw: $(grep HDF5 "$T/out")"
 fi
 
+# ---- devices: --device, its default from MXBENCH_DEVICE (what sweep --device sets), the
+# CUDA-only options; without a GPU (CI) cuda is refused before anything runs
+MXBENCH_DEVICE=gpu expect 2 "MXBENCH_DEVICE=gpu" --stderr "MXBENCH_DEVICE 'gpu'" --stderr "cpu, cuda or auto" -- \
+    "$MX" train --dataset synthetic --steps 1
+expect 2 "sweep --device tpu" --stderr "'tpu'" --stderr "cpu|cuda|auto" -- "$MX" sweep --device tpu --dry-run
+expect 0 "sweep --device cpu" --stderr "devices are CPU workers" -- \
+    "$MX" sweep --device cpu --workload mlp --dataset synthetic --gpus 1 --steps 20 --out "$T/cpu.h5"
+expect 2 "train --tf32 on CPU workers" --stderr "--tf32 applies to CUDA devices" -- \
+    "$MX" train --device cpu --tf32 --dataset synthetic --steps 1
+if "$MX" info | grep -q '^  cuda *none'; then
+    expect 2 "train --device cuda without a GPU" --stderr "no CUDA device present" -- \
+        "$MX" train --device cuda --dataset synthetic --steps 1
+    expect 2 "sweep --device cuda without a GPU: refused before any run" --stderr "nothing was run" -- \
+        "$MX" sweep --device cuda --workload mlp --dataset synthetic --gpus 1 --steps 20 --out "$T/cuda.h5"
+fi
+
 echo "test_cli: $npass passed, $nfail failed"
 [ $nfail -eq 0 ]
 

@@ -93,7 +93,9 @@ static void default_copy_async(mx_backend *be, void *dst, const void *src, size_
 /* Staged in bounded pieces so a large tensor does not need a second host copy of itself. */
 #define PEER_STAGE_BYTES ((size_t)4 << 20)
 
-static void default_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes)
+int mx_backend_host_memory(const mx_backend_ops *ops) { return strcmp(ops->device_type, "cpu") == 0; }
+
+void mx_backend_copy_staged(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes)
 {
     if (!bytes) return;
     const size_t piece = bytes < PEER_STAGE_BYTES ? bytes : PEER_STAGE_BYTES;
@@ -108,6 +110,11 @@ static void default_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be,
         dst_be->ops->copy(dst_be, (char *)dst + at, host, b, MX_COPY_H2D);
     }
     free(host);
+}
+
+static void default_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes)
+{
+    mx_backend_copy_staged(dst_be, dst, src_be, src, bytes);
 }
 
 typedef struct {

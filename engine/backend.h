@@ -240,6 +240,14 @@ int mx_backend_check_gemm_types(mx_backend *be, mx_dtype a, mx_dtype b, mx_dtype
  * user's --tf32; off by default). Set it before the run's backends are created. */
 void mx_backend_set_tf32_default(int on);
 
+/* Whether a kind's memory is the host's (the CPU backend, and tables made from it for tests
+ * under its device type): otherwise the host must reach it through the table's copies. */
+int mx_backend_host_memory(const mx_backend_ops *ops);
+
+/* bytes from src on src_be to dst on dst_be through host memory, in bounded pieces (the
+ * default copy_peer; a backend's own copy_peer calls it for peers of another kind). */
+void mx_backend_copy_staged(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes);
+
 /* Sets the hook the default range ops call (NULL: ranges are no-ops). Not thread-safe
  * against ranges in flight on be: set it before the run. */
 void mx_backend_set_range_hook(mx_backend *be, mx_range_hook hook, void *user);

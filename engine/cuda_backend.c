@@ -101,6 +101,8 @@ static int cuda_open(mx_backend *be)
         mx_cudnn_failed(be, cudnnSetStream(x->dnn, x->stream), "cudnnSetStream") ||
         mx_cuda_failed(be, cudaMallocHost(&x->host, 64), "cudaMallocHost"))
         return open_failed(be, "setup failed");
+    x->host_bytes = 64;
+    if (!(x->count = be->ops->alloc(be, sizeof *x->count))) return open_failed(be, "no device memory for a counter");
     /* logical devices on different GPUs read each other's buffers in the threads
      * communicator's kernels: peer access where the pair allows it */
     for (int g = 0; g < gpus; g++) {
@@ -178,14 +180,7 @@ static void cuda_copy_async(mx_backend *be, void *dst, const void *src, size_t b
 static void cuda_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes)
 {
     if (src_be->ops != dst_be->ops) { /* another kind: through the host, in its own copies */
-        void *h = malloc(bytes ? bytes : 1);
-        if (!h) {
-            mx_backend_fail(dst_be, MX_ENOMEM, "copy_peer: no host memory to stage %zu bytes", bytes);
-            return;
-        }
-        src_be->ops->copy(src_be, h, src, bytes, MX_COPY_D2H);
-        dst_be->ops->copy(dst_be, dst, h, bytes, MX_COPY_H2D);
-        free(h);
+        mx_backend_copy_staged(dst_be, dst, src_be, src, bytes);
         return;
     }
     if (mx_cuda_failed(src_be, cudaStreamSynchronize(CTX(src_be)->stream), "cudaStreamSynchronize (peer source)")) return;
@@ -261,13 +256,24 @@ static void cuda_round_half(mx_backend *be, size_t n, float *x, mx_dtype t, void
     if (n) mx_cuda_failed(be, mx_cuk_round_half(STREAM(be), n, x, t, half), "round_half kernel");
 }
 
+/* Pinned host memory of at least bytes for results read back, grown when a batch needs more
+ * (it is only read after a stream sync, so nothing queued still uses the old one). */
+static void *host_buffer(mx_backend *be, size_t bytes)
+{
+    mx_cuda_ctx *x = CTX(be);
+    if (bytes <= x->host_bytes) return x->host;
+    cudaFreeHost(x->host);
+    x->host = NULL, x->host_bytes = 0;
+    if (mx_cuda_failed(be, cudaMallocHost(&x->host, bytes), "cudaMallocHost")) return NULL;
+    x->host_bytes = bytes;
+    return x->host;
+}
+
 static size_t cuda_count_nonfinite(mx_backend *be, size_t n, const void *x, mx_dtype t)
 {
     mx_cuda_ctx *c = CTX(be);
-    size_t have = c->count ? sizeof *c->count : 0;
-    if (!n || !mx_cuda_grow(be, (void **)&c->count, &have, sizeof *c->count)) return 0;
-    stream_of(be);
-    unsigned long long *host = c->host;
+    if (!n) return 0;
+    unsigned long long *host = c->host; /* at least 64 bytes from open */
     if (mx_cuda_failed(be, mx_cuk_count_nonfinite(STREAM(be), n, x, t, c->count), "count_nonfinite kernel") ||
         mx_cuda_failed(be, cudaMemcpyAsync(host, c->count, sizeof *host, cudaMemcpyDeviceToHost, c->stream),
                        "cudaMemcpyAsync") ||
@@ -301,7 +307,7 @@ static void cuda_gemm_ex(mx_backend *be, int ta, int tb, int m, int n, int k, fl
     if (at == MX_F32 && be->math == MX_BF16) ctype = CUBLAS_COMPUTE_32F_FAST_16BF;
     else if (at == MX_F32 && be->math == MX_F16) ctype = CUBLAS_COMPUTE_32F_FAST_16F;
     else if (at == MX_F32 && be->tf32) ctype = CUBLAS_COMPUTE_32F_FAST_TF32;
-    stream_of(be);
+    stream_of(be); /* the handle is bound to this GPU: make it current */
     blas_failed(be,
                 cublasGemmEx(CTX(be)->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
                              &alpha, b, cuda_type(bt), ldb, a, cuda_type(at), lda, &beta, c, cuda_type(ct), ldc, ctype,
@@ -384,20 +390,15 @@ static double cuda_softmax_xent(mx_backend *be, int n, int classes, float *dlogi
 {
     mx_cuda_ctx *c = CTX(be);
     const size_t bytes = (sizeof(double) + sizeof(int)) * (size_t)(n > 0 ? n : 1);
-    char *rows = mx_cuda_grow(be, &c->rows, &c->rows_bytes, bytes);
-    char *host = malloc(bytes);
+    char *rows = mx_cuda_grow(be, &c->rows, &c->rows_bytes, bytes), *host = host_buffer(be, bytes);
     double loss = 0;
     int hits = 0;
-    stream_of(be);
-    if (!rows || !host) {
-        if (!host) mx_backend_fail(be, MX_ENOMEM, "softmax_xent: no host memory for %d rows", n);
-        free(host);
-        return 0;
-    }
+    if (correct) *correct = 0;
+    if (!rows || !host) return 0;
     double *dl = (double *)rows;
     int *dh = (int *)(rows + sizeof(double) * (size_t)n);
     if (n > 0 &&
-        !LAUNCH(be, mx_cuk_softmax_xent(c->stream, n, classes, dlogits, dl, dh, logits, labels, grad_scale),
+        !LAUNCH(be, mx_cuk_softmax_xent(STREAM(be), n, classes, dlogits, dl, dh, logits, labels, grad_scale),
                 "softmax_xent kernel") &&
         !mx_cuda_failed(be, cudaMemcpyAsync(host, rows, bytes, cudaMemcpyDeviceToHost, c->stream), "cudaMemcpyAsync") &&
         !mx_cuda_failed(be, cudaStreamSynchronize(c->stream), "cudaStreamSynchronize")) {
@@ -405,7 +406,6 @@ static double cuda_softmax_xent(mx_backend *be, int n, int classes, float *dlogi
         const int *hh = (const int *)(host + sizeof(double) * (size_t)n);
         for (int i = 0; i < n; i++) loss += hl[i], hits += hh[i];
     }
-    free(host);
     if (correct) *correct = hits;
     return loss;
 }

@@ -33,7 +33,8 @@ typedef struct {
     size_t ws_bytes;
     void *rows;                /* the loss's per-row results (double loss, int hit) */
     size_t rows_bytes;
-    void *host;                /* pinned host memory for results read back (loss, counts) */
+    void *host;                /* pinned host memory for results read back (loss rows, counts) */
+    size_t host_bytes;
     unsigned long long *count; /* device counter of count_nonfinite */
     mx_cuda_conv_plan *plans;
     int nplans, cap_plans;

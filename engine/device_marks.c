@@ -8,21 +8,18 @@
 
 static _Thread_local char tag[64];
 
-void mx_range_set_tag(const char *fmt, ...)
+/* Who listens: a backend of its own kind (NVTX) or a timeline hook. The CPU's count gate
+ * counts instructions, so an unheard range must cost no formatting. */
+static int heard(const mx_backend *be) { return be->range_hook || !mx_backend_host_memory(be->ops); }
+
+void mx_range_set_tag(mx_backend *be, const char *fmt, ...)
 {
-    if (!fmt) {
-        tag[0] = 0;
-        return;
-    }
+    if (!heard(be)) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(tag, sizeof tag, fmt, ap);
     va_end(ap);
 }
-
-/* Who listens: a backend of its own kind (NVTX) or a timeline hook. The CPU's count gate
- * counts instructions, so an unheard range must cost no formatting. */
-static int heard(const mx_backend *be) { return be->range_hook || strcmp(be->ops->device_type, "cpu") != 0; }
 
 void mx_range_begin(mx_backend *be, const char *fmt, ...)
 {
@@ -45,7 +42,7 @@ int mx_phase_clock_init(mx_phase_clock *c, mx_backend *be)
 {
     memset(c, 0, sizeof *c);
     c->be = be;
-    c->on = strcmp(be->ops->device_type, "cpu") != 0;
+    c->on = !mx_backend_host_memory(be->ops);
     for (int i = 0; c->on && i < MX_PHASE_MARKS; i++)
         if (!(c->ev[i] = be->ops->event_create(be))) {
             mx_phase_clock_free(c);

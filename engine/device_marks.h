@@ -10,8 +10,9 @@
 
 #include "backend.h"
 
-/* The calling thread's range prefix ("data d0 step 12"), copied; NULL clears it. */
-void mx_range_set_tag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The calling thread's range prefix ("data d0 step 12") for be's ranges, formatted only
+ * where they are heard (the training step sets it every step). */
+void mx_range_set_tag(mx_backend *be, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Pushes "<tag> <name>" on be's ranges where anyone listens (a non-CPU backend, or a hook). */
 void mx_range_begin(mx_backend *be, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mx_range_end(mx_backend *be);

@@ -66,7 +66,7 @@ void mx_comm_set_devices(mx_comm *c, mx_backend **be)
 {
     if (!c || !be || strcmp(c->ops->name, "threads") != 0) return;
     for (int m = 0; m < c->n; m++)
-        if (strcmp(be[m]->ops->device_type, "cpu") != 0) c->be = be;
+        if (!mx_backend_host_memory(be[m]->ops)) c->be = be;
 }
 
 void mx_comm_destroy(mx_comm *c)

@@ -126,7 +126,7 @@ static void run_device(mx_strategy *s, int d)
     mx_phase_clock *clock = &s->clock[d];
     device_result *r = &s->res[d];
     const char *tail = s->kv ? (s->local_update ? "pull and update" : "pull") : "update";
-    mx_range_set_tag("data d%d step %ld", d, s->steps);
+    mx_range_set_tag(be, "data d%d step %ld", d, s->steps);
     r->t_start = mx_now();
     mx_phase_clock_mark(clock, 0);
     mx_range_begin(be, "forward");

@@ -319,7 +319,7 @@ static void test_casts(size_t n)
     const mx_dtype types[] = {MX_F16, MX_BF16};
     for (int t = 0; t < 2; t++) {
         unsigned short *h = malloc(2 * n);
-        float *back = malloc(4 * n), *rounded = malloc(4 * n);
+        float *back = malloc(4 * n);
         for (size_t i = 0; i < n; i++) mx_dtype_store(types[t], h, i, x[i]), back[i] = mx_dtype_load(types[t], h, i);
         void *gx = up(x, 4 * n), *gh = poisoned(2 * n), *gback = poisoned(4 * n), *gr = up(x, 4 * n),
              *gh2 = poisoned(2 * n);
@@ -343,7 +343,7 @@ static void test_casts(size_t n)
         CHECK(bad == want, "count_nonfinite %s: %zu, expected %zu", mx_dtype_name(types[t]), bad, want);
         void *bufs[] = {gx, gh, gback, gr, gh2};
         for (int i = 0; i < 5; i++) gpu->ops->free(gpu, bufs[i]);
-        free(h), free(back), free(rounded), free(got);
+        free(h), free(back), free(got);
     }
     free(x);
 }

@@ -304,13 +304,15 @@ void mx_cpu_add_thread_sums(float *dw, const float *part, size_t stride, int T, 
     }
 }
 
-/* MXBENCH_CONV=gemm keeps every convolution on the im2col path (the reference), read once. */
-static int direct_allowed;
+/* MXBENCH_CONV, read once: "gemm" keeps every convolution on the im2col path (the reference),
+ * "nowinograd" keeps 3x3 ones there (to measure what Winograd brings). */
+static int direct_allowed, winograd_allowed;
 
 static void read_conv_env(void)
 {
     const char *e = getenv("MXBENCH_CONV");
     direct_allowed = !(e && strcmp(e, "gemm") == 0);
+    winograd_allowed = direct_allowed && !(e && strcmp(e, "nowinograd") == 0);
 }
 
 static pthread_once_t conv_env_once = PTHREAD_ONCE_INIT;
@@ -321,18 +323,29 @@ int mx_cpu_conv_path_direct(const mx_conv_desc *d)
     return direct_allowed && mx_cpu_conv_direct_applies(d);
 }
 
+int mx_cpu_conv_path_winograd(const mx_backend *be, const mx_conv_desc *d, int n)
+{
+    pthread_once(&conv_env_once, read_conv_env);
+    return winograd_allowed && mx_cpu_conv_winograd_applies(be, d, n);
+}
+
 const char *mx_cpu_conv_paths(void)
 {
     pthread_once(&conv_env_once, read_conv_env);
-    return direct_allowed ? "direct for one-channel inputs at stride 1 (kernels up to 16), im2col + GEMM "
-                            "otherwise (MXBENCH_CONV=gemm: always the latter)"
-                          : "im2col + GEMM for every shape (MXBENCH_CONV=gemm)";
+    if (!direct_allowed) return "im2col + GEMM for every shape (MXBENCH_CONV=gemm)";
+    if (!winograd_allowed || !mx_cpu_gemm_own())
+        return "direct for one-channel inputs at stride 1 (kernels up to 16), im2col + GEMM otherwise"
+               " (Winograd off: MXBENCH_CONV=nowinograd, or no own AVX-512 GEMM)";
+    return "direct for one-channel inputs at stride 1 (kernels up to 16), Winograd F(4x4,3x3) for 3x3 at "
+           "stride 1 with 8+ channels and 64+ tiles in f32, im2col + GEMM otherwise (MXBENCH_CONV=gemm: "
+           "always the latter; nowinograd: no Winograd)";
 }
 
 void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                            const float *w)
 {
     if (mx_cpu_conv_path_direct(d)) mx_cpu_conv_direct_forward(be, d, n, out, in, w);
+    else if (mx_cpu_conv_path_winograd(be, d, n)) mx_cpu_conv_winograd_forward(be, d, n, out, in, w);
     else mx_cpu_conv2d_forward_gemm(be, d, n, out, in, w);
 }
 
@@ -340,5 +353,6 @@ void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float 
                             const float *dout, const float *in, const float *w)
 {
     if (mx_cpu_conv_path_direct(d)) mx_cpu_conv_direct_backward(be, d, n, din, dw, dout, in, w);
+    else if (mx_cpu_conv_path_winograd(be, d, n)) mx_cpu_conv_winograd_backward(be, d, n, din, dw, dout, in, w);
     else mx_cpu_conv2d_backward_gemm(be, d, n, din, dw, dout, in, w);
 }

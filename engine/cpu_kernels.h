@@ -67,12 +67,15 @@ void mx_cpu_gemm_ex(mx_backend *be, int ta, int tb, int m, int n, int k, float a
                     mx_dtype compute);
 
 /* Convolution: the direct kernel where it applies and MXBENCH_CONV is not "gemm"
- * (mx_cpu_conv_path_direct), else im2col + GEMM, the reference kept for every shape. */
+ * (mx_cpu_conv_path_direct), Winograd where it applies and MXBENCH_CONV is neither "gemm" nor
+ * "nowinograd" (mx_cpu_conv_path_winograd), else im2col + GEMM, the reference kept for every
+ * shape. */
 void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                            const float *w);
 void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
                             const float *dout, const float *in, const float *w);
 int mx_cpu_conv_path_direct(const mx_conv_desc *d);
+int mx_cpu_conv_path_winograd(const mx_backend *be, const mx_conv_desc *d, int n);
 /* Which convolution paths this process takes, in words (`mxbench info`). */
 const char *mx_cpu_conv_paths(void);
 void mx_cpu_conv2d_forward_gemm(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
@@ -89,6 +92,16 @@ void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, fl
                                 const float *w);
 void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
                                  const float *dout, const float *in, const float *w);
+
+/* Winograd F(4x4, 3x3) (cpu_conv_winograd.c): 3x3 kernels at stride 1, padding up to 2, 8 or
+ * more channels in and out, 64 or more 4x4 tiles in the batch of n (_shape), taken for f32
+ * math on the own AVX-512 GEMM (_applies). */
+int mx_cpu_conv_winograd_shape(const mx_conv_desc *d, int n);
+int mx_cpu_conv_winograd_applies(const mx_backend *be, const mx_conv_desc *d, int n);
+void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
+                                  const float *w);
+void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
+                                   const float *dout, const float *in, const float *w);
 
 /* The reference loop of any window and stride, kept for tests and for the shapes the fast
  * paths of mx_cpu_maxpool_forward do not take. */

@@ -8,6 +8,7 @@
  * crossing their kink (with h = 1e-2 they did, and a central difference across a kink is
  * not a derivative); inputs sit on a 0.025 grid so relu and max pooling see no ties. */
 #include "check.h"
+#include "engine/cpu_kernels.h"
 #include "engine/net.h"
 #include "engine/rng.h"
 #include "engine/status.h"
@@ -17,6 +18,9 @@
 #include <string.h>
 
 #define STEP 1e-3f
+/* The step of probe(): STEP, or larger for a layer linear in everything probed (see the
+ * Winograd checks in main) */
+static float step = STEP;
 #define RTOL 1e-2
 #define ATOL 1e-3
 #define PROBES 24 /* elements probed per tensor */
@@ -56,12 +60,12 @@ static int probe(const char *what, mx_net *net, int n, const float *r, float *x,
     for (int p = 0; p < PROBES && p < (int)count; p++) {
         size_t i = count <= PROBES ? (size_t)p : mx_rng_below(&rng, (uint32_t)count);
         float keep = x[i];
-        x[i] = keep + STEP;
+        x[i] = keep + step;
         double lp = objective(net, n, r);
-        x[i] = keep - STEP;
+        x[i] = keep - step;
         double lm = objective(net, n, r);
         x[i] = keep;
-        double num = (lp - lm) / (2 * STEP);
+        double num = (lp - lm) / (2 * step);
         if (!close_enough(grad[i], num)) {
             if (bad < 3) fprintf(stderr, "  %s[%zu]: analytic %.6g numeric %.6g\n", what, i, grad[i], num);
             bad++;
@@ -204,6 +208,21 @@ int main(void)
     check_conv_threads(1, 1, 3);
     check_conv_threads(2, 1, 3);
     check_conv_threads(2, 0, 1);
+    /* 3x3 at stride 1 with 8+ channels: Winograd F(4x4,3x3) (cpu_conv_winograd.c) where the CPU
+     * has the own AVX-512 GEMM; maps not a multiple of the 4x4 tile, padding 1 and 2 (after
+     * the thread checks, whose random data they would otherwise change) */
+    const mx_conv_desc wg[2] = {{.c = 8, .h = 15, .w = 13, .oc = 9, .k = 3, .stride = 1, .pad = 1, .oh = 15, .ow = 13},
+                                {.c = 9, .h = 14, .w = 13, .oc = 8, .k = 3, .stride = 1, .pad = 2, .oh = 16, .ow = 15}};
+    CHECK(!mx_cpu_gemm_own() || (mx_cpu_conv_path_winograd(be, &wg[0], 4) && mx_cpu_conv_path_winograd(be, &wg[1], 4)),
+          "the next two checks take the Winograd path");
+    /* A convolution is linear in its input and its weights, so a central difference has no
+     * truncation error at any step; F(4,3)'s transforms round more than a direct sum (up to 1e-5
+     * of the outputs), which at STEP put single elements 1.5-2% off. A step of 0.05 divides that
+     * noise by 50. */
+    step = 0.05f;
+    check_layer("conv2d 8-ch 3x3 s1 p1 bias", (mx_layer_spec){.kind = "conv2d", .units = 9, .k = 3, .stride = 1, .pad = 1, .bias = 1}, (mx_shape){8, 15, 13}, 4, 0);
+    check_layer("conv2d 9-ch 3x3 s1 p2", (mx_layer_spec){.kind = "conv2d", .units = 8, .k = 3, .stride = 1, .pad = 2}, (mx_shape){9, 14, 13}, 4, 0);
+    step = STEP;
 
     /* Bad specifications give errors naming the value, not crashes. */
     mx_net *net;

@@ -1,0 +1,271 @@
+/* Winograd F(4x4, 3x3) convolution for 3x3 kernels at stride 1 (Lavin and Gray's minimal
+ * filtering): each 4x4 block of outputs takes 36 products per channel pair instead of 144, so
+ * resnet18's 3x3 layers do a quarter of the multiplications of im2col + GEMM (less where a
+ * map's side is not a multiple of 4 and tiles hang over its edge).
+ *
+ *   forward   Y = A^T [ U . V ] A,  U = G g G^T (weights), V = B^T d B (6x6 input tiles)
+ *
+ * Per point xi of the 6x6 transform domain the sum over input channels is a GEMM:
+ * M_xi (K x P) = U_xi (K x C) V_xi (C x P) over the P tiles of a block of samples, on the own
+ * f32 kernel (cpu_gemm.c) with U_xi packed once per call and V_xi read in place. Backward is the
+ * exact adjoint of this forward, so the gradients are those of the function the forward
+ * computes: dM = A dY A^T, dV_xi = U_xi^T dM_xi, din = B dV B^T added over the overlapping
+ * tiles, dU_xi = dM_xi V_xi^T summed over the blocks, dw += G^T dU G. The transforms are in
+ * cpu_winograd_tf.c.
+ *
+ * U holds 4x the weights and is rebuilt and packed at every call, so the path pays only where
+ * enough tiles share it: measured on resnet18's 512-channel 4x4 maps (32 tiles a batch), the
+ * weights' transforms took longer than the products saved. MIN_TILES keeps such calls on
+ * im2col + GEMM.
+ *
+ * Threads: the transforms split channels, the GEMMs split the 36 points, each GEMM on one
+ * thread, blocks of samples in order: every sum is done in one order whatever the thread
+ * count, so results do not depend on it. Taken only for f32 math on the own AVX-512 GEMM
+ * (mx_cpu_conv_winograd_applies); MXBENCH_CONV=gemm or nowinograd keeps the im2col path. */
+#include "cpu_kernels.h"
+#include "cpu_winograd.h"
+#include "status.h"
+
+#include <omp.h>
+#include <string.h>
+
+#define BLOCK_BYTES ((size_t)8 << 20) /* a block's transform-domain work set, about: in L3 */
+#define MIN_TILES 64                  /* tiles of a call, at least (see above) */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_KERNELS 1
+#else
+#define HAVE_KERNELS 0
+#endif
+
+static int tiles(const mx_conv_desc *d, int n) { return n * ((d->oh + 3) / 4) * ((d->ow + 3) / 4); }
+
+int mx_cpu_conv_winograd_shape(const mx_conv_desc *d, int n)
+{
+    return d->k == 3 && d->stride == 1 && d->pad <= 2 && d->c >= 8 && d->oc >= 8 && d->oh >= 1 && d->ow >= 1 &&
+           tiles(d, n) >= MIN_TILES;
+}
+
+int mx_cpu_conv_winograd_applies(const mx_backend *be, const mx_conv_desc *d, int n)
+{
+    return HAVE_KERNELS && be->math == MX_F32 && mx_cpu_gemm_kind(be) == MX_GEMM_OWN_F32 &&
+           mx_cpu_conv_winograd_shape(d, n);
+}
+
+#ifdef WG_PROFILE
+double mx_wg_prof[8];
+#define PROF(i) do { if (omp_get_thread_num() == 0) { double _t = omp_get_wtime(); mx_wg_prof[i] += _t - prof_t; prof_t = _t; } } while (0)
+#else
+#define PROF(i) do { } while (0)
+#endif
+
+#if HAVE_KERNELS
+
+/* Tiles p = (sample * th + ty) * tw + tx, in blocks of whole samples. */
+typedef struct {
+    const mx_conv_desc *d;
+    int n, th, tw, tps; /* tiles per sample: th x tw */
+    int spb;            /* samples per block */
+    size_t ldp;         /* a channel's row of a block's tiles in a transform-domain buffer */
+} plan;
+
+/* Floats from one point's rows to the next's in a transform-domain buffer of `rows` channels:
+ * one vector more than they take, so that the 36 points of a tile do not all fall in one
+ * cache set (rows * ldp is often a multiple of 4 KiB; the transforms write all 36 at once,
+ * which missed L1 on every store). */
+static size_t point_stride(const plan *pl, int rows) { return (size_t)rows * pl->ldp + 16; }
+
+static plan make_plan(const mx_conv_desc *d, int n)
+{
+    plan pl = {d, n, (d->oh + 3) / 4, (d->ow + 3) / 4, 0, 0, 0};
+    pl.tps = pl.th * pl.tw;
+    const int widest = d->c > d->oc ? d->c : d->oc;
+    const size_t most = BLOCK_BYTES / (sizeof(float) * WG_XI * 2 * (size_t)widest); /* tiles */
+    int spb = (int)(most / (size_t)pl.tps);
+    if (spb < 1) spb = 1;
+    if (spb > n) spb = n;
+    const int blocks = (n + spb - 1) / spb;
+    pl.spb = (n + blocks - 1) / blocks; /* blocks of about equal size */
+    pl.ldp = ((size_t)pl.spb * pl.tps + 15) / 16 * 16;
+    return pl;
+}
+
+static size_t round64(size_t b) { return (b + 63) / 64 * 64; }
+
+/* A one-thread copy of the device for a GEMM inside the team */
+static mx_backend one_thread(const mx_backend *be)
+{
+    mx_backend one = *be;
+    one.nthreads = 1;
+    return one;
+}
+
+/* U for every point (in u, [xi][oc][c]) from the weights; a worksharing loop of the team */
+static void weights_to_u(const mx_conv_desc *d, const float *w, float *u)
+{
+    const int cv = (d->c + 15) / 16;
+#pragma omp for schedule(static)
+    for (int i = 0; i < d->oc * cv; i++) mx_wg_weights(w, d->c, i / cv, i % cv * 16, u, (size_t)d->oc * d->c);
+}
+
+/* The segment of tiles from (ty, tx) on in one map: the input's (out = 0), or the output's */
+static mx_wg_seg segment(const plan *pl, int out, int ty, int tx)
+{
+    const mx_conv_desc *d = pl->d;
+    const mx_wg_seg s = {out ? d->oh : d->h, out ? d->ow : d->w, 4 * ty - (out ? 0 : d->pad),
+                         4 * tx - (out ? 0 : d->pad), pl->tw - tx < WG_SEG ? pl->tw - tx : WG_SEG};
+    return s;
+}
+
+/* The block's tile (sample s of the block, ty, tx): its column in a transform-domain row */
+static size_t tile_col(const plan *pl, int s, int ty, int tx) { return (size_t)s * pl->tps + (size_t)ty * pl->tw + tx; }
+
+/* V = B^T d B for the block's samples [s0, s0 + ns): a worksharing loop over input channels */
+static void input_block(const plan *pl, const float *in, int s0, int ns, float *v)
+{
+    const mx_conv_desc *d = pl->d;
+    const size_t hw = (size_t)d->h * d->w, xs = point_stride(pl, d->c);
+#pragma omp for schedule(static)
+    for (int c = 0; c < d->c; c++)
+        for (int s = 0; s < ns; s++)
+            for (int ty = 0; ty < pl->th; ty++)
+                for (int tx = 0; tx < pl->tw; tx += WG_SEG) {
+                    const mx_wg_seg sg = segment(pl, 0, ty, tx);
+                    mx_wg_input(in + ((size_t)(s0 + s) * d->c + c) * hw, &sg, v + c * pl->ldp + tile_col(pl, s, ty, tx), xs);
+                }
+}
+
+void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
+                                  const float *w)
+{
+    const plan pl = make_plan(d, n);
+    const int C = d->c, K = d->oc, kind = MX_GEMM_OWN_F32;
+    /* Scratch: U packed for every point, then U (before packing) or the block's V and M */
+    const size_t apb = round64(mx_cpu_gemm_packed_a_bytes(kind, K, C)), uxs = (size_t)K * C;
+    const size_t vxs = point_stride(&pl, C), mxs = point_stride(&pl, K), blk = vxs + mxs;
+    const size_t work = sizeof(float) * WG_XI * (uxs > blk ? uxs : blk);
+    char *ws = mx_backend_scratch(be, WG_XI * apb + work);
+    if (!ws) return;
+    float *u = (float *)(ws + WG_XI * apb), *v = u, *m = v + WG_XI * vxs;
+    const size_t ohw = (size_t)d->oh * d->ow;
+#pragma omp parallel num_threads(be->nthreads)
+    {
+        mx_backend one = one_thread(be);
+#ifdef WG_PROFILE
+        double prof_t = omp_get_wtime();
+#endif
+        weights_to_u(d, w, u);
+        PROF(0);
+#pragma omp for schedule(static)
+        for (int x = 0; x < WG_XI; x++) mx_cpu_gemm_pack_a(kind, 0, K, C, u + x * uxs, C, ws + x * apb, 0, 1);
+        PROF(1);
+        for (int s0 = 0; s0 < n; s0 += pl.spb) {
+            const int ns = n - s0 < pl.spb ? n - s0 : pl.spb, pn = ns * pl.tps;
+            input_block(&pl, in, s0, ns, v);
+            PROF(2);
+#pragma omp for schedule(static)
+            for (int x = 0; x < WG_XI; x++)
+                mx_cpu_gemm_packed(&one, kind, ws + x * apb, 0, K, pn, C, 1.0f, v + x * vxs, (int)pl.ldp, 0.0f,
+                                   m + x * mxs, (int)pl.ldp);
+            PROF(3);
+#pragma omp for schedule(static)
+            for (int k = 0; k < K; k++)
+                for (int s = 0; s < ns; s++)
+                    for (int ty = 0; ty < pl.th; ty++)
+                        for (int tx = 0; tx < pl.tw; tx += WG_SEG) {
+                            const mx_wg_seg sg = segment(&pl, 1, ty, tx);
+                            mx_wg_output(m + k * pl.ldp + tile_col(&pl, s, ty, tx), mxs, &sg,
+                                         out + ((size_t)(s0 + s) * K + k) * ohw);
+                        }
+            PROF(4);
+        }
+    }
+}
+
+void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
+                                   const float *dout, const float *in, const float *w)
+{
+    const plan pl = make_plan(d, n);
+    const int C = d->c, K = d->oc, kind = MX_GEMM_OWN_F32;
+    /* Scratch: U^T packed (when din is wanted), dU, then U (before packing) or the block's V, dM, dV */
+    const size_t apb = din ? round64(mx_cpu_gemm_packed_a_bytes(kind, C, K)) : 0, uxs = (size_t)K * C;
+    const size_t vxs = point_stride(&pl, C), mxs = point_stride(&pl, K), blk = 2 * vxs + mxs;
+    const size_t work = sizeof(float) * WG_XI * (uxs > blk ? uxs : blk);
+    char *ws = mx_backend_scratch(be, WG_XI * apb + sizeof(float) * WG_XI * uxs + work);
+    if (!ws) return;
+    float *du = (float *)(ws + WG_XI * apb), *u = du + WG_XI * uxs;
+    float *v = u, *dm = v + WG_XI * vxs, *dv = dm + WG_XI * mxs;
+    const size_t chw = (size_t)C * d->h * d->w, hw = (size_t)d->h * d->w, ohw = (size_t)d->oh * d->ow;
+#pragma omp parallel num_threads(be->nthreads)
+    {
+        mx_backend one = one_thread(be);
+#ifdef WG_PROFILE
+        double prof_t = omp_get_wtime();
+#endif
+        if (din) {
+            weights_to_u(d, w, u);
+            PROF(0);
+#pragma omp for schedule(static)
+            for (int x = 0; x < WG_XI; x++) mx_cpu_gemm_pack_a(kind, 1, C, K, u + x * uxs, C, ws + x * apb, 0, 1);
+            PROF(1);
+#pragma omp for schedule(static)
+            for (int s = 0; s < n; s++) memset(din + s * chw, 0, sizeof(float) * chw);
+        }
+        for (int s0 = 0; s0 < n; s0 += pl.spb) {
+            const int ns = n - s0 < pl.spb ? n - s0 : pl.spb, pn = ns * pl.tps;
+            input_block(&pl, in, s0, ns, v);
+#pragma omp for schedule(static)
+            for (int k = 0; k < K; k++)
+                for (int s = 0; s < ns; s++)
+                    for (int ty = 0; ty < pl.th; ty++)
+                        for (int tx = 0; tx < pl.tw; tx += WG_SEG) {
+                            const mx_wg_seg sg = segment(&pl, 1, ty, tx);
+                            mx_wg_output_adj(dout + ((size_t)(s0 + s) * K + k) * ohw, &sg,
+                                             dm + k * pl.ldp + tile_col(&pl, s, ty, tx), mxs);
+                        }
+            PROF(2);
+#pragma omp for schedule(static)
+            for (int x = 0; x < WG_XI; x++) {
+                mx_cpu_gemm_f32(&one, 0, 1, K, C, pn, 1.0f, dm + x * mxs, (int)pl.ldp, v + x * vxs, (int)pl.ldp,
+                                s0 ? 1.0f : 0.0f, du + x * uxs, C);
+                if (din)
+                    mx_cpu_gemm_packed(&one, kind, ws + x * apb, 0, C, pn, K, 1.0f, dm + x * mxs, (int)pl.ldp, 0.0f,
+                                       dv + x * vxs, (int)pl.ldp);
+            }
+            PROF(3);
+            if (!din) continue;
+#pragma omp for schedule(static)
+            for (int c = 0; c < C; c++)
+                for (int s = 0; s < ns; s++)
+                    for (int ty = 0; ty < pl.th; ty++)
+                        for (int tx = 0; tx < pl.tw; tx += WG_SEG) {
+                            const mx_wg_seg sg = segment(&pl, 0, ty, tx);
+                            mx_wg_input_adj(dv + c * pl.ldp + tile_col(&pl, s, ty, tx), vxs, &sg,
+                                            din + (size_t)(s0 + s) * chw + c * hw);
+                        }
+            PROF(4);
+        }
+        const int cv = (C + 15) / 16;
+#pragma omp for schedule(static)
+        for (int i = 0; i < K * cv; i++) mx_wg_weights_adj(du, uxs, C, i / cv, i % cv * 16, dw);
+        PROF(5);
+    }
+}
+
+#else /* !HAVE_KERNELS: mx_cpu_conv_winograd_applies is false, so these are never taken */
+
+void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
+                                  const float *w)
+{
+    (void)d, (void)n, (void)out, (void)in, (void)w;
+    mx_backend_fail(be, MX_EUNSUPPORTED, "conv2d: no Winograd kernels in this build");
+}
+
+void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
+                                   const float *dout, const float *in, const float *w)
+{
+    (void)d, (void)n, (void)din, (void)dw, (void)dout, (void)in, (void)w;
+    mx_backend_fail(be, MX_EUNSUPPORTED, "conv2d: no Winograd kernels in this build");
+}
+
+#endif

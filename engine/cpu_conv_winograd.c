@@ -13,10 +13,12 @@
  * tiles, dU_xi = dM_xi V_xi^T summed over the blocks, dw += G^T dU G. The transforms are in
  * cpu_winograd_tf.c.
  *
- * U holds 4x the weights and is rebuilt and packed at every call, so the path pays only where
- * enough tiles share it: measured on resnet18's 512-channel 4x4 maps (32 tiles a batch), the
- * weights' transforms took longer than the products saved. MIN_TILES keeps such calls on
- * im2col + GEMM.
+ * U holds 4x the weights and is rebuilt and packed at every call: 38 MB for 512 channels,
+ * written, packed and read from memory, and dU as much again. The products saved grow with the
+ * tiles, the weights' traffic does not, so the path pays only where enough tiles share it:
+ * on resnet18's 512-channel 4x4 maps (one tile a sample), measured against im2col + GEMM, 8
+ * tiles 0.58x as fast, 16 tiles 0.78-0.90x, 32 tiles 1.5x. MIN_TILES keeps fewer on im2col +
+ * GEMM.
  *
  * Threads: the transforms split channels, the GEMMs split the 36 points, each GEMM on one
  * thread, blocks of samples in order: every sum is done in one order whatever the thread
@@ -30,7 +32,7 @@
 #include <string.h>
 
 #define BLOCK_BYTES ((size_t)8 << 20) /* a block's transform-domain work set, about: in L3 */
-#define MIN_TILES 64                  /* tiles of a call, at least (see above) */
+#define MIN_TILES 32                  /* tiles of a call, at least (see above) */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_KERNELS 1
@@ -100,12 +102,24 @@ static mx_backend one_thread(const mx_backend *be)
     return one;
 }
 
-/* U for every point (in u, [xi][oc][c]) from the weights; a worksharing loop of the team */
-static void weights_to_u(const mx_conv_desc *d, const float *w, float *u)
+/* Floats from one point's U (or dU) to the next's: one vector more than K x C, which is a
+ * multiple of 4 KiB (of 1 MiB for 512 channels: all 36 points in one cache set, as above) */
+static size_t u_stride(const mx_conv_desc *d) { return (size_t)d->oc * d->c + 16; }
+
+/* U for every point from the weights ([oc][c][3][3]); a worksharing loop of the team. by_c:
+ * u is [xi][c][oc] (the forward's, packed as op(A) = its transpose: a plain copy, where the
+ * [oc][c] layout's packing transposes), else [xi][oc][c] (the backward's). */
+static void weights_to_u(const mx_conv_desc *d, const float *w, int by_c, float *u)
 {
-    const int cv = (d->c + 15) / 16;
+    const int C = d->c, K = d->oc, rows = by_c ? C : K, cols = by_c ? K : C, cv = (cols + 15) / 16;
+    const size_t xs = u_stride(d);
 #pragma omp for schedule(static)
-    for (int i = 0; i < d->oc * cv; i++) mx_wg_weights(w, d->c, i / cv, i % cv * 16, u, (size_t)d->oc * d->c);
+    for (int i = 0; i < rows * cv; i++) {
+        const int r = i / cv, c0 = i % cv * 16, n = cols - c0 < 16 ? cols - c0 : 16;
+        /* lanes: output channels c0.. of input channel r (by_c), or input channels of output r */
+        const float *g = by_c ? w + ((size_t)c0 * C + r) * 9 : w + ((size_t)r * C + c0) * 9;
+        mx_wg_weights(g, by_c ? (size_t)C * 9 : 9, n, u + (size_t)r * cols + c0, xs);
+    }
 }
 
 /* The segment of tiles from (ty, tx) on in one map: the input's (out = 0), or the output's */
@@ -141,7 +155,7 @@ void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, 
     const plan pl = make_plan(d, n);
     const int C = d->c, K = d->oc, kind = MX_GEMM_OWN_F32;
     /* Scratch: U packed for every point, then U (before packing) or the block's V and M */
-    const size_t apb = round64(mx_cpu_gemm_packed_a_bytes(kind, K, C)), uxs = (size_t)K * C;
+    const size_t apb = round64(mx_cpu_gemm_packed_a_bytes(kind, K, C)), uxs = u_stride(d);
     const size_t vxs = point_stride(&pl, C), mxs = point_stride(&pl, K), blk = vxs + mxs;
     const size_t work = sizeof(float) * WG_XI * (uxs > blk ? uxs : blk);
     char *ws = mx_backend_scratch(be, WG_XI * apb + work);
@@ -154,10 +168,10 @@ void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, 
 #ifdef WG_PROFILE
         double prof_t = omp_get_wtime();
 #endif
-        weights_to_u(d, w, u);
+        weights_to_u(d, w, 1, u);
         PROF(0);
 #pragma omp for schedule(static)
-        for (int x = 0; x < WG_XI; x++) mx_cpu_gemm_pack_a(kind, 0, K, C, u + x * uxs, C, ws + x * apb, 0, 1);
+        for (int x = 0; x < WG_XI; x++) mx_cpu_gemm_pack_a(kind, 1, K, C, u + x * uxs, K, ws + x * apb, 0, 1);
         PROF(1);
         for (int s0 = 0; s0 < n; s0 += pl.spb) {
             const int ns = n - s0 < pl.spb ? n - s0 : pl.spb, pn = ns * pl.tps;
@@ -188,7 +202,7 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
     const plan pl = make_plan(d, n);
     const int C = d->c, K = d->oc, kind = MX_GEMM_OWN_F32;
     /* Scratch: U^T packed (when din is wanted), dU, then U (before packing) or the block's V, dM, dV */
-    const size_t apb = din ? round64(mx_cpu_gemm_packed_a_bytes(kind, C, K)) : 0, uxs = (size_t)K * C;
+    const size_t apb = din ? round64(mx_cpu_gemm_packed_a_bytes(kind, C, K)) : 0, uxs = u_stride(d);
     const size_t vxs = point_stride(&pl, C), mxs = point_stride(&pl, K), blk = 2 * vxs + mxs;
     const size_t work = sizeof(float) * WG_XI * (uxs > blk ? uxs : blk);
     char *ws = mx_backend_scratch(be, WG_XI * apb + sizeof(float) * WG_XI * uxs + work);
@@ -203,7 +217,7 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
         double prof_t = omp_get_wtime();
 #endif
         if (din) {
-            weights_to_u(d, w, u);
+            weights_to_u(d, w, 0, u);
             PROF(0);
 #pragma omp for schedule(static)
             for (int x = 0; x < WG_XI; x++) mx_cpu_gemm_pack_a(kind, 1, C, K, u + x * uxs, C, ws + x * apb, 0, 1);
@@ -247,7 +261,10 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
         }
         const int cv = (C + 15) / 16;
 #pragma omp for schedule(static)
-        for (int i = 0; i < K * cv; i++) mx_wg_weights_adj(du, uxs, C, i / cv, i % cv * 16, dw);
+        for (int i = 0; i < K * cv; i++) {
+            const int k = i / cv, c0 = i % cv * 16;
+            mx_wg_weights_adj(du + (size_t)k * C + c0, uxs, C - c0 < 16 ? C - c0 : 16, dw + ((size_t)k * C + c0) * 9, 9);
+        }
         PROF(5);
     }
 }

@@ -218,49 +218,45 @@ void mx_wg_output_adj(const float *plane, const mx_wg_seg *s, float *dm, size_t 
     }
 }
 
-/* The 3x3 kernels of 16 input channels go through a small buffer, transposed by plain loops:
- * a kernel's 9 values are contiguous, and gathering them 9 apart had cost more. */
-void mx_wg_weights(const float *w, int c, int k, int c0, float *u, size_t xs)
+/* The 16 kernels go through a small buffer, transposed by plain loops: a kernel's 9 values
+ * are contiguous, and gathering them 9 apart had cost more. */
+void mx_wg_weights(const float *g, size_t stride, int n, float *u, size_t xs)
 {
-    const int nc = c - c0 < 16 ? c - c0 : 16;
     float g9[9][16] __attribute__((aligned(64))) = {{0}};
-    const float *src = w + ((size_t)k * c + c0) * 9;
-    for (int i = 0; i < nc; i++)
-        for (int e = 0; e < 9; e++) g9[e][i] = src[9 * i + e];
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < 9; e++) g9[e][i] = g[stride * i + e];
     v16 cols[3][6]; /* cols[s]: G times column s of g */
     for (int s = 0; s < 3; s++) {
         const v16 col[3] = {_mm512_load_ps(g9[s]), _mm512_load_ps(g9[3 + s]), _mm512_load_ps(g9[6 + s])};
         gt(col, cols[s]);
     }
-    const __mmask16 m = lanes(0, nc);
+    const __mmask16 m = lanes(0, n);
     for (int a = 0; a < 6; a++) {
         const v16 row[3] = {cols[0][a], cols[1][a], cols[2][a]};
         v16 o[6];
         gt(row, o);
-        for (int b = 0; b < 6; b++) _mm512_mask_storeu_ps(u + (size_t)(6 * a + b) * xs + (size_t)k * c + c0, m, o[b]);
+        for (int b = 0; b < 6; b++) _mm512_mask_storeu_ps(u + (size_t)(6 * a + b) * xs, m, o[b]);
     }
 }
 
-void mx_wg_weights_adj(const float *du, size_t xs, int c, int k, int c0, float *dw)
+void mx_wg_weights_adj(const float *du, size_t xs, int n, float *g, size_t stride)
 {
-    const int nc = c - c0 < 16 ? c - c0 : 16;
-    const __mmask16 m = lanes(0, nc);
+    const __mmask16 m = lanes(0, n);
     v16 rows[6][3]; /* rows[a]: row a of dU G */
     for (int a = 0; a < 6; a++) {
         v16 row[6];
-        for (int b = 0; b < 6; b++) row[b] = _mm512_maskz_loadu_ps(m, du + (size_t)(6 * a + b) * xs + (size_t)k * c + c0);
+        for (int b = 0; b < 6; b++) row[b] = _mm512_maskz_loadu_ps(m, du + (size_t)(6 * a + b) * xs);
         gt_adj(row, rows[a]);
     }
     float g9[9][16] __attribute__((aligned(64)));
     for (int s = 0; s < 3; s++) {
         const v16 col[6] = {rows[0][s], rows[1][s], rows[2][s], rows[3][s], rows[4][s], rows[5][s]};
-        v16 g[3];
-        gt_adj(col, g);
-        for (int r = 0; r < 3; r++) _mm512_store_ps(g9[3 * r + s], g[r]);
+        v16 gs[3];
+        gt_adj(col, gs);
+        for (int r = 0; r < 3; r++) _mm512_store_ps(g9[3 * r + s], gs[r]);
     }
-    float *dst = dw + ((size_t)k * c + c0) * 9;
-    for (int i = 0; i < nc; i++)
-        for (int e = 0; e < 9; e++) dst[9 * i + e] += g9[e][i];
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < 9; e++) g[stride * i + e] += g9[e][i];
 }
 
 #endif

@@ -92,6 +92,7 @@ static plan make_plan(const mx_conv_desc *d, int n)
     return pl;
 }
 
+
 static size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 
 /* A one-thread copy of the device for a GEMM inside the team */
@@ -102,24 +103,35 @@ static mx_backend one_thread(const mx_backend *be)
     return one;
 }
 
-/* Floats from one point's U (or dU) to the next's: one vector more than K x C, which is a
- * multiple of 4 KiB (of 1 MiB for 512 channels: all 36 points in one cache set, as above) */
+/* Floats from one point's dU to the next's: one vector more than K x C, which is a multiple of
+ * 4 KiB (of 1 MiB for 512 channels: all 36 points in one cache set, as above) */
 static size_t u_stride(const mx_conv_desc *d) { return (size_t)d->oc * d->c + 16; }
 
-/* U for every point from the weights ([oc][c][3][3]); a worksharing loop of the team. by_c:
- * u is [xi][c][oc] (the forward's, packed as op(A) = its transpose: a plain copy, where the
- * [oc][c] layout's packing transposes), else [xi][oc][c] (the backward's). */
-static void weights_to_u(const mx_conv_desc *d, const float *w, int by_c, float *u)
+/* U for every point, written straight into the own f32 kernel's packed op(A) (m x k, the
+ * point's at dst + xi * apb bytes): rows are output channels and columns input channels for
+ * the forward (out_rows), the other way round for the backward's U^T. A vector is 8 rows of a
+ * panel by 2 columns, contiguous there. A worksharing loop of the team. */
+static void weights_packed(const mx_conv_desc *d, const float *w, int out_rows, char *dst, size_t apb)
 {
-    const int C = d->c, K = d->oc, rows = by_c ? C : K, cols = by_c ? K : C, cv = (cols + 15) / 16;
-    const size_t xs = u_stride(d);
+    const int C = d->c, m = out_rows ? d->oc : C, k = out_rows ? C : d->oc;
+    const int pairs = (k + 1) / 2, n = (m + MX_GEMM_MR - 1) / MX_GEMM_MR * pairs;
 #pragma omp for schedule(static)
-    for (int i = 0; i < rows * cv; i++) {
-        const int r = i / cv, c0 = i % cv * 16, n = cols - c0 < 16 ? cols - c0 : 16;
-        /* lanes: output channels c0.. of input channel r (by_c), or input channels of output r */
-        const float *g = by_c ? w + ((size_t)c0 * C + r) * 9 : w + ((size_t)r * C + c0) * 9;
-        mx_wg_weights(g, by_c ? (size_t)C * 9 : 9, n, u + (size_t)r * cols + c0, xs);
+    for (int i = 0; i < n; i++) {
+        const int r0 = i / pairs * MX_GEMM_MR, kk = i % pairs * 2;
+        const float *g[16];
+        for (int l = 0; l < 16; l++) {
+            const int r = r0 + l % 8, col = kk + l / 8, oc = out_rows ? r : col, ic = out_rows ? col : r;
+            g[l] = r < m && col < k ? w + ((size_t)oc * C + ic) * 9 : NULL; /* NULL: a padding row */
+        }
+        mx_wg_weights(g, kk + 1 < k ? 0xffff : 0x00ff, (float *)dst + mx_cpu_gemm_packed_f32_at(m, k, r0, kk),
+                      apb / sizeof(float));
     }
+}
+
+/* Bytes from one point's packed U to the next's: 64 more than it takes (see u_stride) */
+static size_t packed_stride(int m, int k)
+{
+    return round64(mx_cpu_gemm_packed_a_bytes(MX_GEMM_OWN_F32, m, k)) + 64;
 }
 
 /* The segment of tiles from (ty, tx) on in one map: the input's (out = 0), or the output's */
@@ -154,13 +166,11 @@ void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, 
 {
     const plan pl = make_plan(d, n);
     const int C = d->c, K = d->oc, kind = MX_GEMM_OWN_F32;
-    /* Scratch: U packed for every point, then U (before packing) or the block's V and M */
-    const size_t apb = round64(mx_cpu_gemm_packed_a_bytes(kind, K, C)), uxs = u_stride(d);
-    const size_t vxs = point_stride(&pl, C), mxs = point_stride(&pl, K), blk = vxs + mxs;
-    const size_t work = sizeof(float) * WG_XI * (uxs > blk ? uxs : blk);
-    char *ws = mx_backend_scratch(be, WG_XI * apb + work);
+    /* Scratch: U packed for every point, then the block's V and M */
+    const size_t apb = packed_stride(K, C), vxs = point_stride(&pl, C), mxs = point_stride(&pl, K);
+    char *ws = mx_backend_scratch(be, WG_XI * apb + sizeof(float) * WG_XI * (vxs + mxs));
     if (!ws) return;
-    float *u = (float *)(ws + WG_XI * apb), *v = u, *m = v + WG_XI * vxs;
+    float *v = (float *)(ws + WG_XI * apb), *m = v + WG_XI * vxs;
     const size_t ohw = (size_t)d->oh * d->ow;
 #pragma omp parallel num_threads(be->nthreads)
     {
@@ -168,11 +178,8 @@ void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, 
 #ifdef WG_PROFILE
         double prof_t = omp_get_wtime();
 #endif
-        weights_to_u(d, w, 1, u);
+        weights_packed(d, w, 1, ws, apb);
         PROF(0);
-#pragma omp for schedule(static)
-        for (int x = 0; x < WG_XI; x++) mx_cpu_gemm_pack_a(kind, 1, K, C, u + x * uxs, K, ws + x * apb, 0, 1);
-        PROF(1);
         for (int s0 = 0; s0 < n; s0 += pl.spb) {
             const int ns = n - s0 < pl.spb ? n - s0 : pl.spb, pn = ns * pl.tps;
             input_block(&pl, in, s0, ns, v);
@@ -201,14 +208,12 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
 {
     const plan pl = make_plan(d, n);
     const int C = d->c, K = d->oc, kind = MX_GEMM_OWN_F32;
-    /* Scratch: U^T packed (when din is wanted), dU, then U (before packing) or the block's V, dM, dV */
-    const size_t apb = din ? round64(mx_cpu_gemm_packed_a_bytes(kind, C, K)) : 0, uxs = u_stride(d);
-    const size_t vxs = point_stride(&pl, C), mxs = point_stride(&pl, K), blk = 2 * vxs + mxs;
-    const size_t work = sizeof(float) * WG_XI * (uxs > blk ? uxs : blk);
-    char *ws = mx_backend_scratch(be, WG_XI * apb + sizeof(float) * WG_XI * uxs + work);
+    /* Scratch: U^T packed (when din is wanted), dU, then the block's V, dM, dV */
+    const size_t apb = din ? packed_stride(C, K) : 0, uxs = u_stride(d);
+    const size_t vxs = point_stride(&pl, C), mxs = point_stride(&pl, K);
+    char *ws = mx_backend_scratch(be, WG_XI * apb + sizeof(float) * WG_XI * (uxs + 2 * vxs + mxs));
     if (!ws) return;
-    float *du = (float *)(ws + WG_XI * apb), *u = du + WG_XI * uxs;
-    float *v = u, *dm = v + WG_XI * vxs, *dv = dm + WG_XI * mxs;
+    float *du = (float *)(ws + WG_XI * apb), *v = du + WG_XI * uxs, *dm = v + WG_XI * vxs, *dv = dm + WG_XI * mxs;
     const size_t chw = (size_t)C * d->h * d->w, hw = (size_t)d->h * d->w, ohw = (size_t)d->oh * d->ow;
 #pragma omp parallel num_threads(be->nthreads)
     {
@@ -217,11 +222,8 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
         double prof_t = omp_get_wtime();
 #endif
         if (din) {
-            weights_to_u(d, w, 0, u);
+            weights_packed(d, w, 0, ws, apb);
             PROF(0);
-#pragma omp for schedule(static)
-            for (int x = 0; x < WG_XI; x++) mx_cpu_gemm_pack_a(kind, 1, C, K, u + x * uxs, C, ws + x * apb, 0, 1);
-            PROF(1);
 #pragma omp for schedule(static)
             for (int s = 0; s < n; s++) memset(din + s * chw, 0, sizeof(float) * chw);
         }

@@ -396,6 +396,12 @@ size_t mx_cpu_gemm_packed_a_bytes(int kind, int m, int k)
     return sizeof(uint32_t) * mr_pad(m) * units(k, kind == MX_GEMM_OWN_BF16);
 }
 
+size_t mx_cpu_gemm_packed_f32_at(int m, int k, int i, int kk)
+{
+    const int b = kk / KU, ku = k - b * KU < KU ? k - b * KU : KU;
+    return (size_t)b * mr_pad(m) * KU + (size_t)(i / MR) * MR * ku + (size_t)(kk % KU) * MR + i % MR;
+}
+
 void mx_cpu_gemm_pack_a(int kind, int ta, int m, int k, const float *a, int lda, void *dst, int part, int parts)
 {
 #if HAVE_KERNELS

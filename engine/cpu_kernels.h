@@ -53,6 +53,14 @@ size_t mx_cpu_gemm_packed_a_bytes(int kind, int m, int k);
 void mx_cpu_gemm_pack_a(int kind, int ta, int m, int k, const float *a, int lda, void *dst, int part, int parts);
 void mx_cpu_gemm_packed(mx_backend *be, int kind, const void *packed_a, int tb, int m, int n, int k, float alpha,
                         const float *b, int ldb, float beta, float *c, int ldc);
+/* For producers that write an m x k op(A) packed for MX_GEMM_OWN_F32 themselves (Winograd's
+ * transformed weights) instead of packing a copy: element (i, kk) lies
+ * mx_cpu_gemm_packed_f32_at(m, k, i, kk) floats from the start. Rows come in panels of
+ * MX_GEMM_MR: rows i..i+7 of a panel (i a multiple of 8) are contiguous for one kk, and kk + 1
+ * follows them while kk + 1 is in the same block of MX_F32_KC values of k (kk even: always,
+ * below k). Rows from m to the panel's end must be written as zeros. */
+#define MX_GEMM_MR 8
+size_t mx_cpu_gemm_packed_f32_at(int m, int k, int i, int kk);
 
 /* Typed ops (cpu_typed.c). The _host forms are plain loops over host memory with up to
  * nthreads threads, shared with backend.c's defaults. */

@@ -33,8 +33,9 @@ void mx_wg_output(const float *m, size_t xs, const mx_wg_seg *s, float *plane);
 /* dm = A dY A^T of the segment's tiles (the adjoint of mx_wg_output), dY read from plane */
 void mx_wg_output_adj(const float *plane, const mx_wg_seg *s, float *dm, size_t xs);
 
-/* u[xi * xs + i] = (G g_i G^T)[xi] for the n <= 16 kernels g_i = g + i * stride (3x3 each) */
-void mx_wg_weights(const float *g, size_t stride, int n, float *u, size_t xs);
+/* u[xi * xs + i] = (G g[i] G^T)[xi] for the 16 kernels g[i] (3x3 each; NULL: zeros), lanes i
+ * of the mask `store` (a __mmask16) written */
+void mx_wg_weights(const float *const g[16], unsigned short store, float *u, size_t xs);
 /* g_i += G^T dU_i G for i < n: the adjoint of mx_wg_weights */
 void mx_wg_weights_adj(const float *du, size_t xs, int n, float *g, size_t stride);
 

@@ -220,22 +220,22 @@ void mx_wg_output_adj(const float *plane, const mx_wg_seg *s, float *dm, size_t 
 
 /* The 16 kernels go through a small buffer, transposed by plain loops: a kernel's 9 values
  * are contiguous, and gathering them 9 apart had cost more. */
-void mx_wg_weights(const float *g, size_t stride, int n, float *u, size_t xs)
+void mx_wg_weights(const float *const g[16], __mmask16 store, float *u, size_t xs)
 {
     float g9[9][16] __attribute__((aligned(64))) = {{0}};
-    for (int i = 0; i < n; i++)
-        for (int e = 0; e < 9; e++) g9[e][i] = g[stride * i + e];
+    for (int i = 0; i < 16; i++)
+        if (g[i])
+            for (int e = 0; e < 9; e++) g9[e][i] = g[i][e];
     v16 cols[3][6]; /* cols[s]: G times column s of g */
     for (int s = 0; s < 3; s++) {
         const v16 col[3] = {_mm512_load_ps(g9[s]), _mm512_load_ps(g9[3 + s]), _mm512_load_ps(g9[6 + s])};
         gt(col, cols[s]);
     }
-    const __mmask16 m = lanes(0, n);
     for (int a = 0; a < 6; a++) {
         const v16 row[3] = {cols[0][a], cols[1][a], cols[2][a]};
         v16 o[6];
         gt(row, o);
-        for (int b = 0; b < 6; b++) _mm512_mask_storeu_ps(u + (size_t)(6 * a + b) * xs, m, o[b]);
+        for (int b = 0; b < 6; b++) _mm512_mask_storeu_ps(u + (size_t)(6 * a + b) * xs, store, o[b]);
     }
 }
 

@@ -150,6 +150,15 @@ TARGET static void transpose16(__m512i r[16])
     }
 }
 
+TARGET void mx_cpu_transpose16(const float *const rows[16], int ncols, float out[16][16])
+{
+    const __mmask16 m = first(ncols);
+    __m512i r[16];
+    for (int i = 0; i < 16; i++) r[i] = rows[i] ? _mm512_castps_si512(_mm512_maskz_loadu_ps(m, rows[i])) : _mm512_setzero_si512();
+    transpose16(r);
+    for (int j = 0; j < 16; j++) _mm512_storeu_si512(out[j], r[j]);
+}
+
 /* Element (k, x) at src[x * ld + k]: k is contiguous, so blocks of 16 rows x 16 elements (16
  * values, or 32 as bf16 pairs) are transposed in registers. */
 TARGET static void pack_kcontig(uint32_t *dst, int W, const float *src, int ld, int kc, int width, int pairs)

@@ -60,6 +60,10 @@ void mx_cpu_gemm_packed(mx_backend *be, int kind, const void *packed_a, int tb, 
  * follows them while kk + 1 is in the same block of MX_F32_KC values of k (kk even: always,
  * below k). Rows from m to the panel's end must be written as zeros. */
 #define MX_GEMM_MR 8
+/* out[j][i] = rows[i][j] for j < ncols (<= 16), 0 where rows[i] is NULL or j >= ncols: a
+ * transpose in registers, for callers with 16 short rows to turn (AVX-512 CPUs only, as the
+ * own GEMMs; plain loops over pointers compile to slow gathers) */
+void mx_cpu_transpose16(const float *const rows[16], int ncols, float out[16][16]);
 size_t mx_cpu_gemm_packed_f32_at(int m, int k, int i, int kk);
 
 /* Typed ops (cpu_typed.c). The _host forms are plain loops over host memory with up to

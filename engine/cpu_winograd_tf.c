@@ -7,6 +7,7 @@
  *   G   = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]
  *   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1] */
 #include "cpu_winograd.h"
+#include "cpu_kernels.h"
 
 #include <stdint.h>
 
@@ -218,14 +219,13 @@ void mx_wg_output_adj(const float *plane, const mx_wg_seg *s, float *dm, size_t 
     }
 }
 
-/* The 16 kernels go through a small buffer, transposed by plain loops: a kernel's 9 values
- * are contiguous, and gathering them 9 apart had cost more. */
+/* The 16 kernels are turned in registers (mx_cpu_transpose16): a kernel's 9 values are
+ * contiguous, and the plain loop that did it compiled to gathers, which cost more than the
+ * transform. */
 void mx_wg_weights(const float *const g[16], __mmask16 store, float *u, size_t xs)
 {
-    float g9[9][16] __attribute__((aligned(64))) = {{0}};
-    for (int i = 0; i < 16; i++)
-        if (g[i])
-            for (int e = 0; e < 9; e++) g9[e][i] = g[i][e];
+    float g9[16][16] __attribute__((aligned(64)));
+    mx_cpu_transpose16(g, 9, g9);
     v16 cols[3][6]; /* cols[s]: G times column s of g */
     for (int s = 0; s < 3; s++) {
         const v16 col[3] = {_mm512_load_ps(g9[s]), _mm512_load_ps(g9[3 + s]), _mm512_load_ps(g9[6 + s])};
@@ -248,15 +248,19 @@ void mx_wg_weights_adj(const float *du, size_t xs, int n, float *g, size_t strid
         for (int b = 0; b < 6; b++) row[b] = _mm512_maskz_loadu_ps(m, du + (size_t)(6 * a + b) * xs);
         gt_adj(row, rows[a]);
     }
-    float g9[9][16] __attribute__((aligned(64)));
+    float g9[16][16] __attribute__((aligned(64))), t[16][16] __attribute__((aligned(64)));
     for (int s = 0; s < 3; s++) {
         const v16 col[6] = {rows[0][s], rows[1][s], rows[2][s], rows[3][s], rows[4][s], rows[5][s]};
         v16 gs[3];
         gt_adj(col, gs);
         for (int r = 0; r < 3; r++) _mm512_store_ps(g9[3 * r + s], gs[r]);
     }
-    for (int i = 0; i < n; i++)
-        for (int e = 0; e < 9; e++) g[stride * i + e] += g9[e][i];
+    const float *e9[16] = {g9[0], g9[1], g9[2], g9[3], g9[4], g9[5], g9[6], g9[7], g9[8]};
+    mx_cpu_transpose16(e9, 16, t); /* t[i]: kernel i's 9 values */
+    for (int i = 0; i < n; i++) {
+        float *gi = g + stride * i;
+        _mm512_mask_storeu_ps(gi, 0x1ff, _mm512_add_ps(_mm512_maskz_loadu_ps(0x1ff, gi), _mm512_load_ps(t[i])));
+    }
 }
 
 #endif

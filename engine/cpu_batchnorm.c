@@ -1,8 +1,50 @@
 /* CPU batch normalisation over (batch, h, w) per channel. Sums run in double, one channel
- * per thread, so results do not depend on the thread count. */
+ * per thread, so results do not depend on the thread count; each row of hw values is summed
+ * in LANES independent double sums, then those in order: one chain of dependent double adds
+ * per channel had made the sums latency-bound (resnet18's batch norms took 8% of its step,
+ * at about one value per 4 cycles). */
 #include "cpu_kernels.h"
 
 #include <math.h>
+
+#define LANES 8
+
+/* sum of x[p] and of (x[p] - mu)^2 over one row, in LANES double lanes then in order */
+static void row_sums(const float *restrict x, int hw, double mu, double *s, double *ss)
+{
+    double a[LANES] = {0}, b[LANES] = {0};
+    int p = 0;
+    for (; p + LANES <= hw; p += LANES)
+        for (int l = 0; l < LANES; l++) {
+            const double v = x[p + l], d = v - mu;
+            a[l] += v;
+            b[l] += d * d;
+        }
+    for (int l = 0; p + l < hw; l++) {
+        const double v = x[p + l], d = v - mu;
+        a[l] += v;
+        b[l] += d * d;
+    }
+    for (int l = 0; l < LANES; l++) *s += a[l], *ss += b[l];
+}
+
+/* sum of dy[p] and of dy[p] * (x[p] - mu) * is over one row, likewise */
+static void row_grad_sums(const float *restrict dy, const float *restrict x, int hw, float mu, float is,
+                          double *sdy, double *sdyx)
+{
+    double a[LANES] = {0}, b[LANES] = {0};
+    int p = 0;
+    for (; p + LANES <= hw; p += LANES)
+        for (int l = 0; l < LANES; l++) {
+            a[l] += dy[p + l];
+            b[l] += dy[p + l] * (x[p + l] - mu) * is;
+        }
+    for (int l = 0; p + l < hw; l++) {
+        a[l] += dy[p + l];
+        b[l] += dy[p + l] * (x[p + l] - mu) * is;
+    }
+    for (int l = 0; l < LANES; l++) *sdy += a[l], *sdyx += b[l];
+}
 
 void mx_cpu_batchnorm_forward_train(mx_backend *be, int n, int c, int hw, float *out, float *mean, float *invstd,
                                     float *run_mean, float *run_var, const float *in, const float *gamma,
@@ -11,16 +53,11 @@ void mx_cpu_batchnorm_forward_train(mx_backend *be, int n, int c, int hw, float 
     const double count = (double)n * hw;
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)n * c * hw)) schedule(static)
     for (int j = 0; j < c; j++) {
-        double s = 0, ss = 0;
-        for (int i = 0; i < n; i++) {
-            const float *x = in + ((size_t)i * c + j) * hw;
-            for (int p = 0; p < hw; p++) s += x[p];
-        }
+        double s = 0, ss = 0, unused = 0; /* the first pass's squares (about 0) are not used */
+        for (int i = 0; i < n; i++) row_sums(in + ((size_t)i * c + j) * hw, hw, 0, &s, &unused);
         const double mu = s / count;
-        for (int i = 0; i < n; i++) {
-            const float *x = in + ((size_t)i * c + j) * hw;
-            for (int p = 0; p < hw; p++) ss += (x[p] - mu) * (x[p] - mu);
-        }
+        s = 0;
+        for (int i = 0; i < n; i++) row_sums(in + ((size_t)i * c + j) * hw, hw, mu, &s, &ss);
         const double var = ss / count;
         const float is = (float)(1.0 / sqrt(var + eps));
         mean[j] = (float)mu;
@@ -64,10 +101,7 @@ void mx_cpu_batchnorm_backward(mx_backend *be, int n, int c, int hw, float *din,
         double sdy = 0, sdyx = 0;
         for (int i = 0; i < n; i++) {
             const size_t o = ((size_t)i * c + j) * hw;
-            for (int p = 0; p < hw; p++) {
-                sdy += dout[o + p];
-                sdyx += dout[o + p] * (in[o + p] - mu) * is;
-            }
+            row_grad_sums(dout + o, in + o, hw, mu, is, &sdy, &sdyx);
         }
         dbeta[j] += (float)sdy;
         dgamma[j] += (float)sdyx;

@@ -25,7 +25,6 @@
  * count, so results do not depend on it. Taken only for f32 math on the own AVX-512 GEMM
  * (mx_cpu_conv_winograd_applies); MXBENCH_CONV=gemm or nowinograd keeps the im2col path. */
 #include "cpu_kernels.h"
-#include "cpu_winograd.h"
 #include "status.h"
 
 #include <omp.h>
@@ -62,6 +61,7 @@ double mx_wg_prof[8];
 #endif
 
 #if HAVE_KERNELS
+#include "cpu_winograd.h"
 
 /* Tiles p = (sample * th + ty) * tw + tx, in blocks of whole samples. */
 typedef struct {
@@ -134,31 +134,64 @@ static size_t packed_stride(int m, int k)
     return round64(mx_cpu_gemm_packed_a_bytes(MX_GEMM_OWN_F32, m, k)) + 64;
 }
 
-/* The segment of tiles from (ty, tx) on in one map: the input's (out = 0), or the output's */
-static mx_wg_seg segment(const plan *pl, int out, int ty, int tx)
+/* The segments of a block's maps of one channel, in order of their first tile: where a row of
+ * tiles is narrow, several rows a segment (windows of 8 or 16 columns), else one row's tiles
+ * WG_SEG at a time. lanes[]: the lane tables of the plan's segment shapes (segments()). */
+typedef struct {
+    const plan *pl;
+    int out;          /* the output's maps (4 * ty, 4 * tx), else the input's (less the padding) */
+    int rows, nwin;   /* rows of tiles a segment: nwin where narrow, else 1 */
+    mx_wg_lanes lanes[2];
+} seg_walk;
+
+static void walk_init(seg_walk *wk, const plan *pl, int out)
 {
-    const mx_conv_desc *d = pl->d;
-    const mx_wg_seg s = {out ? d->oh : d->h, out ? d->ow : d->w, 4 * ty - (out ? 0 : d->pad),
-                         4 * tx - (out ? 0 : d->pad), pl->tw - tx < WG_SEG ? pl->tw - tx : WG_SEG};
-    return s;
+    const int tw = pl->tw, narrow = 4 * tw + 2 <= 16;
+    wk->pl = pl, wk->out = out;
+    wk->nwin = narrow ? (4 * tw + 2 <= 8 ? 4 : 2) : 1;
+    mx_wg_lanes_init(&wk->lanes[0], narrow ? tw : (tw < WG_SEG ? tw : WG_SEG), narrow ? 32 / wk->nwin : 32);
+    if (!narrow && tw > WG_SEG && tw % WG_SEG) mx_wg_lanes_init(&wk->lanes[1], tw % WG_SEG, 32);
 }
 
-/* The block's tile (sample s of the block, ty, tx): its column in a transform-domain row */
-static size_t tile_col(const plan *pl, int s, int ty, int tx) { return (size_t)s * pl->tps + (size_t)ty * pl->tw + tx; }
+/* Segments of a block of ns samples, whose maps of one channel are `stride` floats apart */
+static int segments(const seg_walk *wk, int ns)
+{
+    const plan *pl = wk->pl;
+    return (ns * pl->th + wk->nwin - 1) / wk->nwin * ((pl->tw + WG_SEG - 1) / WG_SEG);
+}
+
+/* Segment k of the block (in order of their tiles): *col is its first tile's column in a
+ * transform-domain row; the maps are at offsets from the block's first sample's. */
+static mx_wg_seg segment_at(const seg_walk *wk, int ns, size_t stride, int k, size_t *col)
+{
+    const plan *pl = wk->pl;
+    const mx_conv_desc *d = pl->d;
+    const int per_row = (pl->tw + WG_SEG - 1) / WG_SEG, R = k / per_row * wk->nwin, tx = k % per_row * WG_SEG;
+    const int rows = ns * pl->th, nt = pl->tw - tx < WG_SEG ? pl->tw - tx : WG_SEG, pad = wk->out ? 0 : d->pad;
+    mx_wg_seg sg = {&wk->lanes[wk->nwin == 1 && nt < WG_SEG && pl->tw > WG_SEG], wk->out ? d->oh : d->h,
+                    wk->out ? d->ow : d->w, 4 * tx - pad, rows - R < wk->nwin ? rows - R : wk->nwin, {0}, {0}};
+    for (int i = 0; i < sg.nwin; i++) {
+        sg.y0[i] = 4 * ((R + i) % pl->th) - pad;
+        sg.off[i] = (size_t)((R + i) / pl->th) * stride;
+    }
+    *col = (size_t)R * pl->tw + tx;
+    return sg;
+}
 
 /* V = B^T d B for the block's samples [s0, s0 + ns): a worksharing loop over input channels */
-static void input_block(const plan *pl, const float *in, int s0, int ns, float *v)
+static void input_block(const seg_walk *wk, const float *in, int s0, int ns, float *v)
 {
+    const plan *pl = wk->pl;
     const mx_conv_desc *d = pl->d;
-    const size_t hw = (size_t)d->h * d->w, xs = point_stride(pl, d->c);
+    const size_t hw = (size_t)d->h * d->w, chw = (size_t)d->c * hw, xs = point_stride(pl, d->c);
+    const int nseg = segments(wk, ns);
 #pragma omp for schedule(static)
     for (int c = 0; c < d->c; c++)
-        for (int s = 0; s < ns; s++)
-            for (int ty = 0; ty < pl->th; ty++)
-                for (int tx = 0; tx < pl->tw; tx += WG_SEG) {
-                    const mx_wg_seg sg = segment(pl, 0, ty, tx);
-                    mx_wg_input(in + ((size_t)(s0 + s) * d->c + c) * hw, &sg, v + c * pl->ldp + tile_col(pl, s, ty, tx), xs);
-                }
+        for (int k = 0; k < nseg; k++) {
+            size_t col;
+            const mx_wg_seg sg = segment_at(wk, ns, chw, k, &col);
+            mx_wg_input(in + s0 * chw + c * hw, &sg, v + c * pl->ldp + col, xs);
+        }
 }
 
 void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
@@ -172,6 +205,9 @@ void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, 
     if (!ws) return;
     float *v = (float *)(ws + WG_XI * apb), *m = v + WG_XI * vxs;
     const size_t ohw = (size_t)d->oh * d->ow;
+    seg_walk win, wout;
+    walk_init(&win, &pl, 0), walk_init(&wout, &pl, 1);
+    const size_t koh = (size_t)K * ohw;
 #pragma omp parallel num_threads(be->nthreads)
     {
         mx_backend one = one_thread(be);
@@ -182,22 +218,21 @@ void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, 
         PROF(0);
         for (int s0 = 0; s0 < n; s0 += pl.spb) {
             const int ns = n - s0 < pl.spb ? n - s0 : pl.spb, pn = ns * pl.tps;
-            input_block(&pl, in, s0, ns, v);
+            input_block(&win, in, s0, ns, v);
             PROF(2);
 #pragma omp for schedule(static)
             for (int x = 0; x < WG_XI; x++)
                 mx_cpu_gemm_packed(&one, kind, ws + x * apb, 0, K, pn, C, 1.0f, v + x * vxs, (int)pl.ldp, 0.0f,
                                    m + x * mxs, (int)pl.ldp);
             PROF(3);
+            const int nseg = segments(&wout, ns);
 #pragma omp for schedule(static)
             for (int k = 0; k < K; k++)
-                for (int s = 0; s < ns; s++)
-                    for (int ty = 0; ty < pl.th; ty++)
-                        for (int tx = 0; tx < pl.tw; tx += WG_SEG) {
-                            const mx_wg_seg sg = segment(&pl, 1, ty, tx);
-                            mx_wg_output(m + k * pl.ldp + tile_col(&pl, s, ty, tx), mxs, &sg,
-                                         out + ((size_t)(s0 + s) * K + k) * ohw);
-                        }
+                for (int j = 0; j < nseg; j++) {
+                    size_t col;
+                    const mx_wg_seg sg = segment_at(&wout, ns, koh, j, &col);
+                    mx_wg_output(m + k * pl.ldp + col, mxs, &sg, out + s0 * koh + k * ohw);
+                }
             PROF(4);
         }
     }
@@ -215,6 +250,9 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
     if (!ws) return;
     float *du = (float *)(ws + WG_XI * apb), *v = du + WG_XI * uxs, *dm = v + WG_XI * vxs, *dv = dm + WG_XI * mxs;
     const size_t chw = (size_t)C * d->h * d->w, hw = (size_t)d->h * d->w, ohw = (size_t)d->oh * d->ow;
+    const size_t koh = (size_t)K * ohw;
+    seg_walk win, wout;
+    walk_init(&win, &pl, 0), walk_init(&wout, &pl, 1);
 #pragma omp parallel num_threads(be->nthreads)
     {
         mx_backend one = one_thread(be);
@@ -229,16 +267,15 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
         }
         for (int s0 = 0; s0 < n; s0 += pl.spb) {
             const int ns = n - s0 < pl.spb ? n - s0 : pl.spb, pn = ns * pl.tps;
-            input_block(&pl, in, s0, ns, v);
+            input_block(&win, in, s0, ns, v);
+            const int nout = segments(&wout, ns), nin = segments(&win, ns);
 #pragma omp for schedule(static)
             for (int k = 0; k < K; k++)
-                for (int s = 0; s < ns; s++)
-                    for (int ty = 0; ty < pl.th; ty++)
-                        for (int tx = 0; tx < pl.tw; tx += WG_SEG) {
-                            const mx_wg_seg sg = segment(&pl, 1, ty, tx);
-                            mx_wg_output_adj(dout + ((size_t)(s0 + s) * K + k) * ohw, &sg,
-                                             dm + k * pl.ldp + tile_col(&pl, s, ty, tx), mxs);
-                        }
+                for (int j = 0; j < nout; j++) {
+                    size_t col;
+                    const mx_wg_seg sg = segment_at(&wout, ns, koh, j, &col);
+                    mx_wg_output_adj(dout + s0 * koh + k * ohw, &sg, dm + k * pl.ldp + col, mxs);
+                }
             PROF(2);
 #pragma omp for schedule(static)
             for (int x = 0; x < WG_XI; x++) {
@@ -252,13 +289,11 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
             if (!din) continue;
 #pragma omp for schedule(static)
             for (int c = 0; c < C; c++)
-                for (int s = 0; s < ns; s++)
-                    for (int ty = 0; ty < pl.th; ty++)
-                        for (int tx = 0; tx < pl.tw; tx += WG_SEG) {
-                            const mx_wg_seg sg = segment(&pl, 0, ty, tx);
-                            mx_wg_input_adj(dv + c * pl.ldp + tile_col(&pl, s, ty, tx), vxs, &sg,
-                                            din + (size_t)(s0 + s) * chw + c * hw);
-                        }
+                for (int j = 0; j < nin; j++) {
+                    size_t col;
+                    const mx_wg_seg sg = segment_at(&win, ns, chw, j, &col);
+                    mx_wg_input_adj(dv + c * pl.ldp + col, vxs, &sg, din + s0 * chw + c * hw);
+                }
             PROF(4);
         }
         const int cv = (C + 15) / 16;

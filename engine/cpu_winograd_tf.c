@@ -10,6 +10,7 @@
 #include "cpu_kernels.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -92,64 +93,99 @@ static inline __mmask16 lanes(int lo, int hi)
     return hi <= lo ? 0 : (__mmask16)(((1u << (hi - lo)) - 1) << lo);
 }
 
-/* 0, 1, ..., 15 */
-TARGET static inline __m512i iota(void) { return _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0); }
+/* ---- which lane holds what. A segment's 32 window columns hold nwin windows of `slot`
+ * columns; window position P (0..31) is column P % slot of window P / slot. A tile lane l is
+ * tile l % nt of window l / nt. */
 
-/* Row y of the map from column x0 on, 32 values in two vectors, zero outside the map (and
- * where y is outside it). */
-TARGET static void load_row(const float *plane, const mx_wg_seg *s, int y, v16 out[2])
+void mx_wg_lanes_init(mx_wg_lanes *L, int nt, int slot)
 {
-    for (int h = 0; h < 2; h++) {
-        const int x = s->x0 + 16 * h;
-        const __mmask16 m = y < 0 || y >= s->h ? 0 : lanes(-x, s->w - x);
-        out[h] = m ? _mm512_maskz_loadu_ps(m, plane + (ptrdiff_t)y * s->w + x) : _mm512_setzero_ps();
+    int32_t col[6][16], inter[2][16], spread[2][6][16];
+    memset(L, 0, sizeof *L);
+    L->nt = nt, L->slot = slot;
+    for (int l = 0; l < 16; l++)
+        for (int j = 0; j < 6; j++) col[j][l] = l < (32 / slot) * nt ? (l / nt) * slot + 4 * (l % nt) + j : 0;
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 16; l++) {
+            const int P = 16 * h + l, i = P / slot, q = P % slot;
+            /* the output's column q of window i: tile q / 4's column q % 4 */
+            inter[h][l] = q < 4 * nt ? i * nt + q / 4 : 0;
+            if (q < 4 * nt) L->inter_m[h][q % 4] |= (__mmask16)(1u << l);
+            /* the input's column q of window i: column j of tile (q - j) / 4, for each j it is one of */
+            for (int j = 0; j < 6; j++) {
+                const int ok = q >= j && (q - j) % 4 == 0 && (q - j) / 4 < nt;
+                spread[h][j][l] = ok ? i * nt + (q - j) / 4 : 0;
+                if (ok) L->spread_m[h][j] |= (__mmask16)(1u << l);
+            }
+        }
+    memcpy(L->col, col, sizeof col);
+    memcpy(L->inter, inter, sizeof inter);
+    memcpy(L->spread, spread, sizeof spread);
+}
+
+/* Half h of the window row r (row y0[i] + r of each window i), zero outside the map; the
+ * columns of a window past `cols` are left zero too. */
+TARGET static v16 load_half(const float *base, const mx_wg_seg *s, int r, int h, int cols)
+{
+    v16 v = _mm512_setzero_ps();
+    for (int i = 0; i < s->nwin; i++) {
+        const int y = s->y0[i] + r, first = i * s->lanes->slot - 16 * h; /* lane of the window's column 0 */
+        const __mmask16 m = lanes(first, first + cols) & lanes(first - s->x0, first - s->x0 + s->w);
+        if (m && y >= 0 && y < s->h)
+            v = _mm512_mask_loadu_ps(v, m, base + s->off[i] + (ptrdiff_t)y * s->w + s->x0 - first);
+    }
+    return v;
+}
+
+/* Half h of the window row r: out = f(out, v) at each window's first `cols` columns in the map */
+TARGET static void store_half(float *base, const mx_wg_seg *s, int r, int h, int cols, v16 v, int add)
+{
+    for (int i = 0; i < s->nwin; i++) {
+        const int y = s->y0[i] + r, first = i * s->lanes->slot - 16 * h;
+        const __mmask16 m = lanes(first, first + cols) & lanes(first - s->x0, first - s->x0 + s->w);
+        if (!m || y < 0 || y >= s->h) continue;
+        float *p = base + s->off[i] + (ptrdiff_t)y * s->w + s->x0 - first;
+        _mm512_mask_storeu_ps(p, m, add ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, p), v) : v);
     }
 }
 
-/* Tile t's column j of a window row: the row's value 4t + j (a permute across both halves). */
-TARGET static inline v16 tile_col(const v16 row[2], int j)
-{
-    const __m512i idx = _mm512_add_epi32(_mm512_slli_epi32(iota(), 2), _mm512_set1_epi32(j));
-    return _mm512_permutex2var_ps(row[0], idx, row[1]);
-}
+/* The segment's tile lanes, nwin * nt of them */
+static inline __mmask16 tile_lanes(const mx_wg_seg *s) { return lanes(0, s->nwin * s->lanes->nt); }
 
-void mx_wg_input(const float *plane, const mx_wg_seg *s, float *v, size_t xs)
+void mx_wg_input(const float *base, const mx_wg_seg *s, float *v, size_t xs)
 {
-    v16 rows[6][2], t[6][2]; /* t[a]: row a of B^T d, the window's width */
-    for (int r = 0; r < 6; r++) load_row(plane, s, s->y0 + r, rows[r]);
+    const mx_wg_lanes *L = s->lanes;
+    v16 rows[6][2], t[6][2]; /* t[a]: row a of B^T d, the windows' width */
+    for (int r = 0; r < 6; r++)
+        for (int h = 0; h < 2; h++) rows[r][h] = load_half(base, s, r, h, L->slot);
     for (int h = 0; h < 2; h++) {
         const v16 col[6] = {rows[0][h], rows[1][h], rows[2][h], rows[3][h], rows[4][h], rows[5][h]};
         v16 o[6];
         bt(col, o);
         for (int a = 0; a < 6; a++) t[a][h] = o[a];
     }
-    const __mmask16 st = lanes(0, s->nt);
+    const __mmask16 st = tile_lanes(s);
     for (int a = 0; a < 6; a++) {
         v16 d[6], o[6];
-        for (int j = 0; j < 6; j++) d[j] = tile_col(t[a], j);
+        for (int j = 0; j < 6; j++) d[j] = _mm512_permutex2var_ps(t[a][0], L->col[j], t[a][1]);
         bt(d, o);
         for (int b = 0; b < 6; b++) _mm512_mask_storeu_ps(v + (size_t)(6 * a + b) * xs, st, o[b]);
     }
 }
 
-void mx_wg_input_adj(const float *dv, size_t xs, const mx_wg_seg *s, float *plane)
+void mx_wg_input_adj(const float *dv, size_t xs, const mx_wg_seg *s, float *base)
 {
-    const __mmask16 ld = lanes(0, s->nt);
-    v16 rows[6][2]; /* rows[a]: row a of dV B^T spread back over the window's columns */
+    const mx_wg_lanes *L = s->lanes;
+    const __mmask16 ld = tile_lanes(s);
+    v16 rows[6][2]; /* rows[a]: row a of dV B^T spread back over the windows' columns */
     for (int a = 0; a < 6; a++) {
         v16 t[6], d[6];
         for (int b = 0; b < 6; b++) t[b] = _mm512_maskz_loadu_ps(ld, dv + (size_t)(6 * a + b) * xs);
         bt_adj(t, d);
-        /* window column q takes tile t's column j where q = 4t + j: j = q mod 4 (t = q / 4) and,
-         * where q mod 4 < 2, j + 4 of the tile before */
+        /* column q of a window takes column j of tile (q - j) / 4 for every j that fits */
         for (int h = 0; h < 2; h++) {
             v16 acc = _mm512_setzero_ps();
-            for (int j = 0; j < 6; j++) {
-                const int q0 = 16 * h;
-                const __m512i idx = _mm512_srai_epi32(_mm512_add_epi32(iota(), _mm512_set1_epi32(q0 - j)), 2);
-                const __mmask16 m = (__mmask16)(0x1111u << (j % 4)) & lanes(j - q0, 4 * (s->nt - 1) + j + 1 - q0);
-                acc = _mm512_add_ps(acc, _mm512_maskz_permutexvar_ps(m, idx, d[j]));
-            }
+            for (int j = 0; j < 6; j++)
+                acc = _mm512_add_ps(acc, _mm512_maskz_permutexvar_ps(L->spread_m[h][j], L->spread[h][j], d[j]));
             rows[a][h] = acc;
         }
     }
@@ -157,30 +193,22 @@ void mx_wg_input_adj(const float *dv, size_t xs, const mx_wg_seg *s, float *plan
         const v16 col[6] = {rows[0][h], rows[1][h], rows[2][h], rows[3][h], rows[4][h], rows[5][h]};
         v16 o[6];
         bt_adj(col, o);
-        const int x = s->x0 + 16 * h;
-        for (int r = 0; r < 6; r++) {
-            const int y = s->y0 + r;
-            /* the window's columns: 4 * nt + 2 of them, inside the map */
-            const __mmask16 m = y < 0 || y >= s->h ? 0 : lanes(-x, s->w - x) & lanes(0, 4 * s->nt + 2 - 16 * h);
-            if (!m) continue;
-            float *p = plane + (ptrdiff_t)y * s->w + x;
-            _mm512_mask_storeu_ps(p, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, p), o[r]));
-        }
+        for (int r = 0; r < 6; r++) store_half(base, s, r, h, 4 * L->nt + 2, o[r], 1);
     }
 }
 
-void mx_wg_output(const float *m, size_t xs, const mx_wg_seg *s, float *plane)
+void mx_wg_output(const float *m, size_t xs, const mx_wg_seg *s, float *base)
 {
-    const __mmask16 ld = lanes(0, s->nt);
-    v16 rows[6][2]; /* rows[a]: row a of M A, tile t's output column j at 4t + j */
+    const mx_wg_lanes *L = s->lanes;
+    const __mmask16 ld = tile_lanes(s);
+    v16 rows[6][2]; /* rows[a]: row a of M A, tile t's output column j at 4t + j of its window */
     for (int a = 0; a < 6; a++) {
         v16 mb[6], y[4];
         for (int b = 0; b < 6; b++) mb[b] = _mm512_maskz_loadu_ps(ld, m + (size_t)(6 * a + b) * xs);
         at(mb, y);
         for (int h = 0; h < 2; h++) {
-            const __m512i idx = _mm512_srli_epi32(_mm512_add_epi32(iota(), _mm512_set1_epi32(16 * h)), 2);
             v16 r = _mm512_setzero_ps();
-            for (int j = 0; j < 4; j++) r = _mm512_mask_permutexvar_ps(r, (__mmask16)(0x1111u << j), idx, y[j]);
+            for (int j = 0; j < 4; j++) r = _mm512_mask_permutexvar_ps(r, L->inter_m[h][j], L->inter[h], y[j]);
             rows[a][h] = r;
         }
     }
@@ -188,32 +216,26 @@ void mx_wg_output(const float *m, size_t xs, const mx_wg_seg *s, float *plane)
         const v16 col[6] = {rows[0][h], rows[1][h], rows[2][h], rows[3][h], rows[4][h], rows[5][h]};
         v16 o[4];
         at(col, o);
-        const int x = s->x0 + 16 * h;
-        const __mmask16 mx = lanes(0, s->w - x) & lanes(0, 4 * s->nt - 16 * h);
-        for (int i = 0; i < 4 && s->y0 + i < s->h; i++)
-            if (mx) _mm512_mask_storeu_ps(plane + (ptrdiff_t)(s->y0 + i) * s->w + x, mx, o[i]);
+        for (int i = 0; i < 4; i++) store_half(base, s, i, h, 4 * L->nt, o[i], 0);
     }
 }
 
-void mx_wg_output_adj(const float *plane, const mx_wg_seg *s, float *dm, size_t xs)
+void mx_wg_output_adj(const float *base, const mx_wg_seg *s, float *dm, size_t xs)
 {
-    v16 dy[4][2], rows[6][2]; /* rows[a]: row a of A dY, the window's width */
+    const mx_wg_lanes *L = s->lanes;
+    v16 dy[4][2], rows[6][2]; /* rows[a]: row a of A dY, the windows' width */
     for (int i = 0; i < 4; i++)
-        for (int h = 0; h < 2; h++) {
-            const int x = s->x0 + 16 * h, y = s->y0 + i;
-            const __mmask16 mx = y >= s->h ? 0 : lanes(0, s->w - x) & lanes(0, 4 * s->nt - 16 * h);
-            dy[i][h] = mx ? _mm512_maskz_loadu_ps(mx, plane + (ptrdiff_t)y * s->w + x) : _mm512_setzero_ps();
-        }
+        for (int h = 0; h < 2; h++) dy[i][h] = load_half(base, s, i, h, 4 * L->nt);
     for (int h = 0; h < 2; h++) {
         const v16 col[4] = {dy[0][h], dy[1][h], dy[2][h], dy[3][h]};
         v16 o[6];
         at_adj(col, o);
         for (int a = 0; a < 6; a++) rows[a][h] = o[a];
     }
-    const __mmask16 st = lanes(0, s->nt);
+    const __mmask16 st = tile_lanes(s);
     for (int a = 0; a < 6; a++) {
         v16 y[4], o[6];
-        for (int j = 0; j < 4; j++) y[j] = tile_col(rows[a], j);
+        for (int j = 0; j < 4; j++) y[j] = _mm512_permutex2var_ps(rows[a][0], L->col[j], rows[a][1]);
         at_adj(y, o);
         for (int b = 0; b < 6; b++) _mm512_mask_storeu_ps(dm + (size_t)(6 * a + b) * xs, st, o[b]);
     }

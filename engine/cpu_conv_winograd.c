@@ -134,48 +134,79 @@ static size_t packed_stride(int m, int k)
     return round64(mx_cpu_gemm_packed_a_bytes(MX_GEMM_OWN_F32, m, k)) + 64;
 }
 
+/* A segment and its first tile's column in a transform-domain row */
+typedef struct {
+    mx_wg_seg sg;
+    size_t col;
+} seg_at;
+
 /* The segments of a block's maps of one channel, in order of their first tile: where a row of
  * tiles is narrow, several rows a segment (windows of 8 or 16 columns), else one row's tiles
- * WG_SEG at a time. lanes[]: the lane tables of the plan's segment shapes (segments()). */
+ * WG_SEG at a time. Listed once per call for a whole block and for the last one (the same
+ * but for its end), as every channel of every block walks them. */
 typedef struct {
     const plan *pl;
     int out;          /* the output's maps (4 * ty, 4 * tx), else the input's (less the padding) */
-    int rows, nwin;   /* rows of tiles a segment: nwin where narrow, else 1 */
-    mx_wg_lanes lanes[2];
+    int nwin;         /* rows of tiles a segment: 2 or 4 where narrow, else 1 */
+    size_t stride;    /* floats between two samples' maps of one channel */
+    mx_wg_lanes lanes[2]; /* the lane tables of the segment shapes */
+    seg_at *list[2];  /* a whole block's segments, the last block's */
+    int count[2];
 } seg_walk;
 
-static void walk_init(seg_walk *wk, const plan *pl, int out)
-{
-    const int tw = pl->tw, narrow = 4 * tw + 2 <= 16;
-    wk->pl = pl, wk->out = out;
-    wk->nwin = narrow ? (4 * tw + 2 <= 8 ? 4 : 2) : 1;
-    mx_wg_lanes_init(&wk->lanes[0], narrow ? tw : (tw < WG_SEG ? tw : WG_SEG), narrow ? 32 / wk->nwin : 32);
-    if (!narrow && tw > WG_SEG && tw % WG_SEG) mx_wg_lanes_init(&wk->lanes[1], tw % WG_SEG, 32);
-}
-
-/* Segments of a block of ns samples, whose maps of one channel are `stride` floats apart */
+/* Segments of a block of ns samples */
 static int segments(const seg_walk *wk, int ns)
 {
     const plan *pl = wk->pl;
     return (ns * pl->th + wk->nwin - 1) / wk->nwin * ((pl->tw + WG_SEG - 1) / WG_SEG);
 }
 
-/* Segment k of the block (in order of their tiles): *col is its first tile's column in a
- * transform-domain row; the maps are at offsets from the block's first sample's. */
-static mx_wg_seg segment_at(const seg_walk *wk, int ns, size_t stride, int k, size_t *col)
+/* Segment k of a block of ns samples, its maps at offsets from the block's first sample's */
+static seg_at segment_at(const seg_walk *wk, int ns, int k)
 {
     const plan *pl = wk->pl;
     const mx_conv_desc *d = pl->d;
     const int per_row = (pl->tw + WG_SEG - 1) / WG_SEG, R = k / per_row * wk->nwin, tx = k % per_row * WG_SEG;
     const int rows = ns * pl->th, nt = pl->tw - tx < WG_SEG ? pl->tw - tx : WG_SEG, pad = wk->out ? 0 : d->pad;
-    mx_wg_seg sg = {&wk->lanes[wk->nwin == 1 && nt < WG_SEG && pl->tw > WG_SEG], wk->out ? d->oh : d->h,
-                    wk->out ? d->ow : d->w, 4 * tx - pad, rows - R < wk->nwin ? rows - R : wk->nwin, {0}, {0}};
-    for (int i = 0; i < sg.nwin; i++) {
-        sg.y0[i] = 4 * ((R + i) % pl->th) - pad;
-        sg.off[i] = (size_t)((R + i) / pl->th) * stride;
+    seg_at s = {{&wk->lanes[wk->nwin == 1 && nt < WG_SEG && pl->tw > WG_SEG], wk->out ? d->oh : d->h,
+                 wk->out ? d->ow : d->w, 4 * tx - pad, rows - R < wk->nwin ? rows - R : wk->nwin, {0}, {0}},
+                (size_t)R * pl->tw + tx};
+    for (int i = 0; i < s.sg.nwin; i++) {
+        s.sg.y0[i] = 4 * ((R + i) % pl->th) - pad;
+        s.sg.off[i] = (size_t)((R + i) / pl->th) * wk->stride;
     }
-    *col = (size_t)R * pl->tw + tx;
-    return sg;
+    return s;
+}
+
+/* Bytes walk_init lists the segments in */
+static size_t walk_bytes(const plan *pl)
+{
+    const int most = pl->spb * pl->th * ((pl->tw + WG_SEG - 1) / WG_SEG); /* one window a segment */
+    return 2 * sizeof(seg_at) * (size_t)most;
+}
+
+static void walk_init(seg_walk *wk, const plan *pl, int out, size_t stride, void *mem)
+{
+    const int tw = pl->tw, narrow = 4 * tw + 2 <= 16, n = pl->n, last = n - (n - 1) / pl->spb * pl->spb;
+    wk->pl = pl, wk->out = out, wk->stride = stride;
+    wk->nwin = narrow ? (4 * tw + 2 <= 8 ? 4 : 2) : 1;
+    mx_wg_lanes_init(&wk->lanes[0], narrow ? tw : (tw < WG_SEG ? tw : WG_SEG), narrow ? 32 / wk->nwin : 32);
+    if (!narrow && tw > WG_SEG && tw % WG_SEG) mx_wg_lanes_init(&wk->lanes[1], tw % WG_SEG, 32);
+    const int ns[2] = {pl->spb, last};
+    wk->list[0] = mem;
+    wk->list[1] = wk->list[0] + segments(wk, pl->spb);
+    for (int b = 0; b < 2; b++) {
+        wk->count[b] = segments(wk, ns[b]);
+        for (int k = 0; k < wk->count[b]; k++) wk->list[b][k] = segment_at(wk, ns[b], k);
+    }
+}
+
+/* The segments of a block of ns samples (the plan's, or the last block's) */
+static const seg_at *walk_list(const seg_walk *wk, int ns, int *count)
+{
+    const int b = ns != wk->pl->spb;
+    *count = wk->count[b];
+    return wk->list[b];
 }
 
 /* V = B^T d B for the block's samples [s0, s0 + ns): a worksharing loop over input channels */
@@ -183,15 +214,13 @@ static void input_block(const seg_walk *wk, const float *in, int s0, int ns, flo
 {
     const plan *pl = wk->pl;
     const mx_conv_desc *d = pl->d;
-    const size_t hw = (size_t)d->h * d->w, chw = (size_t)d->c * hw, xs = point_stride(pl, d->c);
-    const int nseg = segments(wk, ns);
+    const size_t hw = (size_t)d->h * d->w, xs = point_stride(pl, d->c);
+    int nseg;
+    const seg_at *seg = walk_list(wk, ns, &nseg);
 #pragma omp for schedule(static)
     for (int c = 0; c < d->c; c++)
-        for (int k = 0; k < nseg; k++) {
-            size_t col;
-            const mx_wg_seg sg = segment_at(wk, ns, chw, k, &col);
-            mx_wg_input(in + s0 * chw + c * hw, &sg, v + c * pl->ldp + col, xs);
-        }
+        for (int k = 0; k < nseg; k++)
+            mx_wg_input(in + s0 * wk->stride + c * hw, &seg[k].sg, v + c * pl->ldp + seg[k].col, xs);
 }
 
 void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
@@ -199,15 +228,17 @@ void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, 
 {
     const plan pl = make_plan(d, n);
     const int C = d->c, K = d->oc, kind = MX_GEMM_OWN_F32;
-    /* Scratch: U packed for every point, then the block's V and M */
+    /* Scratch: U packed for every point, the block's V and M, the segment lists */
     const size_t apb = packed_stride(K, C), vxs = point_stride(&pl, C), mxs = point_stride(&pl, K);
-    char *ws = mx_backend_scratch(be, WG_XI * apb + sizeof(float) * WG_XI * (vxs + mxs));
+    const size_t data = round64(WG_XI * apb + sizeof(float) * WG_XI * (vxs + mxs));
+    char *ws = mx_backend_scratch(be, data + 2 * walk_bytes(&pl));
     if (!ws) return;
     float *v = (float *)(ws + WG_XI * apb), *m = v + WG_XI * vxs;
     const size_t ohw = (size_t)d->oh * d->ow;
-    seg_walk win, wout;
-    walk_init(&win, &pl, 0), walk_init(&wout, &pl, 1);
     const size_t koh = (size_t)K * ohw;
+    seg_walk win, wout;
+    walk_init(&win, &pl, 0, (size_t)C * d->h * d->w, ws + data);
+    walk_init(&wout, &pl, 1, koh, ws + data + walk_bytes(&pl));
 #pragma omp parallel num_threads(be->nthreads)
     {
         mx_backend one = one_thread(be);
@@ -225,14 +256,12 @@ void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, 
                 mx_cpu_gemm_packed(&one, kind, ws + x * apb, 0, K, pn, C, 1.0f, v + x * vxs, (int)pl.ldp, 0.0f,
                                    m + x * mxs, (int)pl.ldp);
             PROF(3);
-            const int nseg = segments(&wout, ns);
+            int nseg;
+            const seg_at *seg = walk_list(&wout, ns, &nseg);
 #pragma omp for schedule(static)
             for (int k = 0; k < K; k++)
-                for (int j = 0; j < nseg; j++) {
-                    size_t col;
-                    const mx_wg_seg sg = segment_at(&wout, ns, koh, j, &col);
-                    mx_wg_output(m + k * pl.ldp + col, mxs, &sg, out + s0 * koh + k * ohw);
-                }
+                for (int j = 0; j < nseg; j++)
+                    mx_wg_output(m + k * pl.ldp + seg[j].col, mxs, &seg[j].sg, out + s0 * koh + k * ohw);
             PROF(4);
         }
     }
@@ -246,13 +275,15 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
     /* Scratch: U^T packed (when din is wanted), dU, then the block's V, dM, dV */
     const size_t apb = din ? packed_stride(C, K) : 0, uxs = u_stride(d);
     const size_t vxs = point_stride(&pl, C), mxs = point_stride(&pl, K);
-    char *ws = mx_backend_scratch(be, WG_XI * apb + sizeof(float) * WG_XI * (uxs + 2 * vxs + mxs));
+    const size_t data = round64(WG_XI * apb + sizeof(float) * WG_XI * (uxs + 2 * vxs + mxs));
+    char *ws = mx_backend_scratch(be, data + 2 * walk_bytes(&pl));
     if (!ws) return;
     float *du = (float *)(ws + WG_XI * apb), *v = du + WG_XI * uxs, *dm = v + WG_XI * vxs, *dv = dm + WG_XI * mxs;
     const size_t chw = (size_t)C * d->h * d->w, hw = (size_t)d->h * d->w, ohw = (size_t)d->oh * d->ow;
     const size_t koh = (size_t)K * ohw;
     seg_walk win, wout;
-    walk_init(&win, &pl, 0), walk_init(&wout, &pl, 1);
+    walk_init(&win, &pl, 0, chw, ws + data);
+    walk_init(&wout, &pl, 1, koh, ws + data + walk_bytes(&pl));
 #pragma omp parallel num_threads(be->nthreads)
     {
         mx_backend one = one_thread(be);
@@ -268,14 +299,12 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
         for (int s0 = 0; s0 < n; s0 += pl.spb) {
             const int ns = n - s0 < pl.spb ? n - s0 : pl.spb, pn = ns * pl.tps;
             input_block(&win, in, s0, ns, v);
-            const int nout = segments(&wout, ns), nin = segments(&win, ns);
+            int nout, nin;
+            const seg_at *so = walk_list(&wout, ns, &nout), *si = walk_list(&win, ns, &nin);
 #pragma omp for schedule(static)
             for (int k = 0; k < K; k++)
-                for (int j = 0; j < nout; j++) {
-                    size_t col;
-                    const mx_wg_seg sg = segment_at(&wout, ns, koh, j, &col);
-                    mx_wg_output_adj(dout + s0 * koh + k * ohw, &sg, dm + k * pl.ldp + col, mxs);
-                }
+                for (int j = 0; j < nout; j++)
+                    mx_wg_output_adj(dout + s0 * koh + k * ohw, &so[j].sg, dm + k * pl.ldp + so[j].col, mxs);
             PROF(2);
 #pragma omp for schedule(static)
             for (int x = 0; x < WG_XI; x++) {
@@ -289,11 +318,8 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
             if (!din) continue;
 #pragma omp for schedule(static)
             for (int c = 0; c < C; c++)
-                for (int j = 0; j < nin; j++) {
-                    size_t col;
-                    const mx_wg_seg sg = segment_at(&win, ns, chw, j, &col);
-                    mx_wg_input_adj(dv + c * pl.ldp + col, vxs, &sg, din + s0 * chw + c * hw);
-                }
+                for (int j = 0; j < nin; j++)
+                    mx_wg_input_adj(dv + c * pl.ldp + si[j].col, vxs, &si[j].sg, din + s0 * chw + c * hw);
             PROF(4);
         }
         const int cv = (C + 15) / 16;

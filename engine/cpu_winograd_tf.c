@@ -300,7 +300,7 @@ void mx_wg_weights_adj(const float *du, size_t xs, int n, float *g, size_t strid
     }
     const float *e9[16] = {g9[0], g9[1], g9[2], g9[3], g9[4], g9[5], g9[6], g9[7], g9[8]};
     mx_cpu_transpose16(e9, 16, t); /* t[i]: kernel i's 9 values */
-    /* all loads before the stores, which share cache lines (see mx_wg_input_adj): 3.5x faster */
+    /* all loads before the stores, which share cache lines (see mx_wg_input_adj) */
     v16 old[16];
     for (int i = 0; i < n; i++) old[i] = _mm512_maskz_loadu_ps(0x1ff, g + stride * i);
     for (int i = 0; i < n; i++) _mm512_mask_storeu_ps(g + stride * i, 0x1ff, _mm512_add_ps(old[i], _mm512_load_ps(t[i])));

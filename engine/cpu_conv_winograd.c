@@ -32,6 +32,8 @@
 
 #define BLOCK_BYTES ((size_t)8 << 20) /* a block's transform-domain work set, about: in L3 */
 #define MIN_TILES 32                  /* tiles of a call, at least (see above) */
+#define WHOLE_BYTES ((size_t)16 << 20) /* the whole batch one block where its V and M fit */
+#define ROWS 48                       /* channels a thread takes the weights' rows of (whole) */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_KERNELS 1
@@ -82,7 +84,8 @@ static plan make_plan(const mx_conv_desc *d, int n)
     plan pl = {d, n, (d->oh + 3) / 4, (d->ow + 3) / 4, 0, 0, 0};
     pl.tps = pl.th * pl.tw;
     const int widest = d->c > d->oc ? d->c : d->oc;
-    const size_t most = BLOCK_BYTES / (sizeof(float) * WG_XI * 2 * (size_t)widest); /* tiles */
+    size_t most = BLOCK_BYTES / (sizeof(float) * WG_XI * 2 * (size_t)widest); /* tiles */
+    if ((size_t)n * pl.tps * sizeof(float) * WG_XI * (d->c + d->oc) <= WHOLE_BYTES) most = (size_t)n * pl.tps;
     int spb = (int)(most / (size_t)pl.tps);
     if (spb < 1) spb = 1;
     if (spb > n) spb = n;
@@ -107,25 +110,36 @@ static mx_backend one_thread(const mx_backend *be)
  * 4 KiB (of 1 MiB for 512 channels: all 36 points in one cache set, as above) */
 static size_t u_stride(const mx_conv_desc *d) { return (size_t)d->oc * d->c + 16; }
 
-/* U for every point, written straight into the own f32 kernel's packed op(A) (m x k, the
- * point's at dst + xi * apb bytes): rows are output channels and columns input channels for
- * the forward (out_rows), the other way round for the backward's U^T. A vector is 8 rows of a
- * panel by 2 columns, contiguous there. A worksharing loop of the team. */
+/* Panel-column pair i of rows [row0, row0 + m) of U for every point, written straight into
+ * the own f32 kernel's packed op(A) (m x k, the point's at dst + xi * apb bytes): rows are
+ * output channels and columns input channels for the forward (out_rows), the other way round
+ * for the backward's U^T. A vector is 8 rows of a panel by 2 columns, contiguous there. */
+static void weights_pair(const mx_conv_desc *d, const float *w, int out_rows, int row0, int m, char *dst,
+                         size_t apb, int i)
+{
+    const int C = d->c, k = out_rows ? C : d->oc, pairs = (k + 1) / 2;
+    const int r0 = i / pairs * MX_GEMM_MR, kk = i % pairs * 2;
+    const float *g[16];
+    for (int l = 0; l < 16; l++) {
+        const int r = r0 + l % 8, col = kk + l / 8, oc = out_rows ? row0 + r : col, ic = out_rows ? col : row0 + r;
+        g[l] = r < m && col < k ? w + ((size_t)oc * C + ic) * 9 : NULL; /* NULL: a padding row */
+    }
+    mx_wg_weights(g, kk + 1 < k ? 0xffff : 0x00ff, (float *)dst + mx_cpu_gemm_packed_f32_at(m, k, r0, kk),
+                  apb / sizeof(float));
+}
+
+/* Pairs weights_pair takes for m rows */
+static int weight_pairs(const mx_conv_desc *d, int out_rows, int m)
+{
+    return (m + MX_GEMM_MR - 1) / MX_GEMM_MR * (((out_rows ? d->c : d->oc) + 1) / 2);
+}
+
+/* All of U packed for every point; a worksharing loop of the team */
 static void weights_packed(const mx_conv_desc *d, const float *w, int out_rows, char *dst, size_t apb)
 {
-    const int C = d->c, m = out_rows ? d->oc : C, k = out_rows ? C : d->oc;
-    const int pairs = (k + 1) / 2, n = (m + MX_GEMM_MR - 1) / MX_GEMM_MR * pairs;
+    const int m = out_rows ? d->oc : d->c, n = weight_pairs(d, out_rows, m);
 #pragma omp for schedule(static)
-    for (int i = 0; i < n; i++) {
-        const int r0 = i / pairs * MX_GEMM_MR, kk = i % pairs * 2;
-        const float *g[16];
-        for (int l = 0; l < 16; l++) {
-            const int r = r0 + l % 8, col = kk + l / 8, oc = out_rows ? r : col, ic = out_rows ? col : r;
-            g[l] = r < m && col < k ? w + ((size_t)oc * C + ic) * 9 : NULL; /* NULL: a padding row */
-        }
-        mx_wg_weights(g, kk + 1 < k ? 0xffff : 0x00ff, (float *)dst + mx_cpu_gemm_packed_f32_at(m, k, r0, kk),
-                      apb / sizeof(float));
-    }
+    for (int i = 0; i < n; i++) weights_pair(d, w, out_rows, 0, m, dst, apb, i);
 }
 
 /* Bytes from one point's packed U to the next's: 64 more than it takes (see u_stride) */
@@ -223,10 +237,151 @@ static void input_block(const seg_walk *wk, const float *in, int s0, int ns, flo
             mx_wg_input(in + s0 * wk->stride + c * hw, &seg[k].sg, v + c * pl->ldp + seg[k].col, xs);
 }
 
+/* ---- one block for the whole batch (few tiles: resnet18's 7x7 and 4x4 maps): the weights'
+ * transforms blocked by rows of ROWS channels, each block transformed by the thread that
+ * multiplies with it, so that U (38 MB at 512 channels) and dU are never whole in memory: on
+ * the 512-channel maps, writing U, reading it back, and writing and reading dU through DRAM
+ * had taken 2 + 2.5 + 5-6 ms of a 15 ms forward and backward. */
+
+/* Per-thread scratch of the whole-batch drivers, in bytes */
+static size_t whole_thread_bytes(const plan *pl)
+{
+    const mx_conv_desc *d = pl->d;
+    const size_t u = WG_XI * packed_stride(ROWS, d->c > d->oc ? d->c : d->oc);
+    const size_t du = sizeof(float) * d->c * WG_XI * ROWS;
+    return round64(u > du ? u : du);
+}
+
+/* M = U V for every point, the team's threads each on blocks of ROWS output channels */
+static void whole_forward_products(const plan *pl, const float *w, const float *v, float *m, char *mine,
+                                   const mx_backend *one)
+{
+    const mx_conv_desc *d = pl->d;
+    const int C = d->c, K = d->oc, pn = pl->n * pl->tps, blocks = (K + ROWS - 1) / ROWS;
+    const size_t apb = packed_stride(ROWS, C), vxs = point_stride(pl, C), mxs = point_stride(pl, K);
+#pragma omp for schedule(static)
+    for (int b = 0; b < blocks; b++) {
+        const int k0 = b * ROWS, rows = K - k0 < ROWS ? K - k0 : ROWS;
+        for (int i = 0; i < weight_pairs(d, 1, rows); i++) weights_pair(d, w, 1, k0, rows, mine, apb, i);
+        for (int x = 0; x < WG_XI; x++)
+            mx_cpu_gemm_packed((mx_backend *)one, MX_GEMM_OWN_F32, mine + x * apb, 0, rows, pn, C, 1.0f, v + x * vxs,
+                               (int)pl->ldp, 0.0f, m + x * mxs + k0 * pl->ldp, (int)pl->ldp);
+    }
+}
+
+/* dV = U^T dM for every point, on blocks of ROWS input channels */
+static void whole_input_products(const plan *pl, const float *w, const float *dm, float *dv, char *mine,
+                                 const mx_backend *one)
+{
+    const mx_conv_desc *d = pl->d;
+    const int C = d->c, K = d->oc, pn = pl->n * pl->tps, blocks = (C + ROWS - 1) / ROWS;
+    const size_t apb = packed_stride(ROWS, K), vxs = point_stride(pl, C), mxs = point_stride(pl, K);
+#pragma omp for schedule(static)
+    for (int b = 0; b < blocks; b++) {
+        const int c0 = b * ROWS, rows = C - c0 < ROWS ? C - c0 : ROWS;
+        for (int i = 0; i < weight_pairs(d, 0, rows); i++) weights_pair(d, w, 0, c0, rows, mine, apb, i);
+        for (int x = 0; x < WG_XI; x++)
+            mx_cpu_gemm_packed((mx_backend *)one, MX_GEMM_OWN_F32, mine + x * apb, 0, rows, pn, K, 1.0f, dm + x * mxs,
+                               (int)pl->ldp, 0.0f, dv + x * vxs + c0 * pl->ldp, (int)pl->ldp);
+    }
+}
+
+/* dw += G^T dU G with dU = dM V^T, on blocks of ROWS output channels: dU^T (C x ROWS) for every
+ * point from V packed ahead (vpack, vpb bytes a point) into the thread's [c][xi][ROWS] */
+static void whole_weight_grad(const plan *pl, const char *vpack, size_t vpb, const float *dm, float *dw, float *mine,
+                              const mx_backend *one)
+{
+    const mx_conv_desc *d = pl->d;
+    const int C = d->c, K = d->oc, pn = pl->n * pl->tps, blocks = (K + ROWS - 1) / ROWS;
+    const size_t mxs = point_stride(pl, K);
+#pragma omp for schedule(static)
+    for (int b = 0; b < blocks; b++) {
+        const int k0 = b * ROWS, rows = K - k0 < ROWS ? K - k0 : ROWS;
+        for (int x = 0; x < WG_XI; x++)
+            mx_cpu_gemm_packed((mx_backend *)one, MX_GEMM_OWN_F32, vpack + x * vpb, 1, C, rows, pn, 1.0f,
+                               dm + x * mxs + k0 * pl->ldp, (int)pl->ldp, 0.0f, mine + x * ROWS, WG_XI * ROWS);
+        for (int c = 0; c < C; c++)
+            for (int j = 0; j < rows; j += 16)
+                mx_wg_weights_adj(mine + (size_t)c * WG_XI * ROWS + j, ROWS, rows - j < 16 ? rows - j : 16,
+                                  dw + ((size_t)(k0 + j) * C + c) * 9, (size_t)C * 9);
+    }
+}
+
+static void whole_forward(mx_backend *be, const plan *pl, float *out, const float *in, const float *w)
+{
+    const mx_conv_desc *d = pl->d;
+    const int C = d->c, K = d->oc, n = pl->n;
+    const size_t vxs = point_stride(pl, C), mxs = point_stride(pl, K), ohw = (size_t)d->oh * d->ow, koh = K * ohw;
+    const size_t data = round64(sizeof(float) * WG_XI * (vxs + mxs)), per = whole_thread_bytes(pl);
+    char *ws = mx_backend_scratch(be, data + 2 * walk_bytes(pl) + per * be->nthreads);
+    if (!ws) return;
+    float *v = (float *)ws, *m = v + WG_XI * vxs;
+    seg_walk win, wout;
+    walk_init(&win, pl, 0, (size_t)C * d->h * d->w, ws + data);
+    walk_init(&wout, pl, 1, koh, ws + data + walk_bytes(pl));
+    char *threads = ws + data + 2 * walk_bytes(pl);
+#pragma omp parallel num_threads(be->nthreads)
+    {
+        const mx_backend one = one_thread(be);
+        input_block(&win, in, 0, n, v);
+        whole_forward_products(pl, w, v, m, threads + per * omp_get_thread_num(), &one);
+        int nseg;
+        const seg_at *seg = walk_list(&wout, n, &nseg);
+#pragma omp for schedule(static)
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < nseg; j++) mx_wg_output(m + k * pl->ldp + seg[j].col, mxs, &seg[j].sg, out + k * ohw);
+    }
+}
+
+static void whole_backward(mx_backend *be, const plan *pl, float *din, float *dw, const float *dout, const float *in,
+                           const float *w)
+{
+    const mx_conv_desc *d = pl->d;
+    const int C = d->c, K = d->oc, n = pl->n, pn = n * pl->tps;
+    const size_t vxs = point_stride(pl, C), mxs = point_stride(pl, K), vpb = packed_stride(C, pn);
+    const size_t hw = (size_t)d->h * d->w, chw = C * hw, ohw = (size_t)d->oh * d->ow, koh = K * ohw;
+    const size_t data = round64(sizeof(float) * WG_XI * (2 * vxs + mxs)) + WG_XI * vpb, per = whole_thread_bytes(pl);
+    char *ws = mx_backend_scratch(be, data + 2 * walk_bytes(pl) + per * be->nthreads);
+    if (!ws) return;
+    float *v = (float *)ws, *dm = v + WG_XI * vxs, *dv = dm + WG_XI * mxs;
+    char *vpack = ws + round64(sizeof(float) * WG_XI * (2 * vxs + mxs)), *threads = ws + data + 2 * walk_bytes(pl);
+    seg_walk win, wout;
+    walk_init(&win, pl, 0, chw, ws + data);
+    walk_init(&wout, pl, 1, koh, ws + data + walk_bytes(pl));
+#pragma omp parallel num_threads(be->nthreads)
+    {
+        const mx_backend one = one_thread(be);
+        char *mine = threads + per * omp_get_thread_num();
+        input_block(&win, in, 0, n, v);
+        int nout, nin;
+        const seg_at *so = walk_list(&wout, n, &nout), *si = walk_list(&win, n, &nin);
+#pragma omp for schedule(static)
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < nout; j++)
+                mx_wg_output_adj(dout + k * ohw, &so[j].sg, dm + k * pl->ldp + so[j].col, mxs);
+#pragma omp for schedule(static)
+        for (int x = 0; x < WG_XI; x++)
+            mx_cpu_gemm_pack_a(MX_GEMM_OWN_F32, 0, C, pn, v + x * vxs, (int)pl->ldp, vpack + x * vpb, 0, 1);
+        whole_weight_grad(pl, vpack, vpb, dm, dw, (float *)mine, &one);
+        if (din) {
+            whole_input_products(pl, w, dm, dv, mine, &one);
+#pragma omp for schedule(static)
+            for (int s = 0; s < n; s++) memset(din + s * chw, 0, sizeof(float) * chw);
+#pragma omp for schedule(static)
+            for (int c = 0; c < C; c++)
+                for (int j = 0; j < nin; j++) mx_wg_input_adj(dv + c * pl->ldp + si[j].col, vxs, &si[j].sg, din + c * hw);
+        }
+    }
+}
+
 void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                                   const float *w)
 {
     const plan pl = make_plan(d, n);
+    if (pl.spb == n) {
+        whole_forward(be, &pl, out, in, w);
+        return;
+    }
     const int C = d->c, K = d->oc, kind = MX_GEMM_OWN_F32;
     /* Scratch: U packed for every point, the block's V and M, the segment lists */
     const size_t apb = packed_stride(K, C), vxs = point_stride(&pl, C), mxs = point_stride(&pl, K);
@@ -271,6 +426,10 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
                                    const float *dout, const float *in, const float *w)
 {
     const plan pl = make_plan(d, n);
+    if (pl.spb == n) {
+        whole_backward(be, &pl, din, dw, dout, in, w);
+        return;
+    }
     const int C = d->c, K = d->oc, kind = MX_GEMM_OWN_F32;
     /* Scratch: U^T packed (when din is wanted), dU, then the block's V, dM, dV */
     const size_t apb = din ? packed_stride(C, K) : 0, uxs = u_stride(d);

@@ -22,8 +22,12 @@
  *
  * Threads: the transforms split channels, the GEMMs split the 36 points, each GEMM on one
  * thread, blocks of samples in order: every sum is done in one order whatever the thread
- * count, so results do not depend on it. Taken only for f32 math on the own AVX-512 GEMM
- * (mx_cpu_conv_winograd_applies); MXBENCH_CONV=gemm or nowinograd keeps the im2col path. */
+ * count, so results do not depend on it. Taken where the own AVX-512 f32 GEMM runs
+ * (mx_cpu_conv_winograd_applies), in f32 whatever the backend's math: under AMP the operands
+ * are bf16 or fp16 values already and F(4,3)'s f32 rounding (up to 1e-5 of the outputs) is far
+ * below the half types', as the CUDA backend runs AMP's convolutions as TF32; measured on
+ * resnet18, f32 Winograd is faster than the bf16 GEMMs on im2col. MXBENCH_CONV=gemm or
+ * nowinograd keeps the im2col path. */
 #include "cpu_kernels.h"
 #include "status.h"
 
@@ -51,7 +55,7 @@ int mx_cpu_conv_winograd_shape(const mx_conv_desc *d, int n)
 
 int mx_cpu_conv_winograd_applies(const mx_backend *be, const mx_conv_desc *d, int n)
 {
-    return HAVE_KERNELS && be->math == MX_F32 && mx_cpu_gemm_kind(be) == MX_GEMM_OWN_F32 &&
+    return HAVE_KERNELS && mx_cpu_gemm_own() &&
            mx_cpu_conv_winograd_shape(d, n);
 }
 

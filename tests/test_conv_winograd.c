@@ -4,8 +4,8 @@
  * that do not fill a vector, maps narrower than a tile and not a multiple of 4, padding 0 to 2,
  * batches whose tiles span several blocks, 1 and 2 threads. Then what the path promises
  * beyond agreement: results that do not depend on the thread count (bit for bit), a weight
- * gradient that does not depend on whether the input gradient is asked for, and the shapes,
- * maths and CPUs that do not take it. The finite-difference gradient check is test_layers'.
+ * gradient that does not depend on whether the input gradient is asked for, and the shapes
+ * and CPUs that do not take it. The finite-difference gradient check is test_layers'.
  *
  * Tolerance: F(4,3)'s transforms multiply by up to 8 and divide by 24, so its f32 rounding
  * error is larger than a direct sum's: measured here 5e-7 to 1.1e-5 of the largest value (the
@@ -148,10 +148,12 @@ int main(void)
     const mx_conv_desc last = desc(512, 512, 4, 4, 1); /* resnet18's last stage: 1 tile a sample */
     CHECK(!mx_cpu_conv_winograd_applies(be[2], &last, 31) && mx_cpu_conv_winograd_applies(be[2], &last, 32),
           "32 tiles at least");
+    /* under AMP too: its operands are bf16 or fp16 values already, and F(4,3)'s f32 rounding (as
+     * above) is far below the half types' */
     be[2]->math = MX_BF16;
-    CHECK(!mx_cpu_conv_winograd_applies(be[2], &r18, 8), "bf16 math keeps its GEMMs");
+    CHECK(mx_cpu_conv_winograd_applies(be[2], &r18, 8), "bf16 math takes it");
     be[2]->math = MX_F16;
-    CHECK(!mx_cpu_conv_winograd_applies(be[2], &r18, 8), "fp16 math (the emulation) keeps the im2col path");
+    CHECK(mx_cpu_conv_winograd_applies(be[2], &r18, 8), "fp16 math takes it");
     be[2]->math = MX_F32;
     mx_cpu_gemm_force_blas(1);
     CHECK(!mx_cpu_conv_winograd_applies(be[2], &r18, 8), "the BLAS (MXBENCH_GEMM=blas) keeps the im2col path");

@@ -59,13 +59,6 @@ int mx_cpu_conv_winograd_applies(const mx_backend *be, const mx_conv_desc *d, in
            mx_cpu_conv_winograd_shape(d, n);
 }
 
-#ifdef WG_PROFILE
-double mx_wg_prof[8];
-#define PROF(i) do { if (omp_get_thread_num() == 0) { double _t = omp_get_wtime(); mx_wg_prof[i] += _t - prof_t; prof_t = _t; } } while (0)
-#else
-#define PROF(i) do { } while (0)
-#endif
-
 #if HAVE_KERNELS
 #include "cpu_winograd.h"
 
@@ -401,27 +394,20 @@ void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, 
 #pragma omp parallel num_threads(be->nthreads)
     {
         mx_backend one = one_thread(be);
-#ifdef WG_PROFILE
-        double prof_t = omp_get_wtime();
-#endif
         weights_packed(d, w, 1, ws, apb);
-        PROF(0);
         for (int s0 = 0; s0 < n; s0 += pl.spb) {
             const int ns = n - s0 < pl.spb ? n - s0 : pl.spb, pn = ns * pl.tps;
             input_block(&win, in, s0, ns, v);
-            PROF(2);
 #pragma omp for schedule(static)
             for (int x = 0; x < WG_XI; x++)
                 mx_cpu_gemm_packed(&one, kind, ws + x * apb, 0, K, pn, C, 1.0f, v + x * vxs, (int)pl.ldp, 0.0f,
                                    m + x * mxs, (int)pl.ldp);
-            PROF(3);
             int nseg;
             const seg_at *seg = walk_list(&wout, ns, &nseg);
 #pragma omp for schedule(static)
             for (int k = 0; k < K; k++)
                 for (int j = 0; j < nseg; j++)
                     mx_wg_output(m + k * pl.ldp + seg[j].col, mxs, &seg[j].sg, out + s0 * koh + k * ohw);
-            PROF(4);
         }
     }
 }
@@ -450,12 +436,8 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
 #pragma omp parallel num_threads(be->nthreads)
     {
         mx_backend one = one_thread(be);
-#ifdef WG_PROFILE
-        double prof_t = omp_get_wtime();
-#endif
         if (din) {
             weights_packed(d, w, 0, ws, apb);
-            PROF(0);
 #pragma omp for schedule(static)
             for (int s = 0; s < n; s++) memset(din + s * chw, 0, sizeof(float) * chw);
         }
@@ -468,7 +450,6 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
             for (int k = 0; k < K; k++)
                 for (int j = 0; j < nout; j++)
                     mx_wg_output_adj(dout + s0 * koh + k * ohw, &so[j].sg, dm + k * pl.ldp + so[j].col, mxs);
-            PROF(2);
 #pragma omp for schedule(static)
             for (int x = 0; x < WG_XI; x++) {
                 mx_cpu_gemm_f32(&one, 0, 1, K, C, pn, 1.0f, dm + x * mxs, (int)pl.ldp, v + x * vxs, (int)pl.ldp,
@@ -477,13 +458,11 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
                     mx_cpu_gemm_packed(&one, kind, ws + x * apb, 0, C, pn, K, 1.0f, dm + x * mxs, (int)pl.ldp, 0.0f,
                                        dv + x * vxs, (int)pl.ldp);
             }
-            PROF(3);
             if (!din) continue;
 #pragma omp for schedule(static)
             for (int c = 0; c < C; c++)
                 for (int j = 0; j < nin; j++)
                     mx_wg_input_adj(dv + c * pl.ldp + si[j].col, vxs, &si[j].sg, din + s0 * chw + c * hw);
-            PROF(4);
         }
         const int cv = (C + 15) / 16;
 #pragma omp for schedule(static)
@@ -491,7 +470,6 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
             const int k = i / cv, c0 = i % cv * 16;
             mx_wg_weights_adj(du + (size_t)k * C + c0, uxs, C - c0 < 16 ? C - c0 : 16, dw + ((size_t)k * C + c0) * 9, 9);
         }
-        PROF(5);
     }
 }
 

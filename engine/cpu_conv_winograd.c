@@ -249,37 +249,23 @@ static size_t whole_thread_bytes(const plan *pl)
     return round64(u > du ? u : du);
 }
 
-/* M = U V for every point, the team's threads each on blocks of ROWS output channels */
-static void whole_forward_products(const plan *pl, const float *w, const float *v, float *m, char *mine,
-                                   const mx_backend *one)
+/* M = U V (out_rows: from V to M, blocks of ROWS output channels) or dV = U^T dM (from dM to dV,
+ * blocks of ROWS input channels) for every point; the team's threads each on their blocks,
+ * transforming those rows of the weights into their own buffer (mine) */
+static void whole_products(const plan *pl, const float *w, int out_rows, const float *src, float *dst, char *mine,
+                           const mx_backend *one)
 {
     const mx_conv_desc *d = pl->d;
-    const int C = d->c, K = d->oc, pn = pl->n * pl->tps, blocks = (K + ROWS - 1) / ROWS;
-    const size_t apb = packed_stride(ROWS, C), vxs = point_stride(pl, C), mxs = point_stride(pl, K);
+    const int m = out_rows ? d->oc : d->c, k = out_rows ? d->c : d->oc, pn = pl->n * pl->tps;
+    const int blocks = (m + ROWS - 1) / ROWS;
+    const size_t apb = packed_stride(ROWS, k), sxs = point_stride(pl, k), dxs = point_stride(pl, m);
 #pragma omp for schedule(static)
     for (int b = 0; b < blocks; b++) {
-        const int k0 = b * ROWS, rows = K - k0 < ROWS ? K - k0 : ROWS;
-        for (int i = 0; i < weight_pairs(d, 1, rows); i++) weights_pair(d, w, 1, k0, rows, mine, apb, i);
+        const int r0 = b * ROWS, rows = m - r0 < ROWS ? m - r0 : ROWS;
+        for (int i = 0; i < weight_pairs(d, out_rows, rows); i++) weights_pair(d, w, out_rows, r0, rows, mine, apb, i);
         for (int x = 0; x < WG_XI; x++)
-            mx_cpu_gemm_packed((mx_backend *)one, MX_GEMM_OWN_F32, mine + x * apb, 0, rows, pn, C, 1.0f, v + x * vxs,
-                               (int)pl->ldp, 0.0f, m + x * mxs + k0 * pl->ldp, (int)pl->ldp);
-    }
-}
-
-/* dV = U^T dM for every point, on blocks of ROWS input channels */
-static void whole_input_products(const plan *pl, const float *w, const float *dm, float *dv, char *mine,
-                                 const mx_backend *one)
-{
-    const mx_conv_desc *d = pl->d;
-    const int C = d->c, K = d->oc, pn = pl->n * pl->tps, blocks = (C + ROWS - 1) / ROWS;
-    const size_t apb = packed_stride(ROWS, K), vxs = point_stride(pl, C), mxs = point_stride(pl, K);
-#pragma omp for schedule(static)
-    for (int b = 0; b < blocks; b++) {
-        const int c0 = b * ROWS, rows = C - c0 < ROWS ? C - c0 : ROWS;
-        for (int i = 0; i < weight_pairs(d, 0, rows); i++) weights_pair(d, w, 0, c0, rows, mine, apb, i);
-        for (int x = 0; x < WG_XI; x++)
-            mx_cpu_gemm_packed((mx_backend *)one, MX_GEMM_OWN_F32, mine + x * apb, 0, rows, pn, K, 1.0f, dm + x * mxs,
-                               (int)pl->ldp, 0.0f, dv + x * vxs + c0 * pl->ldp, (int)pl->ldp);
+            mx_cpu_gemm_packed((mx_backend *)one, MX_GEMM_OWN_F32, mine + x * apb, 0, rows, pn, k, 1.0f, src + x * sxs,
+                               (int)pl->ldp, 0.0f, dst + x * dxs + r0 * pl->ldp, (int)pl->ldp);
     }
 }
 
@@ -321,7 +307,7 @@ static void whole_forward(mx_backend *be, const plan *pl, float *out, const floa
     {
         const mx_backend one = one_thread(be);
         input_block(&win, in, 0, n, v);
-        whole_forward_products(pl, w, v, m, threads + per * omp_get_thread_num(), &one);
+        whole_products(pl, w, 1, v, m, threads + per * omp_get_thread_num(), &one);
         int nseg;
         const seg_at *seg = walk_list(&wout, n, &nseg);
 #pragma omp for schedule(static)
@@ -361,7 +347,7 @@ static void whole_backward(mx_backend *be, const plan *pl, float *din, float *dw
             mx_cpu_gemm_pack_a(MX_GEMM_OWN_F32, 0, C, pn, v + x * vxs, (int)pl->ldp, vpack + x * vpb, 0, 1);
         whole_weight_grad(pl, vpack, vpb, dm, dw, (float *)mine, &one);
         if (din) {
-            whole_input_products(pl, w, dm, dv, mine, &one);
+            whole_products(pl, w, 0, dm, dv, mine, &one);
 #pragma omp for schedule(static)
             for (int s = 0; s < n; s++) memset(din + s * chw, 0, sizeof(float) * chw);
 #pragma omp for schedule(static)

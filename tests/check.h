@@ -4,6 +4,7 @@
 #ifndef MX_CHECK_H
 #define MX_CHECK_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -36,6 +37,24 @@ static inline double check_uniform(uint64_t *state)
     *state ^= *state << 25;
     *state ^= *state >> 27;
     return (double)((*state * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
+}
+
+/* x[i] uniform in [-1, 1) from *state */
+static inline void check_fill(float *x, size_t n, uint64_t *state)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)(2 * check_uniform(state) - 1);
+}
+
+/* Largest |a - b| over the largest |b| (at least 1); NaN counts as infinite. */
+static inline double check_rel_diff(const float *a, const float *b, size_t n)
+{
+    double e = 0, m = 1;
+    for (size_t i = 0; i < n; i++) {
+        const double d = (double)a[i] - b[i], ad = d < 0 ? -d : d, ab = b[i] < 0 ? -(double)b[i] : b[i];
+        if (ad > e || d != d) e = d != d ? 1.0 / 0.0 : ad;
+        if (ab > m) m = ab;
+    }
+    return e / m;
 }
 
 #endif

@@ -19,22 +19,8 @@
 
 static uint64_t rng = 4242;
 
-static void fill(float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++) x[i] = (float)(2 * check_uniform(&rng) - 1);
-}
+static void fill(float *x, size_t n) { check_fill(x, n, &rng); }
 
-/* Largest |a - b| over the largest |b| (at least 1). */
-static double rel_diff(const float *a, const float *b, size_t n)
-{
-    double e = 0, m = 1;
-    for (size_t i = 0; i < n; i++) {
-        const double d = fabs((double)a[i] - b[i]);
-        if (d > e || d != d) e = d != d ? INFINITY : d;
-        if (fabs(b[i]) > m) m = fabs(b[i]);
-    }
-    return e / m;
-}
 
 /* The definition: out[s][o][y][x] = sum over c, ky, kx of w[o][c][ky][kx] * in at (y*stride -
  * pad + ky, x*stride - pad + kx), zero outside; dw and din by the same sum, in double. */
@@ -87,7 +73,7 @@ static void check_reference(mx_backend *be[3])
         mx_cpu_conv2d_backward_gemm(be[T], &d, n, dx[0], dw, g, x, w);
         naive(&d, n, o[1], dx[1], dwd, g, x, w);
         for (size_t i = 0; i < nw; i++) dwf[i] = (float)dwd[i];
-        const double eo = rel_diff(o[0], o[1], nout), ex = rel_diff(dx[0], dx[1], nin), ew = rel_diff(dw, dwf, nw);
+        const double eo = check_rel_diff(o[0], o[1], nout), ex = check_rel_diff(dx[0], dx[1], nin), ew = check_rel_diff(dw, dwf, nw);
         CHECK(eo <= 1e-5 && ex <= 1e-5 && ew <= 1e-5,
               "reference path: n %d c %d %dx%d k %d stride %d pad %d oc %d, %d thread(s): forward %.2g, input "
               "gradient %.2g, weight gradient %.2g", n, d.c, d.h, d.w, d.k, d.stride, d.pad, d.oc, T, eo, ex, ew);
@@ -132,7 +118,7 @@ int main(void)
         mx_cpu_conv2d_forward_gemm(be[T], &d, n, o[1], x, w);
         mx_cpu_conv_direct_backward(be[T], &d, n, dx[0], dw[0], g, x, w);
         mx_cpu_conv2d_backward_gemm(be[T], &d, n, dx[1], dw[1], g, x, w);
-        const double eo = rel_diff(o[0], o[1], nout), ex = rel_diff(dx[0], dx[1], nin), ew = rel_diff(dw[0], dw[1], nw);
+        const double eo = check_rel_diff(o[0], o[1], nout), ex = check_rel_diff(dx[0], dx[1], nin), ew = check_rel_diff(dw[0], dw[1], nw);
         CHECK(eo <= 1e-5 && ex <= 1e-5 && ew <= 1e-5,
               "n %d %dx%d k %d pad %d oc %d, %d thread(s): forward %.2g, input gradient %.2g, weight gradient %.2g",
               n, d.h, d.w, d.k, d.pad, d.oc, T, eo, ex, ew);

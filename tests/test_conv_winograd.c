@@ -23,22 +23,8 @@
 
 static uint64_t rng = 777;
 
-static void fill(float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++) x[i] = (float)(2 * check_uniform(&rng) - 1);
-}
+static void fill(float *x, size_t n) { check_fill(x, n, &rng); }
 
-/* Largest |a - b| over the largest |b| (at least 1); NaN counts as infinite. */
-static double rel_diff(const float *a, const float *b, size_t n)
-{
-    double e = 0, m = 1;
-    for (size_t i = 0; i < n; i++) {
-        const double d = fabs((double)a[i] - b[i]);
-        if (d > e || d != d) e = d != d ? INFINITY : d;
-        if (fabs(b[i]) > m) m = fabs(b[i]);
-    }
-    return e / m;
-}
 
 typedef struct {
     float *x, *w, *g, *out, *din, *dw;
@@ -75,8 +61,8 @@ static void check_shape(mx_backend *be[3], const mx_conv_desc *d, int n)
     }
     mx_cpu_conv2d_forward_gemm(be[2], d, n, r.out, r.x, r.w);
     mx_cpu_conv2d_backward_gemm(be[2], d, n, r.din, r.dw, r.g, r.x, r.w);
-    const double eo = rel_diff(t[2].out, r.out, nout), ex = rel_diff(t[2].din, r.din, nin);
-    const double ew = rel_diff(t[2].dw, r.dw, nw);
+    const double eo = check_rel_diff(t[2].out, r.out, nout), ex = check_rel_diff(t[2].din, r.din, nin);
+    const double ew = check_rel_diff(t[2].dw, r.dw, nw);
     CHECK(eo <= TOL && ex <= TOL && ew <= TOL,
           "n %d c %d %dx%d pad %d oc %d: forward %.2g, input gradient %.2g, weight gradient %.2g", n, d->c, d->h,
           d->w, d->pad, d->oc, eo, ex, ew);

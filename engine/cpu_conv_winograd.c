@@ -37,6 +37,7 @@
 #define BLOCK_BYTES ((size_t)8 << 20) /* a block's transform-domain work set, about: in L3 */
 #define MIN_TILES 32                  /* tiles of a call, at least (see above) */
 #define WHOLE_BYTES ((size_t)16 << 20) /* the whole batch one block where its V and M fit */
+#define WHOLE_MIN_U ((size_t)4 << 20)  /* ... and U is this big at least (256+ channels) */
 #define ROWS 48                       /* channels a thread takes the weights' rows of (whole) */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -82,7 +83,9 @@ static plan make_plan(const mx_conv_desc *d, int n)
     pl.tps = pl.th * pl.tw;
     const int widest = d->c > d->oc ? d->c : d->oc;
     size_t most = BLOCK_BYTES / (sizeof(float) * WG_XI * 2 * (size_t)widest); /* tiles */
-    if ((size_t)n * pl.tps * sizeof(float) * WG_XI * (d->c + d->oc) <= WHOLE_BYTES) most = (size_t)n * pl.tps;
+    const size_t u_bytes = sizeof(float) * WG_XI * d->c * d->oc;
+    if (u_bytes >= WHOLE_MIN_U && (size_t)n * pl.tps * sizeof(float) * WG_XI * (d->c + d->oc) <= WHOLE_BYTES)
+        most = (size_t)n * pl.tps;
     int spb = (int)(most / (size_t)pl.tps);
     if (spb < 1) spb = 1;
     if (spb > n) spb = n;

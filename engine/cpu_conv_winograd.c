@@ -34,14 +34,7 @@
 #include <omp.h>
 #include <string.h>
 
-/* A block's transform-domain work set, about: with one thread, what its core's caches hold;
- * with several, which share each block through L3, more. Measured on resnet18 (batch 32, 8
- * steps, runs side by side; the machine's speed drifted by 10% between series): one device of
- * 2 threads 146 samples/s with 2 MB, 165-169 with 4, 168-172 with 8; two devices of 1 thread
- * 124-137 with 2 MB, 117-119 with 1, 122-127 with 4 or 8 (each device's blocks crowding out
- * the other's). */
-#define BLOCK_BYTES_ONE ((size_t)2 << 20)
-#define BLOCK_BYTES_TEAM ((size_t)8 << 20)
+#define BLOCK_BYTES ((size_t)8 << 20) /* a block's transform-domain work set, about: in L3 */
 #define MIN_TILES 32                  /* tiles of a call, at least (see above) */
 #define WHOLE_BYTES ((size_t)16 << 20) /* the whole batch one block where its V and M fit */
 #define WHOLE_MIN_U ((size_t)4 << 20)  /* ... and U is this big at least (256+ channels) */
@@ -84,13 +77,12 @@ typedef struct {
  * which missed L1 on every store). */
 static size_t point_stride(const plan *pl, int rows) { return (size_t)rows * pl->ldp + 16; }
 
-static plan make_plan(const mx_conv_desc *d, int n, int nthreads)
+static plan make_plan(const mx_conv_desc *d, int n)
 {
     plan pl = {d, n, (d->oh + 3) / 4, (d->ow + 3) / 4, 0, 0, 0};
     pl.tps = pl.th * pl.tw;
     const int widest = d->c > d->oc ? d->c : d->oc;
-    const size_t block = nthreads > 1 ? BLOCK_BYTES_TEAM : BLOCK_BYTES_ONE;
-    size_t most = block / (sizeof(float) * WG_XI * 2 * (size_t)widest); /* tiles */
+    size_t most = BLOCK_BYTES / (sizeof(float) * WG_XI * 2 * (size_t)widest); /* tiles */
     const size_t u_bytes = sizeof(float) * WG_XI * d->c * d->oc;
     if (u_bytes >= WHOLE_MIN_U && (size_t)n * pl.tps * sizeof(float) * WG_XI * (d->c + d->oc) <= WHOLE_BYTES)
         most = (size_t)n * pl.tps;
@@ -371,7 +363,7 @@ static void whole_backward(mx_backend *be, const plan *pl, float *din, float *dw
 void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                                   const float *w)
 {
-    const plan pl = make_plan(d, n, be->nthreads);
+    const plan pl = make_plan(d, n);
     if (pl.spb == n) {
         whole_forward(be, &pl, out, in, w);
         return;
@@ -412,7 +404,7 @@ void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, 
 void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
                                    const float *dout, const float *in, const float *w)
 {
-    const plan pl = make_plan(d, n, be->nthreads);
+    const plan pl = make_plan(d, n);
     if (pl.spb == n) {
         whole_backward(be, &pl, din, dw, dout, in, w);
         return;

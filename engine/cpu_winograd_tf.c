@@ -200,9 +200,8 @@ void mx_wg_input_adj(const float *dv, size_t xs, const mx_wg_seg *s, float *base
         const v16 col[6] = {rows[0][h], rows[1][h], rows[2][h], rows[3][h], rows[4][h], rows[5][h]};
         bt_adj(col, o[h]);
     }
-    /* Window by window (windows of consecutive rows of tiles share 2 rows of the map), every row
-     * read before any is written: a masked load soon after a masked store to the same cache line
-     * waits for the store to complete (there is no forwarding), and rows share lines. */
+    /* Window by window: windows of consecutive rows of tiles share 2 rows of the map, so each
+     * window's sums must be stored before the next one reads them. */
     for (int i = 0; i < s->nwin; i++) {
         v16 old[6][2];
         __mmask16 m[6][2];
@@ -300,7 +299,6 @@ void mx_wg_weights_adj(const float *du, size_t xs, int n, float *g, size_t strid
     }
     const float *e9[16] = {g9[0], g9[1], g9[2], g9[3], g9[4], g9[5], g9[6], g9[7], g9[8]};
     mx_cpu_transpose16(e9, 16, t); /* t[i]: kernel i's 9 values */
-    /* all loads before the stores, which share cache lines (see mx_wg_input_adj) */
     v16 old[16];
     for (int i = 0; i < n; i++) old[i] = _mm512_maskz_loadu_ps(0x1ff, g + stride * i);
     for (int i = 0; i < n; i++) _mm512_mask_storeu_ps(g + stride * i, 0x1ff, _mm512_add_ps(old[i], _mm512_load_ps(t[i])));

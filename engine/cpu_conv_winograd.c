@@ -13,12 +13,13 @@
  * tiles, dU_xi = dM_xi V_xi^T summed over the blocks, dw += G^T dU G. The transforms are in
  * cpu_winograd_tf.c.
  *
- * U holds 4x the weights and is rebuilt and packed at every call: 38 MB for 512 channels,
- * written, packed and read from memory, and dU as much again. The products saved grow with the
- * tiles, the weights' traffic does not, so the path pays only where enough tiles share it:
- * on resnet18's 512-channel 4x4 maps (one tile a sample), measured against im2col + GEMM, 8
- * tiles 0.58x as fast, 16 tiles 0.78-0.90x, 32 tiles 1.5x. MIN_TILES keeps fewer on im2col +
- * GEMM.
+ * U holds 4x the weights and is rebuilt at every call, straight into the GEMM's packed layout:
+ * 38 MB for 512 channels, and dU as much again (where few tiles make the whole batch one block,
+ * both are instead made and used by blocks of rows: see whole_forward). The products saved
+ * grow with the tiles, the weights' work does not, so the path pays only where enough tiles
+ * share it: on resnet18's 512-channel 4x4 maps (one tile a sample), measured against im2col +
+ * GEMM before the blocks of rows, 8 tiles 0.58x as fast, 16 tiles 0.78-0.90x, 32 tiles 1.5x.
+ * MIN_TILES keeps fewer on im2col + GEMM.
  *
  * Threads: the transforms split channels, the GEMMs split the 36 points, each GEMM on one
  * thread, blocks of samples in order: every sum is done in one order whatever the thread
@@ -94,7 +95,6 @@ static plan make_plan(const mx_conv_desc *d, int n)
     pl.ldp = ((size_t)pl.spb * pl.tps + 15) / 16 * 16;
     return pl;
 }
-
 
 static size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 

@@ -157,7 +157,7 @@ TARGET static void store_half(float *base, const mx_wg_seg *s, int r, int h, int
 /* The segment's tile lanes, nwin * nt of them */
 static inline __mmask16 tile_lanes(const mx_wg_seg *s) { return lanes(0, s->nwin * s->lanes->nt); }
 
-void mx_wg_input(const float *base, const mx_wg_seg *s, float *v, size_t xs)
+TARGET void mx_wg_input(const float *base, const mx_wg_seg *s, float *v, size_t xs)
 {
     const mx_wg_lanes *L = s->lanes;
     v16 rows[6][2], t[6][2]; /* t[a]: row a of B^T d, the windows' width */
@@ -178,7 +178,7 @@ void mx_wg_input(const float *base, const mx_wg_seg *s, float *v, size_t xs)
     }
 }
 
-void mx_wg_input_adj(const float *dv, size_t xs, const mx_wg_seg *s, float *base)
+TARGET void mx_wg_input_adj(const float *dv, size_t xs, const mx_wg_seg *s, float *base)
 {
     const mx_wg_lanes *L = s->lanes;
     const __mmask16 ld = tile_lanes(s);
@@ -217,7 +217,7 @@ void mx_wg_input_adj(const float *dv, size_t xs, const mx_wg_seg *s, float *base
     }
 }
 
-void mx_wg_output(const float *m, size_t xs, const mx_wg_seg *s, float *base)
+TARGET void mx_wg_output(const float *m, size_t xs, const mx_wg_seg *s, float *base)
 {
     const mx_wg_lanes *L = s->lanes;
     const __mmask16 ld = tile_lanes(s);
@@ -240,7 +240,7 @@ void mx_wg_output(const float *m, size_t xs, const mx_wg_seg *s, float *base)
     }
 }
 
-void mx_wg_output_adj(const float *base, const mx_wg_seg *s, float *dm, size_t xs)
+TARGET void mx_wg_output_adj(const float *base, const mx_wg_seg *s, float *dm, size_t xs)
 {
     const mx_wg_lanes *L = s->lanes;
     v16 dy[4][2], rows[6][2]; /* rows[a]: row a of A dY, the windows' width */
@@ -264,7 +264,7 @@ void mx_wg_output_adj(const float *base, const mx_wg_seg *s, float *dm, size_t x
 /* The 16 kernels are turned in registers (mx_cpu_transpose16): a kernel's 9 values are
  * contiguous, and the plain loop that did it compiled to gathers, which cost more than the
  * transform. */
-void mx_wg_weights(const float *const g[16], __mmask16 store, float *u, size_t xs)
+TARGET void mx_wg_weights(const float *const g[16], __mmask16 store, float *u, size_t xs)
 {
     float g9[16][16] __attribute__((aligned(64)));
     mx_cpu_transpose16(g, 9, g9);
@@ -281,7 +281,7 @@ void mx_wg_weights(const float *const g[16], __mmask16 store, float *u, size_t x
     }
 }
 
-void mx_wg_weights_adj(const float *du, size_t xs, int n, float *g, size_t stride)
+TARGET void mx_wg_weights_adj(const float *du, size_t xs, int n, float *g, size_t stride)
 {
     const __mmask16 m = lanes(0, n);
     v16 rows[6][3]; /* rows[a]: row a of dU G */

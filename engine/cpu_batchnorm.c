@@ -9,23 +9,28 @@
 
 #define LANES 8
 
-/* sum of x[p] and of (x[p] - mu)^2 over one row, in LANES double lanes then in order */
-static void row_sums(const float *restrict x, int hw, double mu, double *s, double *ss)
+/* sum of x[p] over one row, in LANES double lanes then in order */
+static double row_sum(const float *restrict x, int hw)
 {
-    double a[LANES] = {0}, b[LANES] = {0};
+    double a[LANES] = {0}, s = 0;
     int p = 0;
     for (; p + LANES <= hw; p += LANES)
-        for (int l = 0; l < LANES; l++) {
-            const double v = x[p + l], d = v - mu;
-            a[l] += v;
-            b[l] += d * d;
-        }
-    for (int l = 0; p + l < hw; l++) {
-        const double v = x[p + l], d = v - mu;
-        a[l] += v;
-        b[l] += d * d;
-    }
-    for (int l = 0; l < LANES; l++) *s += a[l], *ss += b[l];
+        for (int l = 0; l < LANES; l++) a[l] += x[p + l];
+    for (int l = 0; p + l < hw; l++) a[l] += x[p + l];
+    for (int l = 0; l < LANES; l++) s += a[l];
+    return s;
+}
+
+/* sum of (x[p] - mu)^2 over one row, likewise */
+static double row_sqdev(const float *restrict x, int hw, double mu)
+{
+    double b[LANES] = {0}, s = 0;
+    int p = 0;
+    for (; p + LANES <= hw; p += LANES)
+        for (int l = 0; l < LANES; l++) b[l] += (x[p + l] - mu) * (x[p + l] - mu);
+    for (int l = 0; p + l < hw; l++) b[l] += (x[p + l] - mu) * (x[p + l] - mu);
+    for (int l = 0; l < LANES; l++) s += b[l];
+    return s;
 }
 
 /* sum of dy[p] and of dy[p] * (x[p] - mu) * is over one row, likewise */
@@ -53,11 +58,10 @@ void mx_cpu_batchnorm_forward_train(mx_backend *be, int n, int c, int hw, float 
     const double count = (double)n * hw;
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)n * c * hw)) schedule(static)
     for (int j = 0; j < c; j++) {
-        double s = 0, ss = 0, unused = 0; /* the first pass's squares (about 0) are not used */
-        for (int i = 0; i < n; i++) row_sums(in + ((size_t)i * c + j) * hw, hw, 0, &s, &unused);
+        double s = 0, ss = 0;
+        for (int i = 0; i < n; i++) s += row_sum(in + ((size_t)i * c + j) * hw, hw);
         const double mu = s / count;
-        s = 0;
-        for (int i = 0; i < n; i++) row_sums(in + ((size_t)i * c + j) * hw, hw, mu, &s, &ss);
+        for (int i = 0; i < n; i++) ss += row_sqdev(in + ((size_t)i * c + j) * hw, hw, mu);
         const double var = ss / count;
         const float is = (float)(1.0 / sqrt(var + eps));
         mean[j] = (float)mu;

@@ -41,15 +41,11 @@
 #define WHOLE_MIN_U ((size_t)4 << 20)  /* ... and U is this big at least (256+ channels) */
 #define ROWS 48                       /* channels a thread takes the weights' rows of (whole) */
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_KERNELS 1
-#else
-#define HAVE_KERNELS 0
-#endif
+#define HAVE_KERNELS MX_CPU_AVX512_KERNELS
 
 static int tiles(const mx_conv_desc *d, int n) { return n * ((d->oh + 3) / 4) * ((d->ow + 3) / 4); }
 
-int mx_cpu_conv_winograd_shape(const mx_conv_desc *d, int n)
+static int winograd_shape(const mx_conv_desc *d, int n)
 {
     return d->k == 3 && d->stride == 1 && d->pad <= 2 && d->c >= 8 && d->oc >= 8 && d->oh >= 1 && d->ow >= 1 &&
            tiles(d, n) >= MIN_TILES;
@@ -57,8 +53,7 @@ int mx_cpu_conv_winograd_shape(const mx_conv_desc *d, int n)
 
 int mx_cpu_conv_winograd_applies(const mx_backend *be, const mx_conv_desc *d, int n)
 {
-    return HAVE_KERNELS && mx_cpu_gemm_own() &&
-           mx_cpu_conv_winograd_shape(d, n);
+    return HAVE_KERNELS && mx_cpu_gemm_own() && winograd_shape(d, n);
 }
 
 #if HAVE_KERNELS

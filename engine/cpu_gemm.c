@@ -26,12 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_KERNELS 1
+#define HAVE_KERNELS MX_CPU_AVX512_KERNELS
+#if HAVE_KERNELS
 #include <immintrin.h>
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
-#else
-#define HAVE_KERNELS 0
 #endif
 
 #define MR 8     /* rows of the micro-kernel: 8 x 3 accumulators of 16 lanes */

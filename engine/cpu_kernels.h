@@ -5,6 +5,15 @@
 
 #include "backend.h"
 
+/* Whether this compiler and architecture build the AVX-512 kernels (the own GEMMs, Winograd's
+ * transforms), each compiled with function target attributes whatever the build's -march and
+ * taken only where cpuid says the CPU has them. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define MX_CPU_AVX512_KERNELS 1
+#else
+#define MX_CPU_AVX512_KERNELS 0
+#endif
+
 /* OpenMP team size for a loop of `work` elements on this device: small loops stay on one
  * thread because forking costs more than it saves. */
 static inline int mx_cpu_team(const mx_backend *be, size_t work)
@@ -60,11 +69,11 @@ void mx_cpu_gemm_packed(mx_backend *be, int kind, const void *packed_a, int tb, 
  * follows them while kk + 1 is in the same block of MX_F32_KC values of k (kk even: always,
  * below k). Rows from m to the panel's end must be written as zeros. */
 #define MX_GEMM_MR 8
+size_t mx_cpu_gemm_packed_f32_at(int m, int k, int i, int kk);
 /* out[j][i] = rows[i][j] for j < ncols (<= 16), 0 where rows[i] is NULL or j >= ncols: a
  * transpose in registers, for callers with 16 short rows to turn (AVX-512 CPUs only, as the
  * own GEMMs; plain loops over pointers compile to slow gathers) */
 void mx_cpu_transpose16(const float *const rows[16], int ncols, float out[16][16]);
-size_t mx_cpu_gemm_packed_f32_at(int m, int k, int i, int kk);
 
 /* Typed ops (cpu_typed.c). The _host forms are plain loops over host memory with up to
  * nthreads threads, shared with backend.c's defaults. */
@@ -106,9 +115,8 @@ void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, f
                                  const float *dout, const float *in, const float *w);
 
 /* Winograd F(4x4, 3x3) (cpu_conv_winograd.c): 3x3 kernels at stride 1, padding up to 2, 8 or
- * more channels in and out, 32 or more 4x4 tiles in the batch of n (_shape), taken where the
- * own AVX-512 f32 GEMM runs, under any math (_applies). */
-int mx_cpu_conv_winograd_shape(const mx_conv_desc *d, int n);
+ * more channels in and out, 32 or more 4x4 tiles in the batch of n, taken where the own
+ * AVX-512 f32 GEMM runs, under any math (_applies). */
 int mx_cpu_conv_winograd_applies(const mx_backend *be, const mx_conv_desc *d, int n);
 void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                                   const float *w);

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if MX_CPU_AVX512_KERNELS
 #include <immintrin.h>
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 

@@ -11,6 +11,7 @@
  *                      [--amp off|fp16|bf16] */
 #include "engine/backend.h"
 #include "engine/cpu_kernels.h"
+#include "engine/exec.h"
 #include "engine/net.h"
 #include "engine/params.h"
 #include "engine/status.h"
@@ -174,7 +175,9 @@ int main(int argc, char **argv)
         const int conv = strcmp(l->ops->kind, "conv2d") == 0 || strcmp(l->ops->kind, "residual") == 0;
         const double col = conv && l->out.c > 0 ? f / batch / 2 / l->out.c : 0;
         const double bytes_f = 4 * (batch * ((double)mx_shape_size(l->in) + (double)mx_shape_size(l->out) + 2 * col) + weights);
-        const double bytes = 3 * bytes_f; /* forward, and backward's twice as much */
+        /* a relu run inside the next layer's pass (exec.c's fusion) moves nothing of its own */
+        const int fused = net->exec->fused[k];
+        const double bytes = fused ? 0 : 3 * bytes_f; /* forward, and backward's twice as much */
         char shape[32];
         snprintf(shape, sizeof shape, "%dx%dx%d", l->out.c, l->out.h, l->out.w);
         /* layers without arithmetic to speak of (relu, pooling, flatten) show "-": their cost is bytes */
@@ -182,8 +185,8 @@ int main(int argc, char **argv)
         if (f > 0 && fm[k] > 0) snprintf(gf, sizeof gf, "%.1f", f / fm[k] * 1e-9);
         if (f > 0 && bm[k] > 0) snprintf(gb, sizeof gb, "%.1f", fb / bm[k] * 1e-9);
         if (f > 0) snprintf(frac, sizeof frac, "%.0f%%", 100 * (f + fb) / (fm[k] + bm[k]) * 1e-9 / ceiling);
-        printf("%-5d %-14s %-12s %9.3f %9.3f %10.2f %10.2f %9s %9s %8s %6.1f%%\n", k, l->ops->kind, shape, 1e3 * fm[k],
-               1e3 * bm[k], f * 1e-6, bytes * 1e-6, gf, gb, frac, 100 * (fm[k] + bm[k]) / (tf + tb));
+        printf("%-5d %-14s %-12s %9.3f %9.3f %10.2f %10.2f %9s %9s %8s %6.1f%%\n", k,
+               fused ? "relu (in next)" : l->ops->kind, shape, 1e3 * fm[k], 1e3 * bm[k], f * 1e-6, bytes * 1e-6, gf, gb, frac, 100 * (fm[k] + bm[k]) / (tf + tb));
         flops_all += f + fb, flops_fwd += f, bytes_all += bytes;
     }
     double st[MAX_STEPS];

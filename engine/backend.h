@@ -133,6 +133,14 @@ typedef struct {
                             const float *in);
     void (*maxpool_backward)(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
                              const int32_t *argmax);
+    /* OPTIONAL, no default: max pooling of relu(in) in one pass, forward and backward (din
+     * the gradient of the relu's input; out the forward's output), with the values and
+     * gradients of a relu followed by maxpool_forward/_backward. Where a table gives these,
+     * the engine runs a relu layer followed by a max pooling as one (exec.c); where not, apart. */
+    void (*maxpool_relu_forward)(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax,
+                                 const float *in);
+    void (*maxpool_relu_backward)(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
+                                  const float *out, const int32_t *argmax);
     void (*avgpool_global_forward)(mx_backend *be, int n, int c, int hw, float *out, const float *in);
     void (*avgpool_global_backward)(mx_backend *be, int n, int c, int hw, float *din, const float *dout);
 

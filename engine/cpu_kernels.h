@@ -133,6 +133,10 @@ void mx_cpu_maxpool_backward(mx_backend *be, const mx_pool_desc *d, int n, float
                              const int32_t *argmax);
 void mx_cpu_maxpool_backward_ref(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
                                  const int32_t *argmax);
+void mx_cpu_maxpool_relu_forward(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax,
+                                 const float *in);
+void mx_cpu_maxpool_relu_backward(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
+                                  const float *out, const int32_t *argmax);
 void mx_cpu_avgpool_global_forward(mx_backend *be, int n, int c, int hw, float *out, const float *in);
 void mx_cpu_avgpool_global_backward(mx_backend *be, int n, int c, int hw, float *din, const float *dout);
 

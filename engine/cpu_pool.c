@@ -1,12 +1,16 @@
-/* CPU max pooling (with argmax saved for backward) and global average pooling. Work is
- * split by (sample, channel) plane so backward never has two threads on one element. */
+/* CPU max pooling (with argmax saved for backward), also of a relu's output in the same pass
+ * (the engine's fusion of a relu before a max pooling: exec.c), and global average pooling.
+ * Work is split by (sample, channel) plane so backward never has two threads on one element. */
 #include "cpu_kernels.h"
 
 #include <float.h>
 #include <string.h>
 
-void mx_cpu_maxpool_forward_ref(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax,
-                            const float *in)
+/* relu: the maximum of relu(in), which is relu(maximum of in): the window's winner among the
+ * raw values, 0 stored where it is not positive (the backward then passes no gradient there,
+ * whichever element the argmax names). */
+static void forward_ref(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax, const float *in,
+                        int relu)
 {
     const int planes = n * d->c, hw = d->h * d->w, ohw = d->oh * d->ow;
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)planes * hw)) schedule(static)
@@ -28,11 +32,17 @@ void mx_cpu_maxpool_forward_ref(mx_backend *be, const mx_pool_desc *d, int n, fl
                         where = better ? iy * d->w + ix : where;
                         best = better ? v : best;
                     }
-                dst[oy * d->ow + ox] = best;
+                dst[oy * d->ow + ox] = relu && !(best > 0) ? 0.0f : best;
                 arg[oy * d->ow + ox] = where;
             }
         }
     }
+}
+
+void mx_cpu_maxpool_forward_ref(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax,
+                                const float *in)
+{
+    forward_ref(be, d, n, out, argmax, in, 0);
 }
 
 /* The 2x2 window of stride 2 that lies wholly inside the plane (lenet's and most CNNs'
@@ -70,11 +80,12 @@ typedef int32_t v4i __attribute__((vector_size(16)));
             where = (at[j] & better) | (where & ~better);                                                     \
             best = (VF)(((VI)v[j] & better) | ((VI)best & ~better));                                          \
         }                                                                                                     \
+        if (relu) best = (VF)((VI)best & (best > 0));                                                         \
         memcpy(dst + oy * ow + ox0, &best, sizeof best);                                                      \
         memcpy(arg + oy * ow + ox0, &where, sizeof where);                                                    \
     } while (0)
 
-static void maxpool_2x2_plane(const float *src, float *dst, int32_t *arg, int w, int oh, int ow)
+static void maxpool_2x2_plane(const float *src, float *dst, int32_t *arg, int w, int oh, int ow, int relu)
 {
     const v8i lanes8 = {0, 1, 2, 3, 4, 5, 6, 7};
     const v4i lanes4 = {0, 1, 2, 3};
@@ -95,7 +106,7 @@ static void maxpool_2x2_plane(const float *src, float *dst, int32_t *arg, int w,
                 where = better ? at[j] : where;
                 best = better ? v[j] : best;
             }
-            dst[oy * ow + ox] = best;
+            dst[oy * ow + ox] = relu && !(best > 0) ? 0.0f : best;
             arg[oy * ow + ox] = where;
         }
     }
@@ -107,41 +118,68 @@ static int tiled_2x2(const mx_pool_desc *d, int min_ow)
     return d->k == 2 && d->stride == 2 && 2 * d->oh <= d->h && 2 * d->ow <= d->w && d->ow >= min_ow;
 }
 
-void mx_cpu_maxpool_forward(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax,
-                            const float *in)
+static void forward(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax, const float *in,
+                    int relu)
 {
     if (!tiled_2x2(d, 4)) {
-        mx_cpu_maxpool_forward_ref(be, d, n, out, argmax, in);
+        forward_ref(be, d, n, out, argmax, in, relu);
         return;
     }
     const int planes = n * d->c, hw = d->h * d->w, ohw = d->oh * d->ow;
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)planes * hw)) schedule(static)
     for (int p = 0; p < planes; p++)
-        maxpool_2x2_plane(in + (size_t)p * hw, out + (size_t)p * ohw, argmax + (size_t)p * ohw, d->w, d->oh, d->ow);
+        maxpool_2x2_plane(in + (size_t)p * hw, out + (size_t)p * ohw, argmax + (size_t)p * ohw, d->w, d->oh, d->ow,
+                          relu);
 }
 
-void mx_cpu_maxpool_backward_ref(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
-                                 const int32_t *argmax)
+void mx_cpu_maxpool_forward(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax,
+                            const float *in)
+{
+    forward(be, d, n, out, argmax, in, 0);
+}
+
+void mx_cpu_maxpool_relu_forward(mx_backend *be, const mx_pool_desc *d, int n, float *out, int32_t *argmax,
+                                 const float *in)
+{
+    forward(be, d, n, out, argmax, in, 1);
+}
+
+/* mask (NULL: none): the outputs of a pooling of relu(in); where one is not positive, no
+ * gradient passes (the relu's own backward, done here). */
+static void backward_ref(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
+                         const int32_t *argmax, const float *mask)
 {
     const int planes = n * d->c, hw = d->h * d->w, ohw = d->oh * d->ow;
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)planes * hw)) schedule(static)
     for (int p = 0; p < planes; p++) {
         float *dst = din + (size_t)p * hw;
         memset(dst, 0, sizeof(float) * hw);
-        for (int i = 0; i < ohw; i++) dst[argmax[(size_t)p * ohw + i]] += dout[(size_t)p * ohw + i];
+        for (size_t i = (size_t)p * ohw; i < (size_t)(p + 1) * ohw; i++)
+            dst[argmax[i]] += mask && !(mask[i] > 0) ? 0.0f : dout[i];
     }
+}
+
+void mx_cpu_maxpool_backward_ref(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
+                                 const int32_t *argmax)
+{
+    backward_ref(be, d, n, din, dout, argmax, NULL);
 }
 
 /* Backward of the 2x2, stride-2 windows, which do not overlap: each input is written once,
  * the gradient where the window's argmax is and 0 elsewhere, instead of zeroing the plane and
  * adding into it (twice the traffic). 0 + g, as the reference adds, so that a -0 gradient
- * lands as +0 there too. */
+ * lands as +0 there too. mask as in backward_ref. */
 #define UNPOOL_CHUNK(VF, VI, LO, HI, LANES)                                                                   \
     do {                                                                                                      \
         VF g;                                                                                                 \
         VI where;                                                                                             \
         memcpy(&g, gy + ox0, sizeof g), memcpy(&where, ay + ox0, sizeof where);                               \
         g = g + 0.0f;                                                                                         \
+        if (my) {                                                                                             \
+            VF o;                                                                                             \
+            memcpy(&o, my + ox0, sizeof o);                                                                   \
+            g = (VF)((VI)g & (o > 0));                                                                        \
+        }                                                                                                     \
         const VI i0 = base + 2 * ox0 + 2 * LANES;                                                             \
         const VF v[4] = {(VF)((VI)g & (where == i0)), (VF)((VI)g & (where == i0 + 1)),                        \
                          (VF)((VI)g & (where == i0 + w)), (VF)((VI)g & (where == i0 + w + 1))};               \
@@ -150,18 +188,19 @@ void mx_cpu_maxpool_backward_ref(mx_backend *be, const mx_pool_desc *d, int n, f
         memcpy(r1 + 2 * ox0, &r1a, sizeof r1a), memcpy(r1 + 2 * ox0 + sizeof g / 4, &r1b, sizeof r1b);        \
     } while (0)
 
-static void unpool_2x2_plane(float *din, const float *dout, const int32_t *arg, int h, int w, int oh, int ow)
+static void unpool_2x2_plane(float *din, const float *dout, const int32_t *arg, const float *mask, int h, int w,
+                             int oh, int ow)
 {
     const v8i lanes8 = {0, 1, 2, 3, 4, 5, 6, 7};
     for (int oy = 0; oy < oh; oy++) {
         float *r0 = din + (size_t)2 * oy * w, *r1 = r0 + w;
-        const float *gy = dout + (size_t)oy * ow;
+        const float *gy = dout + (size_t)oy * ow, *my = mask ? mask + (size_t)oy * ow : NULL;
         const int32_t *ay = arg + (size_t)oy * ow, base = 2 * oy * w;
         int ox0 = 0;
         for (; ox0 + 8 <= ow; ox0 += 8) UNPOOL_CHUNK(v8f, v8i, LO8, HI8, lanes8);
         for (int ox = ox0; ox < ow; ox++) {
             const int32_t i = base + 2 * ox;
-            const float g = 0.0f + gy[ox];
+            const float g = my && !(my[ox] > 0) ? 0.0f : 0.0f + gy[ox];
             r0[2 * ox] = ay[ox] == i ? g : 0.0f, r0[2 * ox + 1] = ay[ox] == i + 1 ? g : 0.0f;
             r1[2 * ox] = ay[ox] == i + w ? g : 0.0f, r1[2 * ox + 1] = ay[ox] == i + w + 1 ? g : 0.0f;
         }
@@ -170,20 +209,32 @@ static void unpool_2x2_plane(float *din, const float *dout, const int32_t *arg, 
     memset(din + (size_t)2 * oh * w, 0, sizeof(float) * (size_t)(h - 2 * oh) * w); /* and a last row */
 }
 
-void mx_cpu_maxpool_backward(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
-                             const int32_t *argmax)
+static void backward(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
+                     const int32_t *argmax, const float *mask)
 {
     /* rows of 4 outputs stay with the reference: lenet's second pooling (8x8 planes) took
      * 0.23 ms here against its 0.11 */
     if (!tiled_2x2(d, 8)) {
-        mx_cpu_maxpool_backward_ref(be, d, n, din, dout, argmax);
+        backward_ref(be, d, n, din, dout, argmax, mask);
         return;
     }
     const int planes = n * d->c, hw = d->h * d->w, ohw = d->oh * d->ow;
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)planes * hw)) schedule(static)
     for (int p = 0; p < planes; p++)
-        unpool_2x2_plane(din + (size_t)p * hw, dout + (size_t)p * ohw, argmax + (size_t)p * ohw, d->h, d->w, d->oh,
-                         d->ow);
+        unpool_2x2_plane(din + (size_t)p * hw, dout + (size_t)p * ohw, argmax + (size_t)p * ohw,
+                         mask ? mask + (size_t)p * ohw : NULL, d->h, d->w, d->oh, d->ow);
+}
+
+void mx_cpu_maxpool_backward(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
+                             const int32_t *argmax)
+{
+    backward(be, d, n, din, dout, argmax, NULL);
+}
+
+void mx_cpu_maxpool_relu_backward(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
+                                  const float *out, const int32_t *argmax)
+{
+    backward(be, d, n, din, dout, argmax, out);
 }
 
 void mx_cpu_avgpool_global_forward(mx_backend *be, int n, int c, int hw, float *out, const float *in)

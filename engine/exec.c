@@ -9,6 +9,7 @@
 
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { B_ACT, B_STATE, B_DBUF, B_X, B_LABELS, B_WORK, B_NBLOCKS };
 
@@ -110,6 +111,49 @@ static int carve(mx_exec *e)
     return MX_OK;
 }
 
+/* A relu layer whose successor in this context can take it into its own pass (layer.h's
+ * absorbs_relu) runs as nothing: the successor applies it, forward and backward. Both are in
+ * the same context, so a pipeline's stage boundary never splits a pair. MXBENCH_FUSE=off
+ * runs every layer apart (measurements, and the tests that compare the two). */
+static void plan_fusion(mx_exec *e)
+{
+    const char *env = getenv("MXBENCH_FUSE");
+    if (env && strcmp(env, "off") == 0) return;
+    for (int k = 0; k + 1 < e->last - e->first; k++) {
+        const mx_layer *l = &e->ps->layers[e->first + k], *next = l + 1;
+        e->fused[k] = strcmp(l->ops->kind, "relu") == 0 && next->ops->absorbs_relu &&
+                      next->ops->absorbs_relu(next, e->be);
+    }
+}
+
+/* Layer k's forward: of relu(in) where the relu before it is fused into it. */
+static void run_forward(mx_exec *e, int k, int n, float *out, const float *in, int training)
+{
+    mx_layer *l = &e->ps->layers[e->first + k];
+    const double t0 = layer_begin(e, "forward", l, k);
+    if (k && e->fused[k - 1])
+        l->ops->forward_relu(l, e->be, e->state[k], n, out, in, training);
+    else
+        l->ops->forward(l, e->be, e->state[k], n, out, in, training);
+    trace_layer(e, "forward", l, k, t0);
+}
+
+/* Layer k's backward; where the relu before it is fused into it, through that relu too (in
+ * and din are then the relu's). */
+static void run_backward(mx_exec *e, int k, int n, float *din, const float *dout, const float *in, const float *out)
+{
+    mx_layer *l = &e->ps->layers[e->first + k];
+    const double t0 = layer_begin(e, "backward", l, k);
+    if (k && e->fused[k - 1])
+        l->ops->backward_relu(l, e->be, e->state[k], n, din, dout, in, out);
+    else
+        l->ops->backward(l, e->be, e->state[k], n, din, dout, in, out);
+    trace_layer(e, "backward", l, k, t0);
+}
+
+/* The layer whose input a backward of layer k takes the gradient of: k, or the relu fused into it. */
+static int grad_layer(const mx_exec *e, int k) { return k && e->fused[k - 1] ? k - 1 : k; }
+
 int mx_exec_create(mx_exec **out, mx_params *ps, int first, int last, int max_batch, int with_loss)
 {
     return mx_exec_create_amp(out, ps, first, last, max_batch, with_loss, MX_F32);
@@ -134,7 +178,7 @@ int mx_exec_create_amp(mx_exec **out, mx_params *ps, int first, int last, int ma
         return mx_error(MX_EINVAL, "the last layer must give a vector of class scores, not %dx%dx%d", o.c, o.h, o.w);
     mx_exec *e = calloc(1, sizeof *e);
     if (!e || !(e->act = calloc(last - first, sizeof *e->act)) ||
-        !(e->state = calloc(last - first, sizeof *e->state)) ||
+        !(e->state = calloc(last - first, sizeof *e->state)) || !(e->fused = calloc(last - first, 1)) ||
         (act_type != MX_F32 && !(e->act_half = calloc(last - first, sizeof *e->act_half)))) {
         mx_exec_destroy(e);
         return mx_error(MX_ENOMEM, "out of memory creating a context over layers [%d, %d)", first, last);
@@ -149,6 +193,7 @@ int mx_exec_create_amp(mx_exec **out, mx_params *ps, int first, int last, int ma
     e->nclasses = with_loss ? o.c : 0;
     e->in = ps->layers[first].in;
     e->out = o;
+    plan_fusion(e);
     int rc = carve(e);
     if (rc < 0) {
         mx_exec_destroy(e);
@@ -166,6 +211,7 @@ void mx_exec_destroy(mx_exec *e)
     free(e->act);
     free(e->act_half);
     free(e->state);
+    free(e->fused);
     free(e);
 }
 
@@ -224,12 +270,11 @@ static const float *forward_amp(mx_exec *e, const float *in, int n, int training
     int a = 0; /* work[a] holds the layer's input */
     const mx_dtype saved = math_begin(e);
     for (int k = 0; k < nl; k++) {
-        mx_layer *l = &e->ps->layers[e->first + k];
+        if (e->fused[k]) continue; /* work[a] stays the relu's input, which layer k + 1 reads */
+        const mx_layer *l = &e->ps->layers[e->first + k];
         const size_t nout = (size_t)n * mx_shape_size(l->out);
         float *out = k < nl - 1 ? e->work[1 - a] : e->act[k];
-        const double t0 = layer_begin(e, "forward", l, k);
-        l->ops->forward(l, e->be, e->state[k], n, out, e->work[a], training);
-        trace_layer(e, "forward", l, k, t0);
+        run_forward(e, k, n, out, e->work[a], training);
         if (k < nl - 1) {
             /* Stored rounded, and expanded back in place so that the next layer reads
              * exactly the stored values. */
@@ -254,14 +299,14 @@ static void backward_amp(mx_exec *e, int n, const float *g, float *din, mx_grad_
     const float *out = e->act[nl - 1];
     const mx_dtype saved = math_begin(e);
     for (int k = nl - 1; k >= 0; k--) {
-        mx_layer *l = &e->ps->layers[e->first + k];
-        float *d = k ? e->dbuf[next] : din;
+        if (e->fused[k]) continue; /* done by layer k + 1 */
+        const mx_layer *l = &e->ps->layers[e->first + k];
+        const int j = grad_layer(e, k);
+        float *d = j ? e->dbuf[next] : din;
         float *in = e->work[1 - b];
-        const size_t nin = (size_t)n * mx_shape_size(l->in);
-        cast(e, nin, in, MX_F32, k ? e->act_half[k - 1] : e->in_half, t);
-        const double t0 = layer_begin(e, "backward", l, k);
-        l->ops->backward(l, e->be, e->state[k], n, d, g, in, out);
-        trace_layer(e, "backward", l, k, t0);
+        const size_t nin = (size_t)n * mx_shape_size(e->ps->layers[e->first + j].in);
+        cast(e, nin, in, MX_F32, j ? e->act_half[j - 1] : e->in_half, t);
+        run_backward(e, k, n, d, g, in, out);
         /* work[b] (the output) is no longer needed: it stages the rounding. */
         if (d) round_in_place(e, d, nin, e->work[b]);
         round_param_grads(e, l, e->work[b]);
@@ -281,10 +326,8 @@ const float *mx_exec_forward(mx_exec *e, const float *in, int n, int training)
     e->in_ptr = in;
     if (amp(e)) return forward_amp(e, in, n, training);
     for (int k = 0; k < e->last - e->first; k++) {
-        mx_layer *l = &e->ps->layers[e->first + k];
-        const double t0 = layer_begin(e, "forward", l, k);
-        l->ops->forward(l, e->be, e->state[k], n, e->act[k], in, training);
-        trace_layer(e, "forward", l, k, t0);
+        if (e->fused[k]) continue; /* in stays the relu's input, which layer k + 1 reads */
+        run_forward(e, k, n, e->act[k], in, training);
         in = e->act[k];
     }
     return in;
@@ -312,11 +355,11 @@ void mx_exec_backward(mx_exec *e, int n, const float *dout, float *din, mx_grad_
     }
     int next = 1; /* never dbuf[0] first: it may hold the loss's gradient that g reads */
     for (int k = e->last - e->first - 1; k >= 0; k--) {
-        mx_layer *l = &e->ps->layers[e->first + k];
-        float *d = k ? e->dbuf[next] : din;
-        const double t0 = layer_begin(e, "backward", l, k);
-        l->ops->backward(l, e->be, e->state[k], n, d, g, k ? e->act[k - 1] : e->in_ptr, e->act[k]);
-        trace_layer(e, "backward", l, k, t0);
+        if (e->fused[k]) continue; /* done by layer k + 1 */
+        const mx_layer *l = &e->ps->layers[e->first + k];
+        const int j = grad_layer(e, k);
+        float *d = j ? e->dbuf[next] : din;
+        run_backward(e, k, n, d, g, j ? e->act[j - 1] : e->in_ptr, e->act[k]);
         g = d;
         next = 1 - next;
         if (ready && l->param_count) ready(user, l->param_first, l->param_count);

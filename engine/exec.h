@@ -47,6 +47,9 @@ typedef struct mx_exec {
     float *work[2];   /* AMP: f32 working buffers for a layer's input and output */
     size_t work_elems; /* AMP: floats in each: the widest of layer first's input and every output */
     void **state;     /* device: state[i - first] = layer i's saved state, NULL when it keeps none */
+    /* fused[i - first]: layer i is a relu that layer i + 1 applies in its own pass (layer.h's
+     * absorbs_relu); it runs nothing, and its output (act, act_half) is never written */
+    char *fused;
     float *dbuf[2];   /* device: activation gradients, alternating between layers; the loss's in dbuf[0] */
     const float *in_ptr; /* the input of the forward in flight: backward reads it again */
     size_t bytes;     /* device bytes this context holds (activations, state, gradients, batch) */

@@ -55,6 +55,16 @@ typedef struct {
     void (*backward)(mx_layer *l, mx_backend *be, void *state, int n, float *din, const float *dout,
                      const float *in, const float *out);
     double (*flops)(const mx_layer *l); /* forward FLOPs per sample (2 per multiply-add) */
+    /* OPTIONAL: a relu layer just before this one taken into this layer's own pass, which saves
+     * the relu's trip through memory each way. absorbs_relu: whether it can on be (a backend
+     * may lack the fused kernels); forward_relu and backward_relu: this layer's forward of
+     * relu(in) and its backward through the relu (in the relu's input, din the gradient of it),
+     * with the values of the two layers run apart. The execution context (exec.c) then runs
+     * the relu layer as nothing. */
+    int (*absorbs_relu)(const mx_layer *l, const mx_backend *be);
+    void (*forward_relu)(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training);
+    void (*backward_relu)(mx_layer *l, mx_backend *be, void *state, int n, float *din, const float *dout,
+                          const float *in, const float *out);
 } mx_layer_ops;
 
 struct mx_layer {

@@ -39,6 +39,27 @@ static void maxpool_backward(mx_layer *l, mx_backend *be, void *state, int n, fl
     if (din) be->ops->maxpool_backward(be, &p->d, n, din, dout, state);
 }
 
+/* The relu before a max pooling, in the pooling's pass: the maximum of relu(x) is
+ * relu(maximum of x), and the gradient passes where that is positive. */
+static int maxpool_absorbs_relu(const mx_layer *l, const mx_backend *be)
+{
+    return be->ops->maxpool_relu_forward && be->ops->maxpool_relu_backward;
+}
+
+static void maxpool_forward_relu(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in,
+                                 int training)
+{
+    maxpool *p = l->priv;
+    be->ops->maxpool_relu_forward(be, &p->d, n, out, state, in);
+}
+
+static void maxpool_backward_relu(mx_layer *l, mx_backend *be, void *state, int n, float *din,
+                                  const float *dout, const float *in, const float *out)
+{
+    maxpool *p = l->priv;
+    if (din) be->ops->maxpool_relu_backward(be, &p->d, n, din, dout, out, state);
+}
+
 const mx_layer_ops mx_layer_maxpool = {
     .kind = "maxpool",
     .priv_size = sizeof(maxpool),
@@ -46,6 +67,9 @@ const mx_layer_ops mx_layer_maxpool = {
     .state_bytes = maxpool_state_bytes,
     .forward = maxpool_forward,
     .backward = maxpool_backward,
+    .absorbs_relu = maxpool_absorbs_relu,
+    .forward_relu = maxpool_forward_relu,
+    .backward_relu = maxpool_backward_relu,
 };
 
 static int gap_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder *b)

@@ -24,6 +24,7 @@
 #define SEED 11
 
 static mx_backend *be;
+static mx_dtype act_type = MX_F32; /* the contexts' activations (check_fusion sets 16-bit ones) */
 
 typedef struct {
     const char *name;
@@ -34,11 +35,13 @@ typedef struct {
     uint8_t *y;   /* host [STEPS + 1][BATCH] */
 } model;
 
-static int model_load(model *m, const char *name, mx_shape in)
+/* specs: NULL for the workload called name, else n layers of its own. */
+static int model_make(model *m, const char *name, mx_shape in, const mx_layer_spec *specs, int n)
 {
     m->name = name;
     m->in = in;
-    m->n = mx_workload_find(name)->build(m->specs, in, 10);
+    if (specs) memcpy(m->specs, specs, sizeof *specs * n);
+    m->n = specs ? n : mx_workload_find(name)->build(m->specs, in, 10);
     const size_t per = mx_shape_size(in), total = (size_t)(STEPS + 1) * BATCH;
     m->x = malloc(sizeof(float) * per * total);
     m->y = malloc(total);
@@ -48,6 +51,8 @@ static int model_load(model *m, const char *name, mx_shape in)
     for (size_t i = 0; i < total; i++) m->y[i] = (uint8_t)mx_rng_below(&r, 10);
     return m->n > 0 && m->x && m->y;
 }
+
+static int model_load(model *m, const char *name, mx_shape in) { return model_make(m, name, in, NULL, 0); }
 
 /* Trains STEPS steps of SGD with the layers cut at cuts[0] = 0 < cuts[1] < ... < cuts[k] = n
  * into k contexts, activations passed forward and gradients back by hand. Returns the
@@ -61,7 +66,7 @@ static float *train_cut(const model *m, const int *cuts, int k, size_t *count)
     if (mx_params_create(&ps, be, m->specs, m->n, m->in, 0, m->n) < 0) goto fail;
     mx_params_init(ps, SEED, MX_WEIGHT_INIT_XAVIER, 0.01f);
     for (int j = 0; j < k; j++) {
-        if (mx_exec_create(&ex[j], ps, cuts[j], cuts[j + 1], BATCH, j == k - 1) < 0) goto fail;
+        if (mx_exec_create_amp(&ex[j], ps, cuts[j], cuts[j + 1], BATCH, j == k - 1, act_type) < 0) goto fail;
         if (j) din[j] = be->ops->alloc(be, sizeof(float) * BATCH * mx_shape_size(ex[j]->in));
     }
     float *mom = calloc(ps->nweights, sizeof(float));
@@ -251,6 +256,38 @@ static void check_stage(const model *m, int lo, int hi)
     mx_params_destroy(whole);
 }
 
+/* A relu followed by a max pooling runs as one layer (exec.c's fusion) with the values of the
+ * two apart: the same weights and logits bit for bit as with MXBENCH_FUSE=off, in f32 and
+ * both half types, whole and cut at `cut` (a context starting at the relu: its input gradient
+ * is the context's din). */
+static void check_fusion(const model *m, int relu, int cut)
+{
+    mx_params *ps;
+    mx_exec *e = NULL;
+    CHECK(mx_params_create(&ps, be, m->specs, m->n, m->in, 0, m->n) == MX_OK &&
+              mx_exec_create(&e, ps, 0, m->n, BATCH, 1) == MX_OK && e->fused[relu] && !e->fused[relu + 1],
+          "%s: layer %d (relu) is not fused into the pooling after it", m->name, relu);
+    mx_exec_destroy(e);
+    mx_params_destroy(ps);
+    const mx_dtype types[] = {MX_F32, MX_BF16, MX_F16};
+    for (int t = 0; t < 3; t++) {
+        act_type = types[t];
+        const int whole[2] = {0, m->n}, two[3] = {0, cut, m->n};
+        size_t n0, n1, n2;
+        setenv("MXBENCH_FUSE", "off", 1);
+        float *ref = train_cut(m, whole, 1, &n0);
+        unsetenv("MXBENCH_FUSE");
+        float *fused = train_cut(m, whole, 1, &n1), *split = train_cut(m, two, 2, &n2);
+        const int same = ref && fused && split && n1 == n0 && n2 == n0 &&
+                         memcmp(ref, fused, sizeof(float) * n0) == 0 && memcmp(ref, split, sizeof(float) * n0) == 0;
+        CHECK(same, "%s, activations %s: relu and pooling fused differ from apart", m->name, mx_dtype_name(types[t]));
+        printf("%-9s fused relu+maxpool, %s, whole and cut at %d, bit-identical to apart: %s\n", m->name,
+               mx_dtype_name(types[t]), cut, same ? "ok" : "NOT OK");
+        free(ref), free(fused), free(split);
+    }
+    act_type = MX_F32;
+}
+
 static void check_errors(const model *m)
 {
     mx_params *ps;
@@ -291,6 +328,14 @@ int main(void)
     check_stage(&lenet, 3, 7);
     check_stage(&resnet, 5, 11);
     check_errors(&lenet);
+    check_fusion(&lenet, 1, 1);
+    /* a relu as the model's first layer (no input gradient asked), overlapping windows on odd sizes */
+    const mx_layer_spec first[] = {{.kind = "relu"}, {.kind = "maxpool", .k = 3, .stride = 2},
+                                   {.kind = "flatten"}, {.kind = "dense", .units = 10}};
+    model pool;
+    if (!model_make(&pool, "relu-pool", (mx_shape){2, 11, 9}, first, 4)) return 1;
+    check_fusion(&pool, 0, 2);
+    free(pool.x), free(pool.y);
     model *all[] = {&mlp, &lenet, &resnet};
     for (int i = 0; i < 3; i++) free(all[i]->x), free(all[i]->y);
     mx_backend_destroy(be);

@@ -2,8 +2,9 @@
  * bit and the same argmax (so backward routes every gradient to the same element), on random
  * shapes (odd sizes, one channel, a plane one window wide) and values chosen to tie often,
  * with NaN, -inf and -FLT_MAX among them; backward the same input gradient bit for bit (every
- * element written, -0 gradients among them). The layer's gradient check (test_layers) covers
- * the maths; this covers the fast path's equality with it. */
+ * element written, -0 gradients among them). The same for the fused pooling of a relu
+ * (exec.c's fusion) against relu then pooling. The layer's gradient check (test_layers) covers
+ * the maths; this covers the fast paths' equality with it. */
 #include "engine/backend.h"
 #include "engine/cpu_kernels.h"
 #include "tests/check.h"
@@ -54,6 +55,21 @@ int main(void)
         mx_cpu_maxpool_backward_ref(be, &d, n, d2, g, a2);
         CHECK(memcmp(d1, d2, nin * sizeof *d1) == 0, "n %d c %d %dx%d k %d stride %d: backward differs from the "
               "reference", n, c, h, w, k, stride);
+        /* relu then pooling, against the fused kernels: the pooling of the relu's output and
+         * backward through both (the relu's gradient a select, as cpu_backend.c's) */
+        float *r = malloc(nin * sizeof *r), *d3 = malloc(nin * sizeof *d3);
+        be->ops->relu_forward(be, nin, r, in);
+        mx_cpu_maxpool_forward_ref(be, &d, n, o2, a2, r);
+        mx_cpu_maxpool_relu_forward(be, &d, n, o1, a1, in);
+        CHECK(memcmp(o1, o2, nout * sizeof *o1) == 0, "n %d c %d %dx%d k %d stride %d: the fused pooling of a relu "
+              "differs from the two apart", n, c, h, w, k, stride);
+        mx_cpu_maxpool_backward_ref(be, &d, n, d2, g, a2);
+        be->ops->relu_backward(be, nin, d3, d2, r);
+        for (size_t i = 0; i < nin; i++) d1[i] = NAN;
+        mx_cpu_maxpool_relu_backward(be, &d, n, d1, g, o1, a1);
+        CHECK(memcmp(d1, d3, nin * sizeof *d1) == 0, "n %d c %d %dx%d k %d stride %d: the fused backward differs "
+              "from the two apart", n, c, h, w, k, stride);
+        free(r), free(d3);
         free(g), free(d1), free(d2);
         cases++;
         fast += k == 2 && stride == 2 && d.ow >= 4; /* the shapes the fast path takes */

@@ -114,11 +114,13 @@ static int carve(mx_exec *e)
 /* A relu layer whose successor in this context can take it into its own pass (layer.h's
  * absorbs_relu) runs as nothing: the successor applies it, forward and backward. Both are in
  * the same context, so a pipeline's stage boundary never splits a pair. MXBENCH_FUSE=off
- * runs every layer apart (measurements, and the tests that compare the two). */
+ * runs every layer apart and ignores the layers' traits, AMP rounding and expanding every
+ * tensor (measurements, and the tests that compare the two). */
 static void plan_fusion(mx_exec *e)
 {
     const char *env = getenv("MXBENCH_FUSE");
-    if (env && strcmp(env, "off") == 0) return;
+    e->plain = env && strcmp(env, "off") == 0;
+    if (e->plain) return;
     for (int k = 0; k + 1 < e->last - e->first; k++) {
         const mx_layer *l = &e->ps->layers[e->first + k], *next = l + 1;
         e->fused[k] = strcmp(l->ops->kind, "relu") == 0 && next->ops->absorbs_relu &&
@@ -153,6 +155,24 @@ static void run_backward(mx_exec *e, int k, int n, float *din, const float *dout
 
 /* The layer whose input a backward of layer k takes the gradient of: k, or the relu fused into it. */
 static int grad_layer(const mx_exec *e, int k) { return k && e->fused[k - 1] ? k - 1 : k; }
+
+/* Layer k's MX_TRAIT_* flags as this context runs it: fused with a relu, its backward reads
+ * out and not in, and a relu keeps both exactness claims. */
+static unsigned traits_at(const mx_exec *e, int k)
+{
+    const mx_layer *l = &e->ps->layers[e->first + k];
+    const unsigned t = l->ops->traits && !e->plain ? l->ops->traits(l) : 0;
+    if (k && e->fused[k - 1]) return (t & (MX_TRAIT_EXACT_OUT | MX_TRAIT_EXACT_DIN)) | MX_TRAIT_BWD_NO_IN;
+    return t;
+}
+
+/* AMP: whether layer k's stored half output (act_half[k]) is read again: by layer k's backward
+ * as its out, or by the next layer run's as its in (k < nl - 1, k not fused). */
+static int half_output_read(const mx_exec *e, int k)
+{
+    const int m = e->fused[k + 1] ? k + 2 : k + 1; /* the last layer is never fused */
+    return !(traits_at(e, k) & MX_TRAIT_BWD_NO_OUT) || !(traits_at(e, m) & MX_TRAIT_BWD_NO_IN);
+}
 
 int mx_exec_create(mx_exec **out, mx_params *ps, int first, int last, int max_batch, int with_loss)
 {
@@ -277,8 +297,12 @@ static const float *forward_amp(mx_exec *e, const float *in, int n, int training
         run_forward(e, k, n, out, e->work[a], training);
         if (k < nl - 1) {
             /* Stored rounded, and expanded back in place so that the next layer reads
-             * exactly the stored values. */
-            e->be->ops->round_half(e->be, nout, out, t, e->act_half[k]);
+             * exactly the stored values; a layer whose outputs are its inputs' values has
+             * nothing to round, and only a half copy that backward reads is stored. */
+            if (!(traits_at(e, k) & MX_TRAIT_EXACT_OUT))
+                e->be->ops->round_half(e->be, nout, out, t, e->act_half[k]);
+            else if (half_output_read(e, k))
+                cast(e, nout, e->act_half[k], t, out, MX_F32);
             a = 1 - a;
         } else {
             round_in_place(e, out, nout, e->work[1 - a]);
@@ -293,24 +317,32 @@ static void backward_amp(mx_exec *e, int n, const float *g, float *din, mx_grad_
     const int nl = e->last - e->first;
     const mx_dtype t = e->act_type;
     int next = 1;
-    /* Layer k's output is its successor's input, already expanded: the two working buffers
-     * alternate, work[b] holding the output (the last layer's is its own f32 storage). */
-    int b = 0;
+    /* Layer k's output is its successor's input, expanded when that one's backward read it
+     * (have_out): the two working buffers alternate, work[b] holding the output (the last
+     * layer's is its own f32 storage). Only what a backward reads is expanded (traits). */
+    int b = 0, have_out = 1;
     const float *out = e->act[nl - 1];
     const mx_dtype saved = math_begin(e);
     for (int k = nl - 1; k >= 0; k--) {
         if (e->fused[k]) continue; /* done by layer k + 1 */
         const mx_layer *l = &e->ps->layers[e->first + k];
-        const int j = grad_layer(e, k);
+        const unsigned tr = traits_at(e, k);
+        const int j = grad_layer(e, k), in_read = !(tr & MX_TRAIT_BWD_NO_IN), out_read = !(tr & MX_TRAIT_BWD_NO_OUT);
         float *d = j ? e->dbuf[next] : din;
         float *in = e->work[1 - b];
+        if (out_read && !have_out) {
+            cast(e, (size_t)n * mx_shape_size(l->out), e->work[b], MX_F32, e->act_half[k], t);
+            out = e->work[b];
+        }
         const size_t nin = (size_t)n * mx_shape_size(e->ps->layers[e->first + j].in);
-        cast(e, nin, in, MX_F32, j ? e->act_half[j - 1] : e->in_half, t);
-        run_backward(e, k, n, d, g, in, out);
-        /* work[b] (the output) is no longer needed: it stages the rounding. */
-        if (d) round_in_place(e, d, nin, e->work[b]);
+        if (in_read) cast(e, nin, in, MX_F32, j ? e->act_half[j - 1] : e->in_half, t);
+        run_backward(e, k, n, d, g, in_read ? in : NULL, out_read ? out : NULL);
+        /* work[b] (the output) is no longer needed: it stages the rounding. The gradient of
+         * an exact layer is its output gradient's half values already. */
+        if (d && !(tr & MX_TRAIT_EXACT_DIN)) round_in_place(e, d, nin, e->work[b]);
         round_param_grads(e, l, e->work[b]);
         out = in;
+        have_out = in_read;
         b = 1 - b;
         g = d;
         next = 1 - next;

@@ -14,6 +14,10 @@
  * expands the layer's input and output again, and rounds the activation gradient it
  * writes and the layer's parameter gradients to the half type, so that an fp16 overflow
  * becomes inf as it would on a GPU (the gradients stay in f32 buffers: emulation).
+ * Where a layer's traits (layer.h) say a rounding cannot change a value or a backward does
+ * not read a tensor, the rounding or expansion is skipped (the values are the same; a
+ * skipped input reaches the layer as NULL). An external dout must hold half values (the
+ * next AMP stage's din does).
  * What a layer keeps as saved state (batch-norm statistics, argmax, a residual block's
  * inner activations) stays as the layer writes it, f32. The two working buffers are each
  * as wide as the widest layer, so the context as a whole shrinks only where the saved
@@ -50,6 +54,7 @@ typedef struct mx_exec {
     /* fused[i - first]: layer i is a relu that layer i + 1 applies in its own pass (layer.h's
      * absorbs_relu); it runs nothing, and its output (act, act_half) is never written */
     char *fused;
+    int plain;        /* MXBENCH_FUSE=off: no fusion, and AMP ignores the layers' traits */
     float *dbuf[2];   /* device: activation gradients, alternating between layers; the loss's in dbuf[0] */
     const float *in_ptr; /* the input of the forward in flight: backward reads it again */
     size_t bytes;     /* device bytes this context holds (activations, state, gradients, batch) */

@@ -29,6 +29,15 @@ typedef struct {
     int bias;         /* conv2d: add a per-channel bias */
 } mx_layer_spec;
 
+/* What a layer's kernels do not need, or cannot change, that a mixed-precision context (exec.c)
+ * uses to skip casts and roundings; 0 claims nothing. */
+enum {
+    MX_TRAIT_BWD_NO_IN = 1,    /* backward reads not its in (a context may pass NULL) */
+    MX_TRAIT_BWD_NO_OUT = 2,   /* backward reads not its out (a context may pass NULL) */
+    MX_TRAIT_EXACT_OUT = 4,    /* each output is one of the inputs or 0: half values stay half values */
+    MX_TRAIT_EXACT_DIN = 8,    /* each input gradient is one of the output gradients or 0 */
+};
+
 typedef struct mx_net_builder mx_net_builder;
 typedef struct mx_layer mx_layer;
 
@@ -55,12 +64,15 @@ typedef struct {
     void (*backward)(mx_layer *l, mx_backend *be, void *state, int n, float *din, const float *dout,
                      const float *in, const float *out);
     double (*flops)(const mx_layer *l); /* forward FLOPs per sample (2 per multiply-add) */
+    /* OPTIONAL: MX_TRAIT_* flags of this layer (NULL: none). */
+    unsigned (*traits)(const mx_layer *l);
     /* OPTIONAL: a relu layer just before this one taken into this layer's own pass, which saves
      * the relu's trip through memory each way. absorbs_relu: whether it can on be (a backend
      * may lack the fused kernels); forward_relu and backward_relu: this layer's forward of
      * relu(in) and its backward through the relu (in the relu's input, din the gradient of it),
-     * with the values of the two layers run apart. The execution context (exec.c) then runs
-     * the relu layer as nothing. */
+     * with the values of the two layers run apart; backward_relu reads out, not in (whatever
+     * traits says of backward). The execution context (exec.c) then runs the relu layer as
+     * nothing. */
     int (*absorbs_relu)(const mx_layer *l, const mx_backend *be);
     void (*forward_relu)(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training);
     void (*backward_relu)(mx_layer *l, mx_backend *be, void *state, int n, float *din, const float *dout,

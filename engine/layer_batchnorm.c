@@ -62,6 +62,8 @@ static void bn_backward(mx_layer *l, mx_backend *be, void *state, int n, float *
 
 static double bn_flops(const mx_layer *l) { return 2.0 * mx_shape_size(l->in); }
 
+static unsigned bn_traits(const mx_layer *l) { return MX_TRAIT_BWD_NO_OUT; }
+
 const mx_layer_ops mx_layer_batchnorm = {
     .kind = "batchnorm",
     .priv_size = sizeof(batchnorm),
@@ -70,4 +72,5 @@ const mx_layer_ops mx_layer_batchnorm = {
     .forward = bn_forward,
     .backward = bn_backward,
     .flops = bn_flops,
+    .traits = bn_traits,
 };

@@ -53,6 +53,8 @@ static double conv2d_flops(const mx_layer *l)
     return 2.0 * d->oc * d->oh * d->ow * d->c * d->k * d->k;
 }
 
+static unsigned conv2d_traits(const mx_layer *l) { return MX_TRAIT_BWD_NO_OUT; }
+
 const mx_layer_ops mx_layer_conv2d = {
     .kind = "conv2d",
     .priv_size = sizeof(conv2d),
@@ -60,4 +62,5 @@ const mx_layer_ops mx_layer_conv2d = {
     .forward = conv2d_forward,
     .backward = conv2d_backward,
     .flops = conv2d_flops,
+    .traits = conv2d_traits,
 };

@@ -45,6 +45,8 @@ static double dense_flops(const mx_layer *l)
     return 2.0 * d->inputs * d->units;
 }
 
+static unsigned dense_traits(const mx_layer *l) { return MX_TRAIT_BWD_NO_OUT; }
+
 const mx_layer_ops mx_layer_dense = {
     .kind = "dense",
     .priv_size = sizeof(dense),
@@ -52,4 +54,5 @@ const mx_layer_ops mx_layer_dense = {
     .forward = dense_forward,
     .backward = dense_backward,
     .flops = dense_flops,
+    .traits = dense_traits,
 };

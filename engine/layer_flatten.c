@@ -19,9 +19,15 @@ static void flatten_backward(mx_layer *l, mx_backend *be, void *state, int n, fl
     if (din) be->ops->copy(be, din, dout, sizeof(float) * n * mx_shape_size(l->in), MX_COPY_D2D);
 }
 
+static unsigned flatten_traits(const mx_layer *l)
+{
+    return MX_TRAIT_BWD_NO_IN | MX_TRAIT_BWD_NO_OUT | MX_TRAIT_EXACT_OUT | MX_TRAIT_EXACT_DIN;
+}
+
 const mx_layer_ops mx_layer_flatten = {
     .kind = "flatten",
     .setup = flatten_setup,
     .forward = flatten_forward,
     .backward = flatten_backward,
+    .traits = flatten_traits,
 };

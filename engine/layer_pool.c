@@ -39,6 +39,15 @@ static void maxpool_backward(mx_layer *l, mx_backend *be, void *state, int n, fl
     if (din) be->ops->maxpool_backward(be, &p->d, n, din, dout, state);
 }
 
+/* Backward routes each gradient by the saved argmax; where windows overlap, an input's
+ * gradient is a sum of several. */
+static unsigned maxpool_traits(const mx_layer *l)
+{
+    const maxpool *p = l->priv;
+    return MX_TRAIT_BWD_NO_IN | MX_TRAIT_BWD_NO_OUT | MX_TRAIT_EXACT_OUT |
+           (p->d.stride >= p->d.k ? MX_TRAIT_EXACT_DIN : 0);
+}
+
 /* The relu before a max pooling, in the pooling's pass: the maximum of relu(x) is
  * relu(maximum of x), and the gradient passes where that is positive. */
 static int maxpool_absorbs_relu(const mx_layer *l, const mx_backend *be)
@@ -67,6 +76,7 @@ const mx_layer_ops mx_layer_maxpool = {
     .state_bytes = maxpool_state_bytes,
     .forward = maxpool_forward,
     .backward = maxpool_backward,
+    .traits = maxpool_traits,
     .absorbs_relu = maxpool_absorbs_relu,
     .forward_relu = maxpool_forward_relu,
     .backward_relu = maxpool_backward_relu,
@@ -89,9 +99,12 @@ static void gap_backward(mx_layer *l, mx_backend *be, void *state, int n, float 
     if (din) be->ops->avgpool_global_backward(be, n, l->in.c, l->in.h * l->in.w, din, dout);
 }
 
+static unsigned gap_traits(const mx_layer *l) { return MX_TRAIT_BWD_NO_IN | MX_TRAIT_BWD_NO_OUT; }
+
 const mx_layer_ops mx_layer_avgpool_global = {
     .kind = "avgpool_global",
     .setup = gap_setup,
     .forward = gap_forward,
     .backward = gap_backward,
+    .traits = gap_traits,
 };

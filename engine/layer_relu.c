@@ -18,9 +18,15 @@ static void relu_backward(mx_layer *l, mx_backend *be, void *state, int n, float
     if (din) be->ops->relu_backward(be, n * mx_shape_size(l->in), din, dout, out);
 }
 
+static unsigned relu_traits(const mx_layer *l)
+{
+    return MX_TRAIT_BWD_NO_IN | MX_TRAIT_EXACT_OUT | MX_TRAIT_EXACT_DIN;
+}
+
 const mx_layer_ops mx_layer_relu = {
     .kind = "relu",
     .setup = relu_setup,
     .forward = relu_forward,
     .backward = relu_backward,
+    .traits = relu_traits,
 };

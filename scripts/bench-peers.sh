@@ -17,7 +17,9 @@ Trains with mxbench (one device), PyTorch and MXNet 1.9.1, THREADS threads each,
 rounds interleaved; the ratio mxbench/peer is taken within each round:
   lenet     Fashion-MNIST, EPOCHS epochs at batch BATCH (default 128); a run's throughput is
             its samples over its summed step times (evaluation left out; mxbench's aggregate
-            figure), and its test accuracy is printed;
+            figure), and its test accuracy is printed. Round r seeds every framework with r
+            (initialisation and shuffling), so the accuracies compared are means over as many
+            seeds as rounds, not one draw each;
   resnet18  synthetic data, STEPS timed steps after 3 untimed at batch BATCH (default 32), lr
             0.01; a run's throughput is the batch over its median step (mxbench's median
             figure, and the peers' scripts print the same).
@@ -114,12 +116,12 @@ run_one() { # framework
         thr=$(sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
     elif [[ $f == mxbench ]]; then
         line=$("$MX" train --workload lenet --epochs "$EPOCHS" --batch "$BATCH" --threads-per-device "$THREADS" \
-            --quiet 2>>"$ERR" | tail -1) || line=""
+            --seed $((ROUND + 1)) --quiet 2>>"$ERR" | tail -1) || line=""
         thr=$(sed -n 's/.* \([0-9.]*\) aggregate.*/\1/p' <<<"$line")
         acc=$(sed -n 's/.*test acc \([0-9.]*\).*/\1/p' <<<"$line")
     else
         line=$(OMP_NUM_THREADS=$THREADS "${PY[$f]}" -W ignore bench/peer_train.py --framework "$f" --epochs "$EPOCHS" \
-            --batch "$BATCH" --threads "$THREADS" 2>>"$ERR" | grep '^PEER') || line=""
+            --batch "$BATCH" --threads "$THREADS" --seed $((ROUND + 1)) 2>>"$ERR" | grep '^PEER') || line=""
         thr=$(sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
         acc=$(sed -n 's/.*test_acc=\([0-9.]*\).*/\1/p' <<<"$line")
     fi
@@ -132,7 +134,10 @@ interleave_rounds
 
 # ---- summary
 echo
-printf '%-8s %12s %10s | %-24s\n' framework "samples/s" "test acc" "mxbench/framework (range)"
+# accuracy: the mean over the rounds (seeds) and its range
+acc_stats() { awk '$2 != "nan" {s += $2; n++; lo = n == 1 || $2 < lo ? $2 : lo; hi = n == 1 || $2 > hi ? $2 : hi}
+    END {if (n) printf "%.4f [%.4f, %.4f]", s / n, lo, hi; else printf "-"}' "$1"; }
+printf '%-8s %12s %-26s | %-24s\n' framework "samples/s" "test acc (mean, range)" "mxbench/framework (range)"
 for f in "${CONFIGS[@]}"; do
     ratio=- range=
     if [[ $f != mxbench ]]; then
@@ -140,11 +145,12 @@ for f in "${CONFIGS[@]}"; do
         ratio=$(fmt %.2f "$(med "$TMP/r-$f" 1)")
         range=$(sort -g "$TMP/r-$f" | awk 'NR == 1 {lo = $1} {hi = $1} END {if (NR) printf "[%.2f, %.2f]", lo, hi}')
     fi
-    printf '%-8s %12s %10s | %s %s\n' "$f" "$(fmt %.1f "$(med "$TMP/$f" 1)")" "$(fmt %.4f "$(med "$TMP/$f" 2)")" \
+    printf '%-8s %12s %-26s | %s %s\n' "$f" "$(fmt %.1f "$(med "$TMP/$f" 1)")" "$(acc_stats "$TMP/$f")" \
         "$ratio" "$range"
 done
 if [[ $WORKLOAD == lenet ]]; then
-    echo "medians over the rounds; accuracies after the last epoch (each framework shuffles with its own generator)"
+    echo "throughput: medians over the rounds; accuracy after the last epoch, mean over the rounds' seeds 1..$ROUNDS" \
+        "(each framework draws from its own generator, so one seed is not the same draw across frameworks)"
 else
     echo "medians over the rounds (synthetic data: no accuracy)"
 fi

@@ -355,7 +355,7 @@ const char *mx_cpu_conv_paths(void)
         return "direct for one-channel inputs at stride 1 (kernels up to 16), im2col + GEMM otherwise"
                " (Winograd off: MXBENCH_CONV=nowinograd, or no own AVX-512 GEMM)";
     return "direct for one-channel inputs at stride 1 (kernels up to 16), Winograd F(4x4,3x3) for 3x3 at "
-           "stride 1 with 8+ channels and 32+ tiles (in f32, under AMP too), im2col + GEMM otherwise (MXBENCH_CONV=gemm: "
+           "stride 1 with 8+ channels and 16+ tiles (in f32, under AMP too), im2col + GEMM otherwise (MXBENCH_CONV=gemm: "
            "always the latter; nowinograd: no Winograd)";
 }
 

@@ -19,7 +19,10 @@
  * grow with the tiles, the weights' work does not, so the path pays only where enough tiles
  * share it: on resnet18's 512-channel 4x4 maps (one tile a sample), measured against im2col +
  * GEMM before the blocks of rows, 8 tiles 0.58x as fast, 16 tiles 0.78-0.90x, 32 tiles 1.5x.
- * MIN_TILES keeps fewer on im2col + GEMM.
+ * With the blocks of rows, 16 tiles pay too: resnet18 at batch 16 (a device's share of 32 on
+ * two) on one thread went from 67.8-68.8 to 74.7-75.6 samples/s, on two from 103-123 to
+ * 128-140, while MIN_TILES 8 made batch 8 slower (57.9-58.3 against 62.2-63.2). MIN_TILES
+ * keeps fewer on im2col + GEMM.
  *
  * Threads: the transforms split channels, the GEMMs split the 36 points, each GEMM on one
  * thread, blocks of samples in order: every sum is done in one order whatever the thread
@@ -36,7 +39,7 @@
 #include <string.h>
 
 #define BLOCK_BYTES ((size_t)8 << 20) /* a block's transform-domain work set, about: in L3 */
-#define MIN_TILES 32                  /* tiles of a call, at least (see above) */
+#define MIN_TILES 16                  /* tiles of a call, at least (see above) */
 #define WHOLE_BYTES ((size_t)16 << 20) /* the whole batch one block where its V and M fit */
 #define WHOLE_MIN_U ((size_t)4 << 20)  /* ... and U is this big at least (256+ channels) */
 #define ROWS 48                       /* channels a thread takes the weights' rows of (whole) */

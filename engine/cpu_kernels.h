@@ -115,7 +115,7 @@ void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, f
                                  const float *dout, const float *in, const float *w);
 
 /* Winograd F(4x4, 3x3) (cpu_conv_winograd.c): 3x3 kernels at stride 1, padding up to 2, 8 or
- * more channels in and out, 32 or more 4x4 tiles in the batch of n, taken where the own
+ * more channels in and out, 16 or more 4x4 tiles in the batch of n, taken where the own
  * AVX-512 f32 GEMM runs, under any math (_applies). */
 int mx_cpu_conv_winograd_applies(const mx_backend *be, const mx_conv_desc *d, int n);
 void mx_cpu_conv_winograd_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,

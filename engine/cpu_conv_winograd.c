@@ -30,8 +30,12 @@
  * (mx_cpu_conv_winograd_applies), in f32 whatever the backend's math: under AMP the operands
  * are bf16 or fp16 values already and F(4,3)'s f32 rounding (up to 1e-5 of the outputs) is far
  * below the half types', as the CUDA backend runs AMP's convolutions as TF32; measured on
- * resnet18, f32 Winograd is faster than the bf16 GEMMs on im2col. MXBENCH_CONV=gemm or
- * nowinograd keeps the im2col path. */
+ * resnet18, f32 Winograd is faster than the bf16 GEMMs on im2col. Its 36 products on the bf16
+ * units instead (U and V rounded to bf16 after the transforms) were measured and rejected:
+ * resnet18's bf16 step 1.18-1.24x faster, but each layer's outputs 1.4-2.1e-2 off in RMS
+ * (4.5e-2 at most) against 1.66e-3 for rounding the output to bf16 once, as AMP does: the
+ * transforms amplify the operands' rounding, where a GPU's bf16 products are exact.
+ * MXBENCH_CONV=gemm or nowinograd keeps the im2col path. */
 #include "cpu_kernels.h"
 #include "status.h"
 

@@ -31,7 +31,7 @@ typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
 #define OB 8       /* output channels per forward tile */
 #define GB 4       /* output channels per weight-gradient block */
 #define GX 5       /* kernel columns per weight-gradient block */
-#define MAX_K 16   /* kernels up to 16x16 take this path; beyond, K = k*k is no longer thin */
+#define MAX_K MX_DIRECT_MAX_K /* kernels up to 16x16 take this path; beyond, K = k*k is no longer thin */
 
 static inline v8 load8(const float *p) { return *(const v8u *)p; }
 static inline void store8(float *p, v8 v) { *(v8u *)p = v; }
@@ -214,9 +214,16 @@ static void din_sample(const mx_conv_desc *d, const float *dout, const float *w,
 /* Threads for n samples: the device's, at most one per sample. */
 static int team(const mx_backend *be, int n) { return be->nthreads < n ? be->nthreads : n > 0 ? n : 1; }
 
+/* Under AMP bf16 on a CPU with bf16 dot products, the forward and the weight gradient run there. */
+static int on_bf16_units(const mx_backend *be) { return be->math == MX_BF16 && mx_cpu_bf16_native(); }
+
 void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                                 const float *w)
 {
+    if (on_bf16_units(be)) {
+        mx_cpu_conv_direct_bf16_forward(be, d, n, out, in, w);
+        return;
+    }
     const int kk = d->k * d->k, nblk = (d->oc + OB - 1) / OB, T = team(be, n);
     const size_t plane = copies(d) ? (size_t)plane_h(d) * plane_w(d) : 0;
     const size_t nwb = (size_t)nblk * OB * kk, hw = (size_t)d->h * d->w, ocohw = (size_t)d->oc * d->oh * d->ow;
@@ -235,6 +242,11 @@ void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, fl
 void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
                                  const float *dout, const float *in, const float *w)
 {
+    const int bf16 = on_bf16_units(be); /* the weight gradient there, the input's here */
+    if (bf16) {
+        mx_cpu_conv_direct_bf16_weight_grad(be, d, n, dw, dout, in);
+        if (!din) return;
+    }
     const int T = team(be, n);
     const size_t nw = (size_t)d->oc * d->k * d->k, hw = (size_t)d->h * d->w;
     const size_t plane = (size_t)plane_h(d) * (d->w + 2 * d->pad + 8), ocohw = (size_t)d->oc * d->oh * d->ow;
@@ -247,9 +259,9 @@ void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, f
         memset(dwt, 0, sizeof(float) * nw);
 #pragma omp for schedule(static)
         for (int s = 0; s < n; s++) {
-            dw_sample(d, padded(d, in + s * hw, xbuf), dout + s * ocohw, dwt);
+            if (!bf16) dw_sample(d, padded(d, in + s * hw, xbuf), dout + s * ocohw, dwt);
             if (din) din_sample(d, dout + s * ocohw, w, pbuf, din + s * hw);
         }
-        mx_cpu_add_thread_sums(dw, scratch, ws, T, nw); /* after the loop's own barrier */
+        if (!bf16) mx_cpu_add_thread_sums(dw, scratch, ws, T, nw); /* after the loop's own barrier */
     }
 }

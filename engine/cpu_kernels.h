@@ -107,8 +107,16 @@ void mx_cpu_conv2d_backward_gemm(mx_backend *be, const mx_conv_desc *d, int n, f
  * part + u*stride, added in thread order so that a result depends on the thread count only
  * (a worksharing loop: every thread of the team calls it, after a barrier). */
 void mx_cpu_add_thread_sums(float *dw, const float *part, size_t stride, int T, size_t nw);
-/* Direct convolution (cpu_conv_direct.c): one input channel, stride 1, kernels up to 16. */
+/* Direct convolution (cpu_conv_direct.c): one input channel, stride 1, kernels up to
+ * MX_DIRECT_MAX_K; under bf16 math where mx_cpu_bf16_native(), its forward and weight gradient
+ * on the bf16 dot products (cpu_conv_direct_bf16.c). */
+#define MX_DIRECT_MAX_K 16
 int mx_cpu_conv_direct_applies(const mx_conv_desc *d);
+void mx_cpu_conv_direct_bf16_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
+                                     const float *w);
+/* dw += the weight gradient */
+void mx_cpu_conv_direct_bf16_weight_grad(mx_backend *be, const mx_conv_desc *d, int n, float *dw, const float *dout,
+                                         const float *in);
 void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                                 const float *w);
 void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,

@@ -8,9 +8,11 @@
  * The reference itself (im2col + GEMM, any channels, stride and padding) is compared with the
  * convolution's definition written as plain loops, forward and backward: gradient checks
  * alone would pass an im2col that misplaces values, since the weight gradient reads the same
- * columns as the forward. */
+ * columns as the forward. The bf16 kernels are checked against the definition too
+ * (check_bf16). */
 #include "engine/backend.h"
 #include "engine/cpu_kernels.h"
+#include "engine/dtype.h"
 #include "tests/check.h"
 
 #include <math.h>
@@ -94,6 +96,65 @@ static void check_reference(mx_backend *be[3])
     printf("im2col + GEMM vs the definition: 62 shapes, largest relative difference %.2g\n", worst);
 }
 
+/* The bf16 kernels (cpu_conv_direct_bf16.c, AMP bf16 on a CPU with bf16 dot products) against
+ * the definition on bf16 values: their products are exact, so only the f32 sums' rounding
+ * differs from the double sums. Shapes: kernels 1 to 16 (pairs with a zero half), rows of
+ * one to three tiles of 32 and narrower than 8, padding, channel blocks of 10 full and not.
+ * With the bf16 path forced off (MXBENCH_BF16=emulate's switch), the same call gives the f32
+ * kernel's bits: the emulation. */
+static void check_bf16(mx_backend *be[3])
+{
+    if (!mx_cpu_bf16_native()) {
+        printf("bf16 direct convolution: skipped, this CPU has no bf16 dot products\n");
+        return;
+    }
+    double worst = 0;
+    int differs = 0;
+    for (int trial = 0; trial < 60; trial++) {
+        mx_conv_desc d = {.c = 1, .stride = 1};
+        d.k = trial < 2 ? 15 + trial : 1 + trial % 7;
+        d.pad = trial % 3 == 0 ? 0 : (trial / 3) % (d.k + 1);
+        d.h = d.k + (trial * 5) % 11, d.w = d.k + (trial * 13) % 71;
+        d.oc = 1 + (trial * 7) % 23;
+        d.oh = d.h + 2 * d.pad - d.k + 1, d.ow = d.w + 2 * d.pad - d.k + 1;
+        const int n = 1 + trial % 4, T = 1 + trial % 2;
+        const size_t nin = (size_t)n * d.h * d.w, nout = (size_t)n * d.oc * d.oh * d.ow, nw = (size_t)d.oc * d.k * d.k;
+        float *x = malloc(sizeof(float) * nin), *w = malloc(sizeof(float) * nw), *g = malloc(sizeof(float) * nout);
+        float *o = malloc(sizeof(float) * nout), *o2 = malloc(sizeof(float) * nout), *ref = malloc(sizeof(float) * nout);
+        float *dw = malloc(sizeof(float) * nw), *dw2 = malloc(sizeof(float) * nw), *dwr = malloc(sizeof(float) * nw);
+        float *dx = malloc(sizeof(float) * nin);
+        double *dwd = calloc(nw, sizeof(double));
+        fill(x, nin), fill(w, nw), fill(g, nout), fill(dw, nw);
+        float *all[3] = {x, w, g};
+        const size_t len[3] = {nin, nw, nout};
+        for (int a = 0; a < 3; a++)
+            for (size_t i = 0; i < len[a]; i++) all[a][i] = mx_bf16_to_f32(mx_f32_to_bf16(all[a][i]));
+        memcpy(dw2, dw, sizeof(float) * nw);
+        naive(&d, n, ref, dx, dwd, g, x, w);
+        for (size_t i = 0; i < nw; i++) dwr[i] = (float)(dw[i] + dwd[i]); /* it accumulates */
+        be[T]->math = MX_BF16;
+        mx_cpu_conv_direct_forward(be[T], &d, n, o, x, w);
+        mx_cpu_conv_direct_backward(be[T], &d, n, NULL, dw, g, x, w);
+        const double eo = check_rel_diff(o, ref, nout), ew = check_rel_diff(dw, dwr, nw);
+        CHECK(eo <= 2e-5 && ew <= 2e-5, "bf16: n %d %dx%d k %d pad %d oc %d, %d thread(s): forward %.2g, weight "
+              "gradient %.2g", n, d.h, d.w, d.k, d.pad, d.oc, T, eo, ew);
+        worst = fmax(worst, fmax(eo, ew));
+        /* forced off: the f32 kernel's bits */
+        mx_cpu_bf16_force_emulation(1);
+        mx_cpu_conv_direct_forward(be[T], &d, n, o2, x, w);
+        be[T]->math = MX_F32;
+        mx_cpu_conv_direct_forward(be[T], &d, n, ref, x, w);
+        mx_cpu_bf16_force_emulation(0);
+        CHECK(memcmp(o2, ref, sizeof(float) * nout) == 0, "bf16 forced off: not the f32 kernel's results");
+        differs += memcmp(o, ref, sizeof(float) * nout) != 0;
+        free(x), free(w), free(g), free(o), free(o2), free(ref), free(dw), free(dw2), free(dwr), free(dx), free(dwd);
+    }
+    /* above 0: the bf16 kernels ran (the f32 kernel sums in another order) */
+    CHECK(differs > 0, "the bf16 path never gave other sums than the f32 kernel");
+    printf("bf16 direct convolution vs the definition: 60 shapes, largest relative difference %.2g (%d differ "
+           "from the f32 kernel)\n", worst, differs);
+}
+
 int main(void)
 {
     mx_backend *be[3] = {0};
@@ -150,6 +211,7 @@ int main(void)
           "other shapes stay on the im2col path");
     printf("direct convolution vs im2col + GEMM: %d shapes, largest relative difference %.2g\n", cases, worst);
     check_reference(be);
+    check_bf16(be);
     mx_backend_destroy(be[1]);
     mx_backend_destroy(be[2]);
     return check_summary("test_conv_direct");

@@ -8,6 +8,8 @@
 #include "strategies/strategy.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int mx_cmd_info(int argc, char **argv)
 {
@@ -27,7 +29,14 @@ int mx_cmd_info(int argc, char **argv)
                              : "the BLAS's sgemm (this CPU lacks avx512f, or MXBENCH_GEMM=blas)");
     printf("  %-10s --amp bf16: %s; --amp fp16: emulated (f32 GEMM on fp16 values)\n", "",
            mx_cpu_bf16_native()
-               ? "avx512_bf16 (vdpbf16ps, f32 sums; MXBENCH_BF16=emulate: emulated)"
+               ? "avx512_bf16 (vdpbf16ps, f32 sums: the GEMMs and the one-channel direct convolution; "
+                 "MXBENCH_BF16=emulate: emulated)"
                : "emulated (f32 GEMM on bf16 values: this CPU lacks avx512_bf16, or MXBENCH_BF16=emulate)");
+    const char *fuse = getenv("MXBENCH_FUSE");
+    printf("  %-10s %s\n", "fusion",
+           fuse && strcmp(fuse, "off") == 0
+               ? "off (MXBENCH_FUSE=off: every layer apart, AMP rounding every tensor)"
+               : "a relu before a max pooling runs in the pooling's pass; AMP skips roundings and expansions "
+                 "that change nothing (MXBENCH_FUSE=off: every layer apart)");
     return 0;
 }

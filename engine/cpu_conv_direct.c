@@ -10,12 +10,14 @@
  * plane with 8 spare columns, so the inner loops have no bounds tests and a row's last
  * columns are one more vector tile (resnet18's first layer has 28-column rows).
  *
- * GCC's vector extensions give 16- and 8-wide arithmetic whatever the build's instruction set
- * (AVX-512 with -march=native, AVX2 or SSE halves without), so the kernel needs no run-time
- * dispatch. On this project's CPUs (AMD Zen 5, full-width AVX-512) a 16-wide FMA costs what
- * an 8-wide one does: lenet's first convolution, 8-wide before, went from 0.454-0.455 to
- * 0.416-0.437 ms forward (bias included) and from 0.596-0.597 to 0.467-0.482 ms backward,
- * its step from 5.80-6.07 to 5.48-5.73 ms (interleaved runs). Samples are split over the device's threads; each thread sums its own
+ * GCC's vector extensions give the arithmetic whatever the build's instruction set, so the
+ * kernel needs no run-time dispatch; the width is the build's: VW = 16 where it targets
+ * AVX-512 (-march=native here), else 8 (AVX2 has 16 vector registers: 16-wide accumulators
+ * there were spilled, and the count gate's Haswell build took 36% more instructions a lenet
+ * step). On this project's CPUs (AMD Zen 5, full-width AVX-512) a 16-wide FMA costs what an
+ * 8-wide one does: lenet's first convolution went from 0.454-0.455 to 0.416-0.437 ms forward
+ * (bias included) and from 0.596-0.597 to 0.467-0.482 ms backward with VW 16, its step from
+ * 5.80-6.07 to 5.48-5.73 ms (interleaved runs). Samples are split over the device's threads; each thread sums its own
  * weight gradient, and the threads' sums are added in thread order (mx_cpu_add_thread_sums,
  * as the im2col path), so a result depends on the thread count only. */
 #include "cpu_kernels.h"
@@ -25,8 +27,17 @@
 
 typedef float v8 __attribute__((vector_size(32)));
 typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias)); /* unaligned access */
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
+#if defined(__AVX512F__)
+#define VW 16
+typedef float vec __attribute__((vector_size(64)));
+typedef float vecu __attribute__((vector_size(64), aligned(4), may_alias));
+#define NVMAX 2 /* full vectors a forward tile: 32 columns, or 16 + 8 */
+#else
+#define VW 8
+typedef v8 vec;
+typedef v8u vecu;
+#define NVMAX 3 /* 24 columns */
+#endif
 
 #define OB 8       /* output channels per forward tile */
 #define GB 4       /* output channels per weight-gradient block */
@@ -35,16 +46,26 @@ typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
 
 static inline v8 load8(const float *p) { return *(const v8u *)p; }
 static inline void store8(float *p, v8 v) { *(v8u *)p = v; }
-static inline v16 load16(const float *p) { return *(const v16u *)p; }
-static inline void store16(float *p, v16 v) { *(v16u *)p = v; }
-/* 8 values in the low lanes of a 16-wide vector, zeros above: reads only the 8 */
-static inline v16 widen8(v8 v) { return __builtin_shufflevector(v, (v8){0}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); }
-
-static inline float hsum16(v16 v)
+static inline vec loadv(const float *p) { return *(const vecu *)p; }
+static inline void storev(float *p, vec v) { *(vecu *)p = v; }
+/* 8 values as a vector, zeros above them where it is wider: reads only the 8 */
+static inline vec load8v(const float *p)
 {
-    const v8 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
-    const v8 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-    const v8 s = lo + hi;
+#if VW == 16
+    return __builtin_shufflevector(load8(p), (v8){0}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#else
+    return load8(p);
+#endif
+}
+
+static inline float hsumv(vec v)
+{
+#if VW == 16
+    const v8 s = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                 __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+#else
+    const v8 s = v;
+#endif
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
@@ -70,29 +91,29 @@ static const float *padded(const mx_conv_desc *d, const float *x, float *buf)
     return buf;
 }
 
-/* NV 16-wide vectors of columns, then H (0 or 1) 8-wide, x OB channels of one output row.
+/* NV vectors of VW columns, then H (0 or 1; VW 16 only) of 8, x OB channels of one output row.
  * x: the padded input at (oy, ox); wb: the block's weights as [k*k][OB]; o: the output at
  * (first channel, oy, ox). */
 static inline __attribute__((always_inline)) void fwd_tile(const float *x, int pw, int k, const float *wb,
                                                            float *o, size_t ohw, int nb, int NV, int H)
 {
-    v16 acc[OB][2] = {{{0}}};
+    vec acc[OB][NVMAX] = {{{0}}};
     v8 acch[OB] = {{0}};
     for (int ky = 0; ky < k; ky++)
         for (int kx = 0; kx < k; kx++) {
             const float *r = x + (size_t)ky * pw + kx;
             const float *wk = wb + (ky * k + kx) * OB;
-            v16 xv[2];
-            for (int v = 0; v < NV; v++) xv[v] = load16(r + 16 * v);
-            const v8 xh = H ? load8(r + 16 * NV) : (v8){0};
+            vec xv[NVMAX];
+            for (int v = 0; v < NV; v++) xv[v] = loadv(r + VW * v);
+            const v8 xh = H ? load8(r + VW * NV) : (v8){0};
             for (int j = 0; j < OB; j++) {
                 for (int v = 0; v < NV; v++) acc[j][v] += wk[j] * xv[v];
                 if (H) acch[j] += wk[j] * xh;
             }
         }
     for (int j = 0; j < nb; j++) {
-        for (int v = 0; v < NV; v++) store16(o + j * ohw + 16 * v, acc[j][v]);
-        if (H) store8(o + j * ohw + 16 * NV, acch[j]);
+        for (int v = 0; v < NV; v++) storev(o + j * ohw + VW * v, acc[j][v]);
+        if (H) store8(o + j * ohw + VW * NV, acch[j]);
     }
 }
 
@@ -107,13 +128,21 @@ static void fwd_sample(const mx_conv_desc *d, const float *x, const float *wb_al
             const float *xr = x + (size_t)oy * pw;
             float *o = out + c0 * ohw + (size_t)oy * ow;
             int ox = 0;
+#if VW == 16
             for (; ox + 32 <= ow; ox += 32) fwd_tile(xr + ox, pw, k, wb, o + ox, ohw, nb, 2, 0);
             if (ow - ox >= 24) fwd_tile(xr + ox, pw, k, wb, o + ox, ohw, nb, 1, 1), ox += 24;
             else if (ow - ox >= 16) fwd_tile(xr + ox, pw, k, wb, o + ox, ohw, nb, 1, 0), ox += 16;
             else if (ow - ox >= 8) fwd_tile(xr + ox, pw, k, wb, o + ox, ohw, nb, 0, 1), ox += 8;
+#define TILE8 0, 1 /* 8 columns: the 8-wide half */
+#else
+            for (; ox + 24 <= ow; ox += 24) fwd_tile(xr + ox, pw, k, wb, o + ox, ohw, nb, 3, 0);
+            for (; ox + 16 <= ow; ox += 16) fwd_tile(xr + ox, pw, k, wb, o + ox, ohw, nb, 2, 0);
+            for (; ox + 8 <= ow; ox += 8) fwd_tile(xr + ox, pw, k, wb, o + ox, ohw, nb, 1, 0);
+#define TILE8 1, 0 /* 8 columns: one vector */
+#endif
             if (ox < ow) { /* the row's last columns: a whole tile over the copy's zeros, kept in part */
                 float tmp[OB * 8];
-                fwd_tile(xr + ox, pw, k, wb, tmp, 8, nb, 0, 1);
+                fwd_tile(xr + ox, pw, k, wb, tmp, 8, nb, TILE8);
                 for (int j = 0; j < nb; j++) memcpy(o + j * ohw + ox, tmp + 8 * j, sizeof(float) * (ow - ox));
             }
         }
@@ -127,26 +156,26 @@ static inline __attribute__((always_inline)) void dw_block(const mx_conv_desc *d
                                                            float s[GB][GX])
 {
     const int pw = plane_w(d), ow = d->ow;
-    v16 acc[GB][GX] = {{{0}}};
+    vec acc[GB][GX] = {{{0}}};
     for (int oy = 0; oy < d->oh; oy++) {
         const float *xr = x + (size_t)(oy + ky) * pw + kx0;
         const size_t row = (size_t)oy * ow;
         int ox = 0;
-        for (; ox + 16 <= ow; ox += 16) {
-            v16 gv[GB];
-            for (int j = 0; j < GB; j++) gv[j] = load16(g[j] + row + ox);
+        for (; ox + VW <= ow; ox += VW) {
+            vec gv[GB];
+            for (int j = 0; j < GB; j++) gv[j] = loadv(g[j] + row + ox);
             for (int t = 0; t < G; t++) {
-                const v16 xv = load16(xr + ox + t);
+                const vec xv = loadv(xr + ox + t);
                 for (int j = 0; j < GB; j++) acc[j][t] += gv[j] * xv;
             }
         }
-        /* 8 columns more: read 8 wide (a 16-wide read would run past the plane), summed in the
-         * low lanes */
-        if (ox + 8 <= ow) {
-            v16 gv[GB];
-            for (int j = 0; j < GB; j++) gv[j] = widen8(load8(g[j] + row + ox));
+        /* 8 columns more (VW 16): read 8 wide (a 16-wide read would run past the plane),
+         * summed in the low lanes */
+        if (VW > 8 && ox + 8 <= ow) {
+            vec gv[GB];
+            for (int j = 0; j < GB; j++) gv[j] = load8v(g[j] + row + ox);
             for (int t = 0; t < G; t++) {
-                const v16 xv = widen8(load8(xr + ox + t));
+                const vec xv = load8v(xr + ox + t);
                 for (int j = 0; j < GB; j++) acc[j][t] += gv[j] * xv;
             }
             ox += 8;
@@ -156,13 +185,13 @@ static inline __attribute__((always_inline)) void dw_block(const mx_conv_desc *d
             float gt[GB][8] = {{0}};
             for (int j = 0; j < GB; j++) memcpy(gt[j], g[j] + row + ox, sizeof(float) * (ow - ox));
             for (int t = 0; t < G; t++) {
-                const v16 xv = widen8(load8(xr + ox + t));
-                for (int j = 0; j < GB; j++) acc[j][t] += widen8(load8(gt[j])) * xv;
+                const vec xv = load8v(xr + ox + t);
+                for (int j = 0; j < GB; j++) acc[j][t] += load8v(gt[j]) * xv;
             }
         }
     }
     for (int j = 0; j < GB; j++)
-        for (int t = 0; t < G; t++) s[j][t] += hsum16(acc[j][t]);
+        for (int t = 0; t < G; t++) s[j][t] += hsumv(acc[j][t]);
 }
 
 static void dw_sample(const mx_conv_desc *d, const float *x, const float *dout, float *dw)

@@ -531,5 +531,7 @@ void *mx_backend_scratch(mx_backend *be, size_t bytes)
     if (be->scratch) be->ops->free(be, be->scratch);
     be->scratch = be->ops->alloc(be, bytes);
     be->scratch_bytes = be->scratch ? bytes : 0;
+    /* the kernels that asked return without computing: the sticky error says why */
+    if (!be->scratch) mx_backend_fail(be, MX_ENOMEM, "out of memory for %zu bytes of kernel workspace", bytes);
     return be->scratch;
 }

@@ -217,7 +217,8 @@ const char *mx_backend_names(void); /* "cpu|..." for messages and --help */
 int mx_backend_create(mx_backend **out, const char *kind, int device, int nthreads);
 void mx_backend_destroy(mx_backend *be);
 /* A workspace of at least bytes, reused across calls on one device (not thread-safe
- * across devices: each device has its own backend). NULL on allocation failure. */
+ * across devices: each device has its own backend). NULL on allocation failure, with the
+ * backend's sticky error set (MX_ENOMEM), so a kernel that gets NULL may just return. */
 void *mx_backend_scratch(mx_backend *be, size_t bytes);
 
 /* The allocator's count of one device (every alloc and free of a created backend goes

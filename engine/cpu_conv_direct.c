@@ -257,6 +257,7 @@ void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, fl
     const size_t plane = copies(d) ? (size_t)plane_h(d) * plane_w(d) : 0;
     const size_t nwb = (size_t)nblk * OB * kk, hw = (size_t)d->h * d->w, ocohw = (size_t)d->oc * d->oh * d->ow;
     float *wb = mx_backend_scratch(be, sizeof(float) * (nwb + plane * T));
+    if (!wb) return;
     /* the weights as [block][k*k][OB], a missing channel of the last block zero */
     memset(wb, 0, sizeof(float) * nwb);
     for (int c = 0; c < d->oc; c++)
@@ -281,6 +282,7 @@ void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, f
     const size_t plane = (size_t)plane_h(d) * (d->w + 2 * d->pad + 8), ocohw = (size_t)d->oc * d->oh * d->ow;
     const size_t ws = nw + 2 * plane; /* per thread: its weight gradient, the padded input, the padded din */
     float *scratch = mx_backend_scratch(be, sizeof(float) * ws * T);
+    if (!scratch) return;
 #pragma omp parallel num_threads(T)
     {
         const int t = omp_get_thread_num();

@@ -433,6 +433,11 @@ static void *fail_from_thread(void *p)
     return NULL;
 }
 
+static void *small_alloc(mx_backend *be, size_t bytes)
+{
+    return bytes > (1 << 20) ? NULL : mx_cpu_backend_ops.alloc(be, bytes);
+}
+
 static void test_sticky(void)
 {
     mx_backend *be;
@@ -457,6 +462,17 @@ static void test_sticky(void)
     be->ops->gemm_ex(be, 0, 0, 1, 1, 1, 1, &x, MX_F32, 1, &x, MX_F32, 1, 0, &x, MX_F32, 1, MX_F16);
     CHECK(be->ops->sync(be) == MX_EUNSUPPORTED && strstr(mx_last_error(), "compute type f16"),
           "gemm_ex with f16 compute: %s", mx_last_error());
+    mx_backend_destroy(be);
+    /* a workspace that cannot be had (a table whose alloc refuses over 1 MiB): NULL and the
+     * sticky error, so that a kernel which asked for it may return without computing and the
+     * step still fails */
+    mx_backend_ops small = bare_table("small_memory");
+    small.alloc = small_alloc;
+    CHECK(mx_backend_register(&small) == MX_OK && mx_backend_create(&be, "small_memory", 0, 1) == MX_OK,
+          "small_memory: %s", mx_last_error());
+    CHECK(mx_backend_scratch(be, 1 << 10) != NULL && mx_backend_scratch(be, 2 << 20) == NULL &&
+              be->ops->sync(be) == MX_ENOMEM && strstr(mx_last_error(), "kernel workspace"),
+          "an impossible workspace: %s", mx_last_error());
     mx_backend_destroy(be);
     mx_backend_create(&be, "cpu", 0, 1);
     be->ops->cast(be, 1, &x, (mx_dtype)7, &x, MX_F32);

@@ -126,8 +126,8 @@ static void weights_pair(const mx_conv_desc *d, const float *w, int out_rows, in
         const int r = r0 + l % 8, col = kk + l / 8, oc = out_rows ? row0 + r : col, ic = out_rows ? col : row0 + r;
         g[l] = r < m && col < k ? w + ((size_t)oc * C + ic) * 9 : NULL; /* NULL: a padding row */
     }
-    mx_wg_weights(g, kk + 1 < k ? 0xffff : 0x00ff, (float *)dst + mx_cpu_gemm_packed_f32_at(m, k, r0, kk),
-                  apb / sizeof(float));
+    mx_wg_weights(g, w + (size_t)d->oc * C * 9, kk + 1 < k ? 0xffff : 0x00ff,
+                  (float *)dst + mx_cpu_gemm_packed_f32_at(m, k, r0, kk), apb / sizeof(float));
 }
 
 /* Pairs weights_pair takes for m rows */

@@ -70,10 +70,12 @@ void mx_cpu_gemm_packed(mx_backend *be, int kind, const void *packed_a, int tb, 
  * below k). Rows from m to the panel's end must be written as zeros. */
 #define MX_GEMM_MR 8
 size_t mx_cpu_gemm_packed_f32_at(int m, int k, int i, int kk);
-/* out[j][i] = rows[i][j] for j < ncols (<= 16), 0 where rows[i] is NULL or j >= ncols: a
- * transpose in registers, for callers with 16 short rows to turn (AVX-512 CPUs only, as the
- * own GEMMs; plain loops over pointers compile to slow gathers) */
-void mx_cpu_transpose16(const float *const rows[16], int ncols, float out[16][16]);
+/* out[j][i] = rows[i][j] for j < ncols (<= 16), 0 where rows[i] is NULL: a transpose in
+ * registers, for callers with 16 short rows to turn (AVX-512 CPUs only, as the own GEMMs;
+ * plain loops over pointers compile to slow gathers). A row with 16 floats readable before
+ * end (NULL: none past ncols) is read whole, and out[j] for j >= ncols is then what follows
+ * it; otherwise 0. */
+void mx_cpu_transpose16(const float *const rows[16], int ncols, const float *end, float out[16][16]);
 
 /* Typed ops (cpu_typed.c). The _host forms are plain loops over host memory with up to
  * nthreads threads, shared with backend.c's defaults. */

@@ -52,8 +52,9 @@ void mx_wg_output(const float *m, size_t xs, const mx_wg_seg *s, float *base);
 void mx_wg_output_adj(const float *base, const mx_wg_seg *s, float *dm, size_t xs);
 
 /* u[xi * xs + i] = (G g[i] G^T)[xi] for the 16 kernels g[i] (3x3 each; NULL: zeros), lanes i
- * of the mask `store` (a __mmask16) written */
-void mx_wg_weights(const float *const g[16], unsigned short store, float *u, size_t xs);
+ * of the mask `store` (a __mmask16) written; the kernels lie before end (the weights' end:
+ * a kernel 16 floats from it is read as a whole vector) */
+void mx_wg_weights(const float *const g[16], const float *end, unsigned short store, float *u, size_t xs);
 /* g_i += G^T dU_i G for i < n: the adjoint of mx_wg_weights */
 void mx_wg_weights_adj(const float *du, size_t xs, int n, float *g, size_t stride);
 

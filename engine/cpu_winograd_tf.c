@@ -264,10 +264,10 @@ TARGET void mx_wg_output_adj(const float *base, const mx_wg_seg *s, float *dm, s
 /* The 16 kernels are turned in registers (mx_cpu_transpose16): a kernel's 9 values are
  * contiguous, and the plain loop that did it compiled to gathers, which cost more than the
  * transform. */
-TARGET void mx_wg_weights(const float *const g[16], __mmask16 store, float *u, size_t xs)
+TARGET void mx_wg_weights(const float *const g[16], const float *end, __mmask16 store, float *u, size_t xs)
 {
     float g9[16][16] __attribute__((aligned(64)));
-    mx_cpu_transpose16(g, 9, g9);
+    mx_cpu_transpose16(g, 9, end, g9);
     v16 cols[3][6]; /* cols[s]: G times column s of g */
     for (int s = 0; s < 3; s++) {
         const v16 col[3] = {_mm512_load_ps(g9[s]), _mm512_load_ps(g9[3 + s]), _mm512_load_ps(g9[6 + s])};
@@ -298,7 +298,7 @@ TARGET void mx_wg_weights_adj(const float *du, size_t xs, int n, float *g, size_
         for (int r = 0; r < 3; r++) _mm512_store_ps(g9[3 * r + s], gs[r]);
     }
     const float *e9[16] = {g9[0], g9[1], g9[2], g9[3], g9[4], g9[5], g9[6], g9[7], g9[8]};
-    mx_cpu_transpose16(e9, 16, t); /* t[i]: kernel i's 9 values */
+    mx_cpu_transpose16(e9, 16, NULL, t); /* t[i]: kernel i's 9 values */
     v16 old[16];
     for (int i = 0; i < n; i++) old[i] = _mm512_maskz_loadu_ps(0x1ff, g + stride * i);
     for (int i = 0; i < n; i++) _mm512_mask_storeu_ps(g + stride * i, 0x1ff, _mm512_add_ps(old[i], _mm512_load_ps(t[i])));

@@ -1,7 +1,11 @@
 /* The measurement behind the choice of convolution implementation: mxbench's own CPU kernels
- * (im2col + OpenBLAS sgemm, through the backend table) against oneDNN on lenet's and resnet18's
- * convolution shapes, forward + backward-data + backward-weights, on the same thread count.
- * Usage: conv_bench [--threads T] [--reps R] [--model lenet|resnet18|all] [--min-ms MS] */
+ * (through the backend table: direct, Winograd or im2col + GEMM, as a run takes them) against
+ * oneDNN on lenet's and resnet18's convolution shapes, forward + backward-data +
+ * backward-weights, on the same thread count. --bf16 compares them under AMP bf16: mxbench
+ * with its math set to bf16 (its bf16 kernels where the CPU has them), oneDNN's primitives on
+ * bf16 src, weights and dst (f32 weight gradient) from mxbench's f32 tensors, the conversions
+ * counted as the reorders they are.
+ * Usage: conv_bench [--threads T] [--reps R] [--model lenet|resnet18|all] [--min-ms MS] [--bf16] */
 #include "engine/backend.h"
 #include "engine/cpu_kernels.h"
 
@@ -75,10 +79,18 @@ typedef struct {
 static dnnl_engine_t eng;
 static dnnl_stream_t strm;
 
-static void md_plain(dnnl_memory_desc_t *md, int64_t a, int64_t b, int64_t c, int64_t d, dnnl_format_tag_t tag)
+static dnnl_data_type_t prim_type = dnnl_f32; /* the primitives' src, weights, dst: --bf16 makes it bf16 */
+
+static void md_typed(dnnl_memory_desc_t *md, int64_t a, int64_t b, int64_t c, int64_t d, dnnl_format_tag_t tag,
+                     dnnl_data_type_t t)
 {
     const dnnl_dims_t dims = {a, b, c, d};
-    CHK(dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, tag));
+    CHK(dnnl_memory_desc_init_by_tag(md, 4, dims, t, tag));
+}
+
+static void md_plain(dnnl_memory_desc_t *md, int64_t a, int64_t b, int64_t c, int64_t d, dnnl_format_tag_t tag)
+{
+    md_typed(md, a, b, c, d, tag, dnnl_f32);
 }
 
 static void make_boundary(boundary *b, const dnnl_memory_desc_t *user_md, float *host, const dnnl_memory_desc_t *prim_md,
@@ -165,9 +177,11 @@ static void dnnl_conv_create(dnnl_conv *cv, const shape *s, int oh, int ow, int 
     md_plain(&src_u, s->n, s->c, s->h, s->w, dnnl_nchw);
     md_plain(&w_u, s->oc, s->c, s->k, s->k, dnnl_oihw);
     md_plain(&dst_u, s->n, s->oc, oh, ow, dnnl_nchw);
-    md_plain(&src_p, s->n, s->c, s->h, s->w, plain ? dnnl_nchw : dnnl_format_tag_any);
-    md_plain(&w_p, s->oc, s->c, s->k, s->k, plain ? dnnl_oihw : dnnl_format_tag_any);
-    md_plain(&dst_p, s->n, s->oc, oh, ow, plain ? dnnl_nchw : dnnl_format_tag_any);
+    dnnl_memory_desc_t dw_p; /* the weight gradient: f32, as AMP keeps it */
+    md_typed(&src_p, s->n, s->c, s->h, s->w, plain ? dnnl_nchw : dnnl_format_tag_any, prim_type);
+    md_typed(&w_p, s->oc, s->c, s->k, s->k, plain ? dnnl_oihw : dnnl_format_tag_any, prim_type);
+    md_typed(&dst_p, s->n, s->oc, oh, ow, plain ? dnnl_nchw : dnnl_format_tag_any, prim_type);
+    md_plain(&dw_p, s->oc, s->c, s->k, s->k, plain ? dnnl_oihw : dnnl_format_tag_any);
     /* Right padding that reproduces mxbench's output size floor((h + 2p - k) / s) + 1. */
     int pr = (oh - 1) * s->stride + s->k - s->h - s->pad;
     if (pr < 0) pr = 0;
@@ -190,7 +204,7 @@ static void dnnl_conv_create(dnnl_conv *cv, const shape *s, int oh, int ow, int 
                   (const dnnl_memory_desc_t *[]){&dst_u, &w_u, &src_u}, (float *[]){dy, w, dx}, (int[]){1, 1, 0});
     }
 
-    CHK(dnnl_convolution_backward_weights_desc_init(&bwd, dnnl_convolution_direct, &src_p, &w_p, NULL, &dst_p, strides,
+    CHK(dnnl_convolution_backward_weights_desc_init(&bwd, dnnl_convolution_direct, &src_p, &dw_p, NULL, &dst_p, strides,
                                                     pl, pad_r));
     CHK(dnnl_primitive_desc_create(&cv->bwd_w.pd, &bwd, NULL, eng, cv->fwd.pd));
     finish_op(&cv->bwd_w, (int[]){DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
@@ -273,8 +287,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "--min-ms") && i + 1 < argc) min_ms = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--bf16")) prim_type = dnnl_bf16;
         else {
-            fprintf(stderr, "usage: %s [--threads T] [--reps R (1..%d)] [--model lenet|resnet18|all] [--min-ms MS]\n",
+            fprintf(stderr,
+                    "usage: %s [--threads T] [--reps R (1..%d)] [--model lenet|resnet18|all] [--min-ms MS] [--bf16]\n",
                     argv[0], MAX_REPS);
             return 2;
         }
@@ -291,11 +307,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "conv_bench: cannot create the CPU backend\n");
         return 1;
     }
+    if (prim_type == dnnl_bf16) be->math = MX_BF16; /* as AMP's layers run */
     CHK(dnnl_engine_create(&eng, dnnl_cpu, 0));
     CHK(dnnl_stream_create(&strm, eng, dnnl_stream_default_flags));
     const dnnl_version_t *ver = dnnl_version();
-    printf("# conv_bench: %d thread(s); oneDNN %d.%d.%d (cpu runtime OpenMP), %s\n", threads, ver->major, ver->minor,
-           ver->patch, mx_cpu_blas_info());
+    printf("# conv_bench: %d thread(s); oneDNN %d.%d.%d (cpu runtime OpenMP), %s; %s%s%s\n", threads, ver->major,
+           ver->minor, ver->patch, mx_cpu_blas_info(),
+           prim_type == dnnl_bf16 ? "bf16 (mxbench: AMP bf16 math on its " : "f32",
+           prim_type == dnnl_bf16 ? mx_cpu_amp_kernels(MX_BF16) : "", prim_type == dnnl_bf16 ? " kernels)" : "");
     printf("# each figure: median of %d interleaved repeats of >= %.0f ms; forward + backward-data + backward-weights,\n"
            "# no bias; first layers (din = NULL in mxbench) have no backward-data. 'onednn' includes the reorders\n"
            "# from/to mxbench's nchw/oihw layouts at every call; 'onednn-core' is the same run without them;\n"

@@ -22,7 +22,8 @@ then measures, on synthetic data, lenet (batch 128) and resnet18 (batch 32):
     ceiling measured in the same run;
   - bench/gemm_bench: OpenBLAS's sgemm against the own f32 and bf16 GEMM kernels on the
     shapes lenet and resnet18 run;
-  - bench/conv_bench: mxbench's convolution kernels against oneDNN, per layer shape.
+  - bench/conv_bench: mxbench's convolution kernels against oneDNN, per layer shape, in f32
+    and under AMP bf16 (--bf16: oneDNN's bf16 primitives).
 Configurations run in --rounds rounds in ABBA order, so drift hits all alike; a throughput
 is the global batch over the median of all its timed steps. Figures are noisy when other
 processes run: the load average is printed with every section.
@@ -287,8 +288,10 @@ echo
 "$OUT/layer_profile" --workload resnet18 --batch 32 --threads "$THREADS" --steps "$STEPS" | tee "$RUNS/layers-resnet18.txt"
 
 if ((HAVE_CONV)); then
-    section "convolutions: mxbench (im2col + OpenBLAS sgemm) vs oneDNN, $THREADS thread(s)"
+    section "convolutions: mxbench's kernels vs oneDNN, $THREADS thread(s)"
     "$OUT/conv_bench" --threads "$THREADS" --reps 5 | tee "$RUNS/conv.txt" || echo "conv_bench failed"
+    section "convolutions under AMP bf16: mxbench's kernels vs oneDNN's bf16 primitives, $THREADS thread(s)"
+    "$OUT/conv_bench" --threads "$THREADS" --reps 5 --bf16 | tee "$RUNS/conv-bf16.txt" || echo "conv_bench --bf16 failed"
 fi
 
 # ---------------------------------------------------------------- tables

@@ -240,11 +240,10 @@ static void din_sample(const mx_conv_desc *d, const float *dout, const float *w,
         memcpy(din + (size_t)y * d->w, p + (size_t)(y + d->pad) * pw + d->pad, sizeof(float) * d->w);
 }
 
-/* Threads for n samples: the device's, at most one per sample. */
-static int team(const mx_backend *be, int n) { return be->nthreads < n ? be->nthreads : n > 0 ? n : 1; }
 
-/* Under AMP bf16 on a CPU with bf16 dot products, the forward and the weight gradient run there. */
-static int on_bf16_units(const mx_backend *be) { return be->math == MX_BF16 && mx_cpu_bf16_native(); }
+/* Under AMP bf16 on a CPU with bf16 dot products (where the GEMMs take the bf16 kernel), the
+ * forward and the weight gradient run there. */
+static int on_bf16_units(const mx_backend *be) { return mx_cpu_gemm_kind(be) == MX_GEMM_OWN_BF16; }
 
 void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                                 const float *w)
@@ -253,7 +252,7 @@ void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, fl
         mx_cpu_conv_direct_bf16_forward(be, d, n, out, in, w);
         return;
     }
-    const int kk = d->k * d->k, nblk = (d->oc + OB - 1) / OB, T = team(be, n);
+    const int kk = d->k * d->k, nblk = (d->oc + OB - 1) / OB, T = mx_cpu_sample_team(be, n);
     const size_t plane = copies(d) ? (size_t)plane_h(d) * plane_w(d) : 0;
     const size_t nwb = (size_t)nblk * OB * kk, hw = (size_t)d->h * d->w, ocohw = (size_t)d->oc * d->oh * d->ow;
     float *wb = mx_backend_scratch(be, sizeof(float) * (nwb + plane * T));
@@ -277,7 +276,7 @@ void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, f
         mx_cpu_conv_direct_bf16_weight_grad(be, d, n, dw, dout, in);
         if (!din) return;
     }
-    const int T = team(be, n);
+    const int T = mx_cpu_sample_team(be, n);
     const size_t nw = (size_t)d->oc * d->k * d->k, hw = (size_t)d->h * d->w;
     const size_t plane = (size_t)plane_h(d) * (d->w + 2 * d->pad + 8), ocohw = (size_t)d->oc * d->oh * d->ow;
     const size_t ws = nw + 2 * plane; /* per thread: its weight gradient, the padded input, the padded din */

@@ -209,13 +209,11 @@ TARGET static void grad_plane(const mx_conv_desc *d, const geom *g, const float 
     }
 }
 
-static int team(const mx_backend *be, int n) { return be->nthreads < n ? be->nthreads : n > 0 ? n : 1; }
-
 void mx_cpu_conv_direct_bf16_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                                      const float *w)
 {
     const geom g = geometry(d);
-    const int T = team(be, n), kp = (d->k + 1) / 2;
+    const int T = mx_cpu_sample_team(be, n), kp = (d->k + 1) / 2;
     const size_t nwp = (size_t)(d->oc + OBB - 1) / OBB * d->k * kp * OBB, pe = plane_elems(d, 0);
     const size_t hw = (size_t)d->h * d->w, ocohw = (size_t)d->oc * d->oh * d->ow;
     uint32_t *wp = mx_backend_scratch(be, sizeof(uint32_t) * nwp + sizeof(uint16_t) * pe * T);
@@ -233,7 +231,7 @@ void mx_cpu_conv_direct_bf16_weight_grad(mx_backend *be, const mx_conv_desc *d, 
                                          const float *in)
 {
     const geom g = geometry(d);
-    const int T = team(be, n);
+    const int T = mx_cpu_sample_team(be, n);
     const size_t nw = (size_t)d->oc * d->k * d->k, pe = plane_elems(d, 1);
     /* floats a thread: its sums, its 16-lane sums, then its planes */
     const size_t ws = (nw + 15) / 16 * 16 + 16 * nw + (pe + 1) / 2;

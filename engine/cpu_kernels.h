@@ -21,6 +21,12 @@ static inline int mx_cpu_team(const mx_backend *be, size_t work)
     return work < 32768 ? 1 : be->nthreads;
 }
 
+/* Threads for a loop over n samples, one sample a thread at least: the device's, at most n. */
+static inline int mx_cpu_sample_team(const mx_backend *be, int n)
+{
+    return be->nthreads < n ? be->nthreads : n > 0 ? n : 1;
+}
+
 void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                  const float *b, int ldb, float beta, float *c, int ldc);
 

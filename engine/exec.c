@@ -116,10 +116,15 @@ static int carve(mx_exec *e)
  * the same context, so a pipeline's stage boundary never splits a pair. MXBENCH_FUSE=off
  * runs every layer apart and ignores the layers' traits, AMP rounding and expanding every
  * tensor (measurements, and the tests that compare the two). */
-static void plan_fusion(mx_exec *e)
+int mx_exec_fusion_off(void)
 {
     const char *env = getenv("MXBENCH_FUSE");
-    e->plain = env && strcmp(env, "off") == 0;
+    return env && strcmp(env, "off") == 0;
+}
+
+static void plan_fusion(mx_exec *e)
+{
+    e->plain = mx_exec_fusion_off();
     if (e->plain) return;
     for (int k = 0; k + 1 < e->last - e->first; k++) {
         const mx_layer *l = &e->ps->layers[e->first + k], *next = l + 1;

@@ -71,6 +71,9 @@ int mx_exec_create(mx_exec **out, mx_params *ps, int first, int last, int max_ba
 int mx_exec_create_amp(mx_exec **out, mx_params *ps, int first, int last, int max_batch, int with_loss,
                        mx_dtype act_type);
 void mx_exec_destroy(mx_exec *e);
+/* Whether MXBENCH_FUSE=off asks contexts to run every layer apart and round every tensor
+ * (read when a context is created). */
+int mx_exec_fusion_off(void);
 
 /* Copies n samples from host memory into the context's own input (x_host, when first is
  * 0) and labels (labels_host, with loss); either may be NULL. */

@@ -4,12 +4,11 @@
 #include "opts.h"
 #include "engine/backend.h"
 #include "engine/cpu_kernels.h"
+#include "engine/exec.h"
 #include "strategies/kvstore.h"
 #include "strategies/strategy.h"
 
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 int mx_cmd_info(int argc, char **argv)
 {
@@ -32,9 +31,8 @@ int mx_cmd_info(int argc, char **argv)
                ? "avx512_bf16 (vdpbf16ps, f32 sums: the GEMMs and the one-channel direct convolution; "
                  "MXBENCH_BF16=emulate: emulated)"
                : "emulated (f32 GEMM on bf16 values: this CPU lacks avx512_bf16, or MXBENCH_BF16=emulate)");
-    const char *fuse = getenv("MXBENCH_FUSE");
     printf("  %-10s %s\n", "fusion",
-           fuse && strcmp(fuse, "off") == 0
+           mx_exec_fusion_off()
                ? "off (MXBENCH_FUSE=off: every layer apart, AMP rounding every tensor)"
                : "a relu before a max pooling runs in the pooling's pass; AMP skips roundings and expansions "
                  "that change nothing (MXBENCH_FUSE=off: every layer apart)");

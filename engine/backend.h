@@ -267,5 +267,8 @@ extern const mx_backend_ops mx_cpu_backend_ops;
 /* Sets the process-wide BLAS thread count (OpenBLAS keeps one global setting). */
 void mx_cpu_set_blas_threads(int n);
 const char *mx_cpu_blas_info(void);
+/* oneDNN's version and role for the records and `mxbench info`: "2.6.3 (3x3 convolutions
+ * under AMP bf16)", "2.6.3, unused (...why)", or "not in this build". */
+const char *mx_cpu_dnnl_info(void);
 
 #endif

@@ -245,6 +245,7 @@ const mx_backend_ops mx_cpu_backend_ops = {
     .zero = cpu_zero,
     .sync = cpu_sync,
     .bind_thread = cpu_bind_thread,
+    .close = mx_cpu_dnnl_close,
     .copy_peer = mx_cpu_copy_peer,
     .cast = mx_cpu_cast,
     .count_nonfinite = mx_cpu_count_nonfinite,

@@ -9,6 +9,7 @@
 
 #include <omp.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -323,14 +324,16 @@ void mx_cpu_add_thread_sums(float *dw, const float *part, size_t stride, int T, 
 }
 
 /* MXBENCH_CONV, read once: "gemm" keeps every convolution on the im2col path (the reference),
- * "nowinograd" keeps 3x3 ones there (to measure what Winograd brings). */
-static int direct_allowed, winograd_allowed;
+ * "nowinograd" keeps 3x3 ones there (to measure what Winograd brings), "nodnnl" keeps oneDNN's
+ * bf16 convolutions out (to measure what they bring, and for mxbench's own kernels alone). */
+static int direct_allowed, winograd_allowed, dnnl_allowed;
 
 static void read_conv_env(void)
 {
     const char *e = getenv("MXBENCH_CONV");
     direct_allowed = !(e && strcmp(e, "gemm") == 0);
     winograd_allowed = direct_allowed && !(e && strcmp(e, "nowinograd") == 0);
+    dnnl_allowed = direct_allowed && !(e && strcmp(e, "nodnnl") == 0);
 }
 
 static pthread_once_t conv_env_once = PTHREAD_ONCE_INIT;
@@ -347,22 +350,50 @@ int mx_cpu_conv_path_winograd(const mx_backend *be, const mx_conv_desc *d, int n
     return winograd_allowed && mx_cpu_conv_winograd_applies(be, d, n);
 }
 
-const char *mx_cpu_conv_paths(void)
+int mx_cpu_conv_path_dnnl(const mx_backend *be, const mx_conv_desc *d, int backward)
 {
     pthread_once(&conv_env_once, read_conv_env);
+    return dnnl_allowed && (backward ? mx_cpu_conv_dnnl_applies_backward(be, d) : mx_cpu_conv_dnnl_applies(be, d));
+}
+
+const char *mx_cpu_conv_paths(void)
+{
+    static char s[640], dnnl[160];
+    pthread_once(&conv_env_once, read_conv_env);
     if (!direct_allowed) return "im2col + GEMM for every shape (MXBENCH_CONV=gemm)";
+    if (!mx_cpu_dnnl_available()) dnnl[0] = 0;
+    else if (!dnnl_allowed) snprintf(dnnl, sizeof dnnl, "; oneDNN off (MXBENCH_CONV=nodnnl)");
+    else if (!mx_cpu_bf16_native()) snprintf(dnnl, sizeof dnnl, "; oneDNN unused (no bf16 units)");
+    else
+        snprintf(dnnl, sizeof dnnl, "; under AMP bf16, 3x3 with channels in blocks of 16: oneDNN %s (backward: on 32+ output pixels; "
+                 "MXBENCH_CONV=nodnnl: not)",
+                 mx_cpu_dnnl_version());
     if (!winograd_allowed || !mx_cpu_gemm_own())
-        return "direct for one-channel inputs at stride 1 (kernels up to 16), im2col + GEMM otherwise"
-               " (Winograd off: MXBENCH_CONV=nowinograd, or no own AVX-512 GEMM)";
-    return "direct for one-channel inputs at stride 1 (kernels up to 16), Winograd F(4x4,3x3) for 3x3 at "
-           "stride 1 with 8+ channels and 16+ tiles (in f32, under AMP too), im2col + GEMM otherwise (MXBENCH_CONV=gemm: "
-           "always the latter; nowinograd: no Winograd)";
+        snprintf(s, sizeof s, "direct for one-channel inputs at stride 1 (kernels up to 16), im2col + GEMM otherwise"
+                 " (Winograd off: MXBENCH_CONV=nowinograd, or no own AVX-512 GEMM)%s", dnnl);
+    else
+        snprintf(s, sizeof s, "direct for one-channel inputs at stride 1 (kernels up to 16), Winograd F(4x4,3x3) for "
+                 "3x3 at stride 1 with 8+ channels and 16+ tiles, im2col + GEMM otherwise (MXBENCH_CONV=gemm: always "
+                 "the latter; nowinograd: no Winograd)%s", dnnl);
+    return s;
+}
+
+const char *mx_cpu_dnnl_info(void)
+{
+    static char s[64];
+    pthread_once(&conv_env_once, read_conv_env);
+    if (!mx_cpu_dnnl_available()) return "not in this build";
+    snprintf(s, sizeof s, "%s%s", mx_cpu_dnnl_version(),
+             !dnnl_allowed ? ", unused (MXBENCH_CONV)" : !mx_cpu_bf16_native() ? ", unused (no bf16 units)"
+                                                                         : " (3x3 convolutions under AMP bf16)");
+    return s;
 }
 
 void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                            const float *w)
 {
     if (mx_cpu_conv_path_direct(d)) mx_cpu_conv_direct_forward(be, d, n, out, in, w);
+    else if (mx_cpu_conv_path_dnnl(be, d, 0) && mx_cpu_conv_dnnl_forward(be, d, n, out, in, w)) return;
     else if (mx_cpu_conv_path_winograd(be, d, n)) mx_cpu_conv_winograd_forward(be, d, n, out, in, w);
     else mx_cpu_conv2d_forward_gemm(be, d, n, out, in, w);
 }
@@ -371,6 +402,7 @@ void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float 
                             const float *dout, const float *in, const float *w)
 {
     if (mx_cpu_conv_path_direct(d)) mx_cpu_conv_direct_backward(be, d, n, din, dw, dout, in, w);
+    else if (mx_cpu_conv_path_dnnl(be, d, 1) && mx_cpu_conv_dnnl_backward(be, d, n, din, dw, dout, in, w)) return;
     else if (mx_cpu_conv_path_winograd(be, d, n)) mx_cpu_conv_winograd_backward(be, d, n, din, dw, dout, in, w);
     else mx_cpu_conv2d_backward_gemm(be, d, n, din, dw, dout, in, w);
 }

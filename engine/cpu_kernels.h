@@ -96,7 +96,8 @@ void mx_cpu_gemm_ex(mx_backend *be, int ta, int tb, int m, int n, int k, float a
                     mx_dtype compute);
 
 /* Convolution: the direct kernel where it applies and MXBENCH_CONV is not "gemm"
- * (mx_cpu_conv_path_direct), Winograd where it applies and MXBENCH_CONV is neither "gemm" nor
+ * (mx_cpu_conv_path_direct), oneDNN where it applies and MXBENCH_CONV is neither "gemm" nor
+ * "nodnnl" (mx_cpu_conv_path_dnnl), Winograd where it applies and MXBENCH_CONV is neither "gemm" nor
  * "nowinograd" (mx_cpu_conv_path_winograd), else im2col + GEMM, the reference kept for every
  * shape. */
 void mx_cpu_conv2d_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
@@ -129,6 +130,21 @@ void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, fl
                                 const float *w);
 void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw,
                                  const float *dout, const float *in, const float *w);
+
+/* oneDNN's bf16 convolutions (cpu_conv_dnnl.c; builds with MXBENCH_HAVE_DNNL): where they
+ * apply (3x3 under bf16 math on bf16 units, channels in blocks of 16; the backward where the
+ * output has 32+ pixels), _path_dnnl adding
+ * MXBENCH_CONV; forward and backward return 0 where oneDNN cannot take the shape (nothing
+ * written: run the own kernels), else 1. _close frees the device's primitives (be->ctx). */
+int mx_cpu_dnnl_available(void);
+const char *mx_cpu_dnnl_version(void); /* NULL without oneDNN */
+int mx_cpu_conv_dnnl_applies(const mx_backend *be, const mx_conv_desc *d);
+int mx_cpu_conv_dnnl_applies_backward(const mx_backend *be, const mx_conv_desc *d);
+int mx_cpu_conv_path_dnnl(const mx_backend *be, const mx_conv_desc *d, int backward);
+int mx_cpu_conv_dnnl_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in, const float *w);
+int mx_cpu_conv_dnnl_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw, const float *dout,
+                              const float *in, const float *w);
+void mx_cpu_dnnl_close(mx_backend *be);
 
 /* Winograd F(4x4, 3x3) (cpu_conv_winograd.c): 3x3 kernels at stride 1, padding up to 2, 8 or
  * more channels in and out, 16 or more 4x4 tiles in the batch of n, taken where the own

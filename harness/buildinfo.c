@@ -58,7 +58,7 @@ void mx_buildinfo_meta(mx_results_meta *m, int argc, char **argv)
     snprintf(m->gpu_model, sizeof m->gpu_model, "%s", cu.count ? cu.model : "none");
     snprintf(m->gpu_driver, sizeof m->gpu_driver, "%s", cu.driver);
     snprintf(m->blas, sizeof m->blas, "%s", mx_cpu_blas_info());
-    snprintf(m->onednn, sizeof m->onednn, "not used");
+    snprintf(m->onednn, sizeof m->onednn, "%s", mx_cpu_dnnl_info());
     snprintf(m->cuda, sizeof m->cuda, "%s", cu.runtime);
     snprintf(m->cudnn, sizeof m->cudnn, "%s", cu.cudnn);
     snprintf(m->nccl, sizeof m->nccl, "%s", cu.nccl);
@@ -80,7 +80,8 @@ void mx_buildinfo_print(FILE *f)
     mx_cuda_probe(&cu);
     fprintf(f, "mxbench %s (git %s)\n\nlibraries:\n", m.mxbench_version, m.git_revision);
     fprintf(f, "  %-8s %s\n", "BLAS", m.blas);
-    fprintf(f, "  %-8s %s (convolutions are mxbench's own; see README, Performance)\n", "oneDNN", m.onednn);
+    fprintf(f, "  %-8s %s; see README, Performance\n", "oneDNN",
+            m.onednn);
     fprintf(f, "  %-8s %s\n", "HDF5", m.hdf5);
     fprintf(f, "  %-8s %s\n", "MPI", m.mpi);
     fprintf(f, "  %-8s %s\n", "CUDA", m.cuda);

@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git
   libopenblas-openmp-dev   # BLAS (OpenMP build: one thread pool with mxbench's kernels)
+  libdnnl-dev              # oneDNN: 3x3 convolutions under AMP bf16 (OpenMP build, as above)
   zlib1g-dev               # gzip'd IDX files
   libhdf5-dev hdf5-tools   # results store; h5dump
   gnuplot-nox              # plots (pngcairo, svg)

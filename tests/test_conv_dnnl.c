@@ -1,0 +1,156 @@
+/* oneDNN's bf16 convolutions (engine/cpu_conv_dnnl.c) against mxbench's im2col + bf16 GEMM
+ * under bf16 math (itself checked against a scalar reference that rounds the same way in
+ * test_gemm, and against the definition in test_conv_direct), forward, input gradient and
+ * weight gradient (added onto what dw held), on random shapes: channels 16 to 64, odd maps
+ * narrower than a block, padding 0 and 1, strides 1 and 2, batches 1 to 5, 1 and 2 threads;
+ * then resnet18's shapes. The finite-difference check of the convolution is test_layers', on
+ * the reference this path is compared with.
+ *
+ * The operands are bf16 values, as under AMP, so every product is exact in f32 and the two
+ * paths differ only in the order of their f32 sums: measured 1e-7 to 1e-6 of the largest
+ * value. The bound, 2e-5, is far below what a misplaced pixel or an unrounded operand gives
+ * (1e-3 and more).
+ *
+ * Beyond agreement: every output is written (NaN beforehand), a weight gradient that does not
+ * depend on whether the input gradient is asked for, a second call (primitives from the
+ * device's cache) giving the same bits, the shapes and maths oneDNN does not take, and more
+ * shapes than a device caches (oneDNN declines the rest, which run on mxbench's kernels). */
+#include "engine/backend.h"
+#include "engine/cpu_kernels.h"
+#include "engine/dtype.h"
+#include "tests/check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL 2e-5
+
+static uint64_t rng = 4242;
+static double worst;
+
+/* uniform values rounded to bf16, as AMP's operands are */
+static float *bf16_values(size_t n)
+{
+    float *x = malloc(sizeof(float) * n);
+    check_fill(x, n, &rng);
+    for (size_t i = 0; i < n; i++) x[i] = mx_bf16_to_f32(mx_f32_to_bf16(x[i]));
+    return x;
+}
+
+static mx_conv_desc desc(int c, int oc, int h, int w, int stride, int pad)
+{
+    mx_conv_desc d = {.c = c, .h = h, .w = w, .oc = oc, .k = 3, .stride = stride, .pad = pad};
+    d.oh = (h + 2 * pad - 3) / stride + 1, d.ow = (w + 2 * pad - 3) / stride + 1;
+    return d;
+}
+
+/* One shape on device be (bf16 math): oneDNN (called directly, so also where the dispatch
+ * keeps the backward on mxbench's kernels; expect_taken: it takes the shape) or, where it
+ * does not take it, the dispatch, against the reference. */
+static void check_shape(mx_backend *be, mx_backend *ref, const mx_conv_desc *d, int n, int expect_taken)
+{
+    const size_t nin = (size_t)n * d->c * d->h * d->w, nout = (size_t)n * d->oc * d->oh * d->ow;
+    const size_t nw = (size_t)d->oc * d->c * 9;
+    float *x = bf16_values(nin), *w = bf16_values(nw), *g = bf16_values(nout), *dw0 = bf16_values(nw);
+    float *out = malloc(sizeof(float) * nout), *rout = malloc(sizeof(float) * nout);
+    float *din = malloc(sizeof(float) * nin), *rdin = malloc(sizeof(float) * nin);
+    float *dw = malloc(sizeof(float) * nw), *rdw = malloc(sizeof(float) * nw), *dw2 = malloc(sizeof(float) * nw);
+    memcpy(dw, dw0, sizeof(float) * nw), memcpy(rdw, dw0, sizeof(float) * nw);
+    memset(out, 0xff, sizeof(float) * nout); /* NaN: every output must be written */
+    memset(din, 0xff, sizeof(float) * nin);
+    const int taken = mx_cpu_conv_dnnl_forward(be, d, n, out, x, w);
+    CHECK(taken == expect_taken, "n %d c %d %dx%d oc %d: oneDNN %s", n, d->c, d->h, d->w, d->oc,
+          expect_taken ? "takes it" : "does not take it (the device's cache is full)");
+    if (!taken) mx_cpu_conv2d_forward(be, d, n, out, x, w);
+    if (!mx_cpu_conv_dnnl_backward(be, d, n, din, dw, g, x, w)) mx_cpu_conv2d_backward(be, d, n, din, dw, g, x, w);
+    mx_cpu_conv2d_forward_gemm(ref, d, n, rout, x, w);
+    mx_cpu_conv2d_backward_gemm(ref, d, n, rdin, rdw, g, x, w);
+    const double eo = check_rel_diff(out, rout, nout), ex = check_rel_diff(din, rdin, nin);
+    const double ew = check_rel_diff(dw, rdw, nw);
+    CHECK(eo <= TOL && ex <= TOL && ew <= TOL,
+          "n %d c %d %dx%d stride %d pad %d oc %d, %d thread(s): forward %.2g, input gradient %.2g, weight "
+          "gradient %.2g",
+          n, d->c, d->h, d->w, d->stride, d->pad, d->oc, be->nthreads, eo, ex, ew);
+    worst = fmax(worst, fmax(eo, fmax(ex, ew)));
+    /* again, from the cache, without the input gradient: the same bits */
+    memcpy(dw2, dw0, sizeof(float) * nw);
+    memcpy(rout, out, sizeof(float) * nout);
+    if (!mx_cpu_conv_dnnl_forward(be, d, n, out, x, w)) mx_cpu_conv2d_forward(be, d, n, out, x, w);
+    if (!mx_cpu_conv_dnnl_backward(be, d, n, NULL, dw2, g, x, w)) mx_cpu_conv2d_backward(be, d, n, NULL, dw2, g, x, w);
+    CHECK(memcmp(out, rout, sizeof(float) * nout) == 0, "a second forward gives the same bits");
+    CHECK(memcmp(dw, dw2, sizeof(float) * nw) == 0, "the weight gradient does not depend on din");
+    CHECK(mx_backend_error(be) == 0, "no device error");
+    free(x), free(w), free(g), free(dw0), free(out), free(rout), free(din), free(rdin), free(dw), free(rdw), free(dw2);
+}
+
+int main(void)
+{
+    if (!mx_cpu_dnnl_available() || !mx_cpu_bf16_native()) {
+        printf("test_conv_dnnl: skipped: %s\n", !mx_cpu_dnnl_available() ? "this build has no oneDNN (MXBENCH_DNNL)"
+                                                                         : "no avx512_bf16 here (or MXBENCH_BF16=emulate)");
+        return CHECK_SKIP;
+    }
+    mx_backend *be[3] = {0}, *ref = NULL;
+    if (mx_backend_create(&be[1], "cpu", 0, 1) < 0 || mx_backend_create(&be[2], "cpu", 0, 2) < 0 ||
+        mx_backend_create(&ref, "cpu", 1, 2) < 0) {
+        fprintf(stderr, "test_conv_dnnl: no CPU backend\n");
+        return 1;
+    }
+    be[1]->math = be[2]->math = ref->math = MX_BF16;
+    const mx_conv_desc r18 = desc(64, 64, 28, 28, 1, 1);
+    CHECK(mx_cpu_conv_dnnl_applies(be[2], &r18), "bf16 math on bf16 units takes resnet18's 3x3 layers");
+
+    int cases = 0;
+    for (int trial = 0; trial < 40; trial++) {
+        const int cs[4] = {16, 32, 48, 64}, ocs[4] = {16, 48, 32, 64};
+        const int stride = 1 + trial % 2, pad = (trial / 2) % 2;
+        const int h = 3 + (trial * 7) % 13, w = 3 + (trial * 5) % 11;
+        const mx_conv_desc d = desc(cs[trial % 4], ocs[(trial / 3) % 4], h, w, stride, pad);
+        check_shape(be[1 + trial % 2], ref, &d, 1 + trial % 5, 1);
+        cases++;
+    }
+    /* resnet18's 3x3 shapes on 28x28 inputs, both strides */
+    const int sides[4] = {28, 14, 7, 4}, chans[4] = {64, 128, 256, 512};
+    for (int i = 0; i < 4; i++) {
+        const mx_conv_desc s1 = desc(chans[i], chans[i], sides[i], sides[i], 1, 1);
+        check_shape(be[2], ref, &s1, i < 2 ? 4 : 2, 1);
+        if (i == 0) continue;
+        const mx_conv_desc s2 = desc(chans[i - 1], chans[i], sides[i - 1], sides[i - 1], 2, 1);
+        check_shape(be[2], ref, &s2, 2, 1);
+        cases += 2;
+    }
+    /* more shapes than a device keeps primitives for (64): the rest run on mxbench's kernels */
+    mx_backend *full = NULL;
+    if (mx_backend_create(&full, "cpu", 0, 1) < 0) return 1;
+    full->math = MX_BF16;
+    for (int i = 0; i < 70; i++) {
+        const mx_conv_desc d = desc(16, 16, 4 + i % 5, 3 + i / 5, 1, 1);
+        check_shape(full, ref, &d, 1, i < 64);
+        cases++;
+    }
+    mx_backend_destroy(full);
+    printf("oneDNN bf16 vs im2col + bf16 GEMM: %d shapes, largest relative difference %.2g (bound %.0g)\n", cases,
+           worst, TOL);
+
+    /* what it does not take; the backward only on 32+ output pixels */
+    const mx_conv_desc last = desc(512, 512, 4, 4, 1, 1), s3 = desc(256, 256, 7, 7, 1, 1);
+    CHECK(mx_cpu_conv_dnnl_applies(be[2], &last) && !mx_cpu_conv_dnnl_applies_backward(be[2], &last) &&
+              mx_cpu_conv_dnnl_applies_backward(be[2], &s3),
+          "4x4 outputs: the forward on oneDNN, the backward not; 7x7: both");
+    const mx_conv_desc no[3] = {desc(8, 16, 8, 8, 1, 1), desc(16, 10, 8, 8, 1, 1),
+                                {.c = 16, .h = 8, .w = 8, .oc = 16, .k = 5, .stride = 1, .pad = 2, .oh = 8, .ow = 8}};
+    for (int i = 0; i < 3; i++) CHECK(!mx_cpu_conv_dnnl_applies(be[2], &no[i]), "shape %d is not taken", i);
+    be[2]->math = MX_F32;
+    CHECK(!mx_cpu_conv_dnnl_applies(be[2], &r18), "f32 math keeps mxbench's kernels");
+    be[2]->math = MX_F16;
+    CHECK(!mx_cpu_conv_dnnl_applies(be[2], &r18), "fp16 math keeps mxbench's kernels");
+    be[2]->math = MX_BF16;
+    mx_cpu_bf16_force_emulation(1);
+    CHECK(!mx_cpu_conv_dnnl_applies(be[2], &r18), "the emulation (MXBENCH_BF16=emulate) keeps mxbench's kernels");
+    mx_cpu_bf16_force_emulation(0);
+    mx_backend_destroy(be[1]);
+    mx_backend_destroy(be[2]);
+    mx_backend_destroy(ref);
+    return check_summary("test_conv_dnnl");
+}

@@ -4,7 +4,9 @@
  * backward-weights, on the same thread count. --bf16 compares them under AMP bf16: mxbench
  * with its math set to bf16 (its bf16 kernels where the CPU has them), oneDNN's primitives on
  * bf16 src, weights and dst (f32 weight gradient) from mxbench's f32 tensors, the conversions
- * counted as the reorders they are.
+ * counted as the reorders they are. mxbench's column is the engine's dispatch, which under bf16
+ * math takes oneDNN itself for 3x3 shapes where the build has it (engine/cpu_conv_dnnl.c):
+ * MXBENCH_CONV=nodnnl compares mxbench's own kernels, as scripts/bench.sh does.
  * Usage: conv_bench [--threads T] [--reps R] [--model lenet|resnet18|all] [--min-ms MS] [--bf16] */
 #include "engine/backend.h"
 #include "engine/cpu_kernels.h"
@@ -311,10 +313,11 @@ int main(int argc, char **argv)
     CHK(dnnl_engine_create(&eng, dnnl_cpu, 0));
     CHK(dnnl_stream_create(&strm, eng, dnnl_stream_default_flags));
     const dnnl_version_t *ver = dnnl_version();
-    printf("# conv_bench: %d thread(s); oneDNN %d.%d.%d (cpu runtime OpenMP), %s; %s%s%s\n", threads, ver->major,
-           ver->minor, ver->patch, mx_cpu_blas_info(),
+    printf("# conv_bench: %d thread(s); oneDNN %d.%d.%d (cpu runtime OpenMP), %s; %s%s%s\n# mxbench's paths: %s\n",
+           threads, ver->major, ver->minor, ver->patch, mx_cpu_blas_info(),
            prim_type == dnnl_bf16 ? "bf16 (mxbench: AMP bf16 math on its " : "f32",
-           prim_type == dnnl_bf16 ? mx_cpu_amp_kernels(MX_BF16) : "", prim_type == dnnl_bf16 ? " kernels)" : "");
+           prim_type == dnnl_bf16 ? mx_cpu_amp_kernels(MX_BF16) : "", prim_type == dnnl_bf16 ? " kernels)" : "",
+           mx_cpu_conv_paths());
     printf("# each figure: median of %d interleaved repeats of >= %.0f ms; forward + backward-data + backward-weights,\n"
            "# no bias; first layers (din = NULL in mxbench) have no backward-data. 'onednn' includes the reorders\n"
            "# from/to mxbench's nchw/oihw layouts at every call; 'onednn-core' is the same run without them;\n"

@@ -365,8 +365,8 @@ const char *mx_cpu_conv_paths(void)
     else if (!dnnl_allowed) snprintf(dnnl, sizeof dnnl, "; oneDNN off (MXBENCH_CONV=nodnnl)");
     else if (!mx_cpu_bf16_native()) snprintf(dnnl, sizeof dnnl, "; oneDNN unused (no bf16 units)");
     else
-        snprintf(dnnl, sizeof dnnl, "; under AMP bf16, 3x3 with channels in blocks of 16: oneDNN %s (backward: on 32+ output pixels; "
-                 "MXBENCH_CONV=nodnnl: not)",
+        snprintf(dnnl, sizeof dnnl, "; under AMP bf16, 3x3 with channels in blocks of 16: oneDNN %s (the weight gradient only on 32+ "
+                 "output pixels; MXBENCH_CONV=nodnnl: not)",
                  mx_cpu_dnnl_version());
     if (!winograd_allowed || !mx_cpu_gemm_own())
         snprintf(s, sizeof s, "direct for one-channel inputs at stride 1 (kernels up to 16), im2col + GEMM otherwise"
@@ -403,6 +403,11 @@ void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float 
 {
     if (mx_cpu_conv_path_direct(d)) mx_cpu_conv_direct_backward(be, d, n, din, dw, dout, in, w);
     else if (mx_cpu_conv_path_dnnl(be, d, 1) && mx_cpu_conv_dnnl_backward(be, d, n, din, dw, dout, in, w)) return;
+    else if (din && mx_cpu_conv_path_dnnl(be, d, 0) && mx_cpu_conv_dnnl_backward(be, d, n, din, NULL, dout, in, w)) {
+        /* small outputs: oneDNN's input gradient, mxbench's weight gradient (cpu_conv_dnnl.c) */
+        if (mx_cpu_conv_path_winograd(be, d, n)) mx_cpu_conv_winograd_backward(be, d, n, NULL, dw, dout, in, w);
+        else mx_cpu_conv2d_backward_gemm(be, d, n, NULL, dw, dout, in, w);
+    }
     else if (mx_cpu_conv_path_winograd(be, d, n)) mx_cpu_conv_winograd_backward(be, d, n, din, dw, dout, in, w);
     else mx_cpu_conv2d_backward_gemm(be, d, n, din, dw, dout, in, w);
 }

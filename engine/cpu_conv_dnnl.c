@@ -42,6 +42,8 @@ typedef struct {
     size_t off, rs_off; /* the copy's and the reorder's scratchpad offsets in the workspace */
     dnnl_memory_t rs;   /* the reorder's scratchpad (NULL: needs none) */
     int input;          /* user -> prim before the primitive; else prim -> user after it */
+    int own;            /* an activation in nChw16c: mxbench's reorder (cpu_reorder16.c) */
+    int n, c, hw;       /* its shape */
 } boundary;
 
 /* One primitive and its three operands (arg ids in args[]). */
@@ -138,6 +140,15 @@ static int boundary_init(boundary *b, const dnnl_memory_desc_t *user_md, const d
     if (!memory(&b->prim, prim_md)) return 0;
     b->off = *bytes;
     *bytes += align64(dnnl_memory_desc_get_size(prim_md));
+    /* an activation to bf16 nChw16c or back from f32 nChw16c: mxbench's reorder, 5x as fast */
+    dnnl_memory_desc_t c16;
+    if (!sum && user_md->ndims == 4 && user_md->dims[1] % 16 == 0 &&
+        dnnl_memory_desc_init_by_tag(&c16, 4, user_md->dims, input ? dnnl_bf16 : dnnl_f32, dnnl_nChw16c) == dnnl_success &&
+        dnnl_memory_desc_equal(&c16, prim_md)) {
+        b->own = 1;
+        b->n = (int)user_md->dims[0], b->c = (int)user_md->dims[1], b->hw = (int)(user_md->dims[2] * user_md->dims[3]);
+        return 1;
+    }
     dnnl_primitive_attr_t a = user_scratch_attr(sum);
     dnnl_primitive_desc_t rpd;
     const int ok = a && (input ? dnnl_reorder_primitive_desc_create(&rpd, user_md, engine, prim_md, engine, a)
@@ -250,18 +261,21 @@ static int fwd_init(entry *e)
     return ok;
 }
 
-/* Both backward primitives, laid out one after the other in the workspace: the weight
- * gradient's runs first and the data gradient's reuses its bf16 copy of the output gradient
- * where both chose the same layout (one reorder fewer). */
-static int bwd_init(entry *e, int with_din)
+/* The backward primitives asked for (weight gradient: with_dw, data gradient: with_din), laid
+ * out one after the other in the workspace; the weight gradient's runs first and the data
+ * gradient's reuses its bf16 copy of the output gradient where both chose the same layout
+ * (one reorder fewer). */
+static int bwd_init(entry *e, int with_din, int with_dw)
 {
     shapes s;
     size_t bytes = 0;
     if (!shapes_init(&s, &e->d, e->n) || !fwd_pd(e, &s)) return 0;
     dnnl_convolution_desc_t wd, dd;
     dnnl_primitive_desc_t wpd = NULL, dpd = NULL;
-    int ok = dnnl_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct, &s.src_h, &s.wei_f, NULL, &s.dst_h,
-                                                          s.strides, s.pad_l, s.pad_r) == dnnl_success &&
+    int ok = 1;
+    if (with_dw)
+        ok = dnnl_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct, &s.src_h, &s.wei_f, NULL, &s.dst_h,
+                                                         s.strides, s.pad_l, s.pad_r) == dnnl_success &&
              pd_create(&wpd, &wd, e) &&
              op_init(&e->bwd_w, wpd, (int[]){DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
                      (dnnl_query_t[]){dnnl_query_src_md, dnnl_query_diff_dst_md, dnnl_query_diff_weights_md},
@@ -275,9 +289,9 @@ static int bwd_init(entry *e, int with_din)
                      (const dnnl_memory_desc_t *[]){&s.dst, &s.wei, &s.src}, (int[]){1, 1, 0}, (int[]){0, 0, 0}, &bytes);
     if (wpd) dnnl_primitive_desc_destroy(wpd);
     if (dpd) dnnl_primitive_desc_destroy(dpd);
-    /* the output gradient's bf16 copy is the weight gradient's where both chose one layout */
     const dnnl_memory_desc_t *wg, *dg;
-    e->ddst_shared = ok && with_din && e->bwd_w.b[1].reorder && e->bwd_d.b[0].reorder &&
+    e->ddst_shared = ok && with_din && with_dw && e->bwd_w.b[1].prim != e->bwd_w.b[1].user &&
+                     e->bwd_d.b[0].prim != e->bwd_d.b[0].user &&
                      dnnl_memory_get_memory_desc(e->bwd_w.b[1].prim, &wg) == dnnl_success &&
                      dnnl_memory_get_memory_desc(e->bwd_d.b[0].prim, &dg) == dnnl_success && dnnl_memory_desc_equal(wg, dg);
     if (e->ddst_shared) e->bwd_d.b[0].off = e->bwd_w.b[1].off;
@@ -298,9 +312,18 @@ static int exec_reorder(const boundary *b, dnnl_stream_t s)
     return dnnl_primitive_execute(b->reorder, s, b->rs ? 3 : 2, a) == dnnl_success;
 }
 
+/* An operand's reorder: mxbench's or oneDNN's. */
+static int reorder(mx_backend *be, const boundary *b, char *ws, void *user, dnnl_stream_t s)
+{
+    if (!b->own) return exec_reorder(b, s);
+    if (b->input) mx_cpu_nchw_to_c16_bf16(be, b->n, b->c, b->hw, (uint16_t *)(ws + b->off), user);
+    else mx_cpu_c16_to_nchw(be, b->n, b->c, b->hw, user, (const float *)(ws + b->off));
+    return 1;
+}
+
 /* Runs o on the caller's arrays ptr[] with workspace ws; input operand `reuse` (-1: none) is
  * in its blocked copy already. */
-static int op_run(const op *o, char *ws, void *const ptr[3], dnnl_stream_t s, int reuse)
+static int op_run(mx_backend *be, const op *o, char *ws, void *const ptr[3], dnnl_stream_t s, int reuse)
 {
     dnnl_exec_arg_t a[4];
     int na = 0;
@@ -314,10 +337,10 @@ static int op_run(const op *o, char *ws, void *const ptr[3], dnnl_stream_t s, in
     set_handle(o->scratch, ws + o->scratch_off, s);
     if (o->scratch) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, o->scratch};
     for (int i = 0; i < 3; i++)
-        if (o->b[i].input && o->b[i].reorder && i != reuse && !exec_reorder(&o->b[i], s)) return 0;
+        if (o->b[i].input && o->b[i].prim != o->b[i].user && i != reuse && !reorder(be, &o->b[i], ws, ptr[i], s)) return 0;
     if (dnnl_primitive_execute(o->p, s, na, a) != dnnl_success) return 0;
     for (int i = 0; i < 3; i++)
-        if (!o->b[i].input && o->b[i].reorder && !exec_reorder(&o->b[i], s)) return 0;
+        if (!o->b[i].input && o->b[i].prim != o->b[i].user && !reorder(be, &o->b[i], ws, ptr[i], s)) return 0;
     return 1;
 }
 
@@ -401,23 +424,25 @@ static int forward(mx_backend *be, entry *e, float *out, const float *in, const 
     char *ws = mx_backend_scratch(be, e->bytes);
     cache *c = be->ctx;
     void *const ptr[3] = {(void *)in, (void *)w, out};
-    if (ws && !(op_run(&e->fwd, ws, ptr, c->stream, -1) && dnnl_stream_wait(c->stream) == dnnl_success))
+    if (ws && !(op_run(be, &e->fwd, ws, ptr, c->stream, -1) && dnnl_stream_wait(c->stream) == dnnl_success))
         mx_backend_fail(be, MX_ERUNTIME, "oneDNN's bf16 convolution (forward) failed");
     return 1;
 }
 
 static int backward(mx_backend *be, entry *e, float *din, float *dw, const float *dout, const float *in, const float *w)
 {
-    if (!e->bwd_w.ready || (din && !e->bwd_d.ready)) {
+    if ((din && !e->bwd_d.ready) || (dw && !e->bwd_w.ready)) {
+        /* those asked and those made before, anew and laid out together */
+        const int with_din = din || e->bwd_d.ready, with_dw = dw || e->bwd_w.ready;
         op_free(&e->bwd_w), op_free(&e->bwd_d);
-        if (!bwd_init(e, din != NULL)) return 0;
+        if (!bwd_init(e, with_din, with_dw)) return 0;
     }
     char *ws = mx_backend_scratch(be, e->bytes);
     if (!ws) return 1; /* the sticky error says why */
     cache *c = be->ctx;
     void *const wptr[3] = {(void *)in, (void *)dout, dw}, *const dptr[3] = {(void *)dout, (void *)w, din};
-    const int ok = op_run(&e->bwd_w, ws, wptr, c->stream, -1) &&
-                   (!din || op_run(&e->bwd_d, ws, dptr, c->stream, e->ddst_shared ? 0 : -1)) &&
+    const int ok = (!dw || op_run(be, &e->bwd_w, ws, wptr, c->stream, -1)) &&
+                   (!din || op_run(be, &e->bwd_d, ws, dptr, c->stream, dw && e->ddst_shared ? 0 : -1)) &&
                    dnnl_stream_wait(c->stream) == dnnl_success;
     if (!ok) mx_backend_fail(be, MX_ERUNTIME, "oneDNN's bf16 convolution (backward) failed");
     return 1;
@@ -463,12 +488,13 @@ int mx_cpu_conv_dnnl_backward(mx_backend *be, const mx_conv_desc *d, int n, floa
 
 /* Where oneDNN takes a convolution, by the measurement above: 3x3 kernels with channel
  * counts in whole blocks of 16 (its bf16 layouts' block; resnet18's 64-512) under bf16
- * math on bf16 units; the backward only where the output has 32 pixels or more. On 4x4
+ * math on bf16 units; the weight gradient only where the output has 32 pixels or more. On 4x4
  * outputs (resnet18's last stage, 512 channels) oneDNN's weight gradient is slow (4.9 ms
  * against its forward's 1.6) and the reorders of 2.4M weights and their gradient cost 1.4 ms
- * more: that stage's two blocks took 16.4-16.7 and 17.8-18.0 ms backward with oneDNN's, 14.1-14.5
- * and 15.5-16.0 with mxbench's (layer_profile, 3 interleaved rounds), while oneDNN's forward
- * takes them from 7.3-7.7 to 4.3-5.0 ms. */
+ * more: that stage's two blocks took 16.4-16.7 and 17.8-18.0 ms backward with oneDNN's whole
+ * backward, 14.1-14.5 and 15.5-16.0 with mxbench's, 12.0-12.2 and 12.9-13.1 with oneDNN's
+ * input gradient and mxbench's weight gradient (against 12.2-12.9 and 13.7-14.5; layer_profile,
+ * 3 interleaved rounds each), while oneDNN's forward takes them from 7.3-7.7 to 4.3-5.0 ms. */
 int mx_cpu_conv_dnnl_applies(const mx_backend *be, const mx_conv_desc *d)
 {
     return be->math == MX_BF16 && mx_cpu_bf16_native() && d->k == 3 && d->c % 16 == 0 && d->oc % 16 == 0 &&

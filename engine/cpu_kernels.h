@@ -132,10 +132,11 @@ void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, f
                                  const float *dout, const float *in, const float *w);
 
 /* oneDNN's bf16 convolutions (cpu_conv_dnnl.c; builds with MXBENCH_HAVE_DNNL): where they
- * apply (3x3 under bf16 math on bf16 units, channels in blocks of 16; the backward where the
- * output has 32+ pixels), _path_dnnl adding
- * MXBENCH_CONV; forward and backward return 0 where oneDNN cannot take the shape (nothing
- * written: run the own kernels), else 1. _close frees the device's primitives (be->ctx). */
+ * apply (3x3 under bf16 math on bf16 units, channels in blocks of 16; the whole backward where
+ * the output has 32+ pixels, else its input gradient only), _path_dnnl adding MXBENCH_CONV;
+ * forward and backward (dw or din may be NULL: not computed) return 0 where oneDNN cannot take
+ * the shape (nothing written: run the own kernels), else 1. _close frees the device's
+ * primitives (be->ctx). */
 int mx_cpu_dnnl_available(void);
 const char *mx_cpu_dnnl_version(void); /* NULL without oneDNN */
 int mx_cpu_conv_dnnl_applies(const mx_backend *be, const mx_conv_desc *d);
@@ -145,6 +146,10 @@ int mx_cpu_conv_dnnl_forward(mx_backend *be, const mx_conv_desc *d, int n, float
 int mx_cpu_conv_dnnl_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw, const float *dout,
                               const float *in, const float *w);
 void mx_cpu_dnnl_close(mx_backend *be);
+/* NCHW f32 <-> nChw16c (cpu_reorder16.c; c a multiple of 16): to bf16 on the way in (rounded
+ * as vcvtneps2bf16), f32 on the way out. */
+void mx_cpu_nchw_to_c16_bf16(mx_backend *be, int n, int c, int hw, uint16_t *dst, const float *src);
+void mx_cpu_c16_to_nchw(mx_backend *be, int n, int c, int hw, float *dst, const float *src);
 
 /* Winograd F(4x4, 3x3) (cpu_conv_winograd.c): 3x3 kernels at stride 1, padding up to 2, 8 or
  * more channels in and out, 16 or more 4x4 tiles in the batch of n, taken where the own

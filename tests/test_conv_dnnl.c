@@ -84,6 +84,52 @@ static void check_shape(mx_backend *be, mx_backend *ref, const mx_conv_desc *d, 
     free(x), free(w), free(g), free(dw0), free(out), free(rout), free(din), free(rdin), free(dw), free(rdw), free(dw2);
 }
 
+/* The dispatch (mx_cpu_conv2d_*: oneDNN's forward and input gradient, and its weight gradient
+ * or mxbench's by output size) against the reference. */
+static void check_dispatch(mx_backend *be, mx_backend *ref, const mx_conv_desc *d, int n)
+{
+    const size_t nin = (size_t)n * d->c * d->h * d->w, nout = (size_t)n * d->oc * d->oh * d->ow;
+    const size_t nw = (size_t)d->oc * d->c * 9;
+    float *x = bf16_values(nin), *w = bf16_values(nw), *g = bf16_values(nout), *dw = bf16_values(nw);
+    float *rdw = malloc(sizeof(float) * nw), *out = malloc(sizeof(float) * nout), *rout = malloc(sizeof(float) * nout);
+    float *din = malloc(sizeof(float) * nin), *rdin = malloc(sizeof(float) * nin);
+    memcpy(rdw, dw, sizeof(float) * nw);
+    mx_cpu_conv2d_forward(be, d, n, out, x, w);
+    mx_cpu_conv2d_backward(be, d, n, din, dw, g, x, w);
+    mx_cpu_conv2d_forward_gemm(ref, d, n, rout, x, w);
+    mx_cpu_conv2d_backward_gemm(ref, d, n, rdin, rdw, g, x, w);
+    /* Winograd (mxbench's weight gradient on small outputs) rounds more: its bound (test_conv_winograd) */
+    const double eo = check_rel_diff(out, rout, nout), ex = check_rel_diff(din, rdin, nin), ew = check_rel_diff(dw, rdw, nw);
+    CHECK(eo <= TOL && ex <= TOL && ew <= 5e-5, "dispatch, c %d %dx%d stride %d: forward %.2g, input gradient %.2g, weight gradient %.2g",
+          d->c, d->h, d->w, d->stride, eo, ex, ew);
+    free(x), free(w), free(g), free(dw), free(rdw), free(out), free(rout), free(din), free(rdin);
+}
+
+/* The layout changes against their definition, on pixel counts with and without a tail. */
+static void check_reorders(mx_backend *be)
+{
+    const int hws[5] = {1, 15, 16, 49, 196};
+    for (int i = 0; i < 5; i++) {
+        const int n = 3, c = 32, hw = hws[i];
+        const size_t len = (size_t)n * c * hw;
+        float *x = bf16_values(len), *back = malloc(sizeof(float) * len), *blk = malloc(sizeof(float) * len);
+        uint16_t *h = malloc(sizeof(uint16_t) * len);
+        int bad = 0;
+        mx_cpu_nchw_to_c16_bf16(be, n, c, hw, h, x);
+        for (int s = 0; s < n; s++)
+            for (int k = 0; k < c; k++)
+                for (int p = 0; p < hw; p++) {
+                    const size_t at = (((size_t)s * (c / 16) + k / 16) * hw + p) * 16 + k % 16;
+                    bad += h[at] != mx_f32_to_bf16(x[((size_t)s * c + k) * hw + p]);
+                    blk[at] = x[((size_t)s * c + k) * hw + p];
+                }
+        mx_cpu_c16_to_nchw(be, n, c, hw, back, blk);
+        CHECK(bad == 0 && memcmp(back, x, sizeof(float) * len) == 0, "%d pixels: %d values misplaced to nChw16c, %s back",
+              hw, bad, memcmp(back, x, sizeof(float) * len) ? "some misplaced" : "none");
+        free(x), free(back), free(blk), free(h);
+    }
+}
+
 int main(void)
 {
     if (!mx_cpu_dnnl_available() || !mx_cpu_bf16_native()) {
@@ -110,11 +156,13 @@ int main(void)
         check_shape(be[1 + trial % 2], ref, &d, 1 + trial % 5, 1);
         cases++;
     }
-    /* resnet18's 3x3 shapes on 28x28 inputs, both strides */
+    check_reorders(be[2]);
+    /* resnet18's 3x3 shapes on 28x28 inputs, both strides, and through the dispatch */
     const int sides[4] = {28, 14, 7, 4}, chans[4] = {64, 128, 256, 512};
     for (int i = 0; i < 4; i++) {
         const mx_conv_desc s1 = desc(chans[i], chans[i], sides[i], sides[i], 1, 1);
         check_shape(be[2], ref, &s1, i < 2 ? 4 : 2, 1);
+        check_dispatch(be[2], ref, &s1, 16);
         if (i == 0) continue;
         const mx_conv_desc s2 = desc(chans[i - 1], chans[i], sides[i - 1], sides[i - 1], 2, 1);
         check_shape(be[2], ref, &s2, 2, 1);

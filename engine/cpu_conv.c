@@ -365,16 +365,17 @@ const char *mx_cpu_conv_paths(void)
     else if (!dnnl_allowed) snprintf(dnnl, sizeof dnnl, "; oneDNN off (MXBENCH_CONV=nodnnl)");
     else if (!mx_cpu_bf16_native()) snprintf(dnnl, sizeof dnnl, "; oneDNN unused (no bf16 units)");
     else
-        snprintf(dnnl, sizeof dnnl, "; under AMP bf16, 3x3 with channels in blocks of 16: oneDNN %s (the weight gradient only on 32+ "
-                 "output pixels; MXBENCH_CONV=nodnnl: not)",
+        snprintf(dnnl, sizeof dnnl,
+                 "; under AMP bf16, 3x3 with channels in blocks of 16: oneDNN %s (the weight gradient only on "
+                 "32+ output pixels; MXBENCH_CONV=nodnnl: not)",
                  mx_cpu_dnnl_version());
     if (!winograd_allowed || !mx_cpu_gemm_own())
         snprintf(s, sizeof s, "direct for one-channel inputs at stride 1 (kernels up to 16), im2col + GEMM otherwise"
                  " (Winograd off: MXBENCH_CONV=nowinograd, or no own AVX-512 GEMM)%s", dnnl);
     else
         snprintf(s, sizeof s, "direct for one-channel inputs at stride 1 (kernels up to 16), Winograd F(4x4,3x3) for "
-                 "3x3 at stride 1 with 8+ channels and 16+ tiles, im2col + GEMM otherwise (MXBENCH_CONV=gemm: always "
-                 "the latter; nowinograd: no Winograd)%s", dnnl);
+                 "3x3 at stride 1 with 8+ channels and 16+ tiles (in f32, under AMP too), im2col + GEMM otherwise "
+                 "(MXBENCH_CONV=gemm: always the latter; nowinograd: no Winograd)%s", dnnl);
     return s;
 }
 

@@ -1,10 +1,12 @@
 /* 3x3 convolutions under AMP bf16 on oneDNN's bf16 direct convolutions (builds with
  * MXBENCH_HAVE_DNNL), chosen by measurement: on resnet18's 3x3 layers at batch 32, forward and
  * both backward passes, oneDNN's jit kernels with the reorders from and to mxbench's layouts
- * took 1.00-1.41x less time than mxbench's own (f32 Winograd at stride 1, bf16 im2col + GEMM at
- * stride 2), while its 1x1 and one-channel ones were 0.37-0.56x as fast (bench/conv_bench
- * --bf16). Everything else, and every convolution without bf16 math or bf16 units, stays on
- * mxbench's kernels (cpu_conv.c).
+ * ran 1.00-1.41x as fast as mxbench's own (f32 Winograd at stride 1, bf16 im2col + GEMM at
+ * stride 2), while its 1x1 and one-channel ones ran 0.37-0.56x as fast (bench/conv_bench
+ * --bf16); the weight gradient of small outputs stays mxbench's (see
+ * mx_cpu_conv_dnnl_applies_backward). Everything else, and every convolution without bf16
+ * math or bf16 units, stays on mxbench's kernels (cpu_conv.c). The activations' reorders are
+ * mxbench's (cpu_reorder16.c, 5x as fast as oneDNN's), the weights' oneDNN's.
  *
  * Numbers: the operands are rounded to bf16 (under AMP they are bf16 values already), the
  * products are exact in f32 and summed in f32, and the outputs, input gradients and weight
@@ -46,7 +48,7 @@ typedef struct {
     int n, c, hw;       /* its shape */
 } boundary;
 
-/* One primitive and its three operands (arg ids in args[]). */
+/* One primitive and its three operands (their argument ids in arg[]). */
 typedef struct {
     dnnl_primitive_t p;
     boundary b[3];
@@ -215,7 +217,8 @@ static int shapes_init(shapes *s, const mx_conv_desc *d, int n)
     s->strides[0] = s->strides[1] = d->stride;
     s->pad_l[0] = s->pad_l[1] = d->pad;
     s->pad_r[0] = pr_h, s->pad_r[1] = pr_w;
-    return md(&s->src, n, d->c, d->h, d->w, dnnl_f32, dnnl_nchw) && md(&s->wei, d->oc, d->c, d->k, d->k, dnnl_f32, dnnl_oihw) &&
+    return md(&s->src, n, d->c, d->h, d->w, dnnl_f32, dnnl_nchw) &&
+           md(&s->wei, d->oc, d->c, d->k, d->k, dnnl_f32, dnnl_oihw) &&
            md(&s->dst, n, d->oc, d->oh, d->ow, dnnl_f32, dnnl_nchw) &&
            md(&s->src_h, n, d->c, d->h, d->w, dnnl_bf16, dnnl_format_tag_any) &&
            md(&s->wei_h, d->oc, d->c, d->k, d->k, dnnl_bf16, dnnl_format_tag_any) &&

@@ -45,9 +45,9 @@ TARGET static void block_to_bf16(uint16_t *dst, const float *src, int hw, int p,
     transpose8x8_epi16(r + 8);
     /* r[j] holds pixels j (low lane) and 8 + j (high lane) of channels 0-7; r[8 + j] of 8-15 */
     for (int j = 0; j < 8; j++) {
-        if (j < cnt) _mm256_storeu_si256((__m256i *)(dst + (size_t)(p + j) * 16), _mm256_permute2x128_si256(r[j], r[8 + j], 0x20));
-        if (8 + j < cnt)
-            _mm256_storeu_si256((__m256i *)(dst + (size_t)(p + 8 + j) * 16), _mm256_permute2x128_si256(r[j], r[8 + j], 0x31));
+        __m256i *lo = (__m256i *)(dst + (size_t)(p + j) * 16), *hi = (__m256i *)(dst + (size_t)(p + 8 + j) * 16);
+        if (j < cnt) _mm256_storeu_si256(lo, _mm256_permute2x128_si256(r[j], r[8 + j], 0x20));
+        if (8 + j < cnt) _mm256_storeu_si256(hi, _mm256_permute2x128_si256(r[j], r[8 + j], 0x31));
     }
 }
 

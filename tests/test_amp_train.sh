@@ -3,7 +3,8 @@
 #  1. the record of a short run (synthetic data, 2 devices): amp, amp_kernels (what `mxbench
 #     info` says this CPU runs bf16 on; emulated for fp16; empty when off), the loss scale (fp16 starts
 #     at 2^16, bf16 keeps 1), every step's scale in the loss_scale series (fp16 only),
-#     skipped steps counted, saved activations about half of f32's (lenet);
+#     skipped steps counted, saved activations about half of f32's (lenet), oneDNN's version and
+#     role as `mxbench info` says it;
 #  2. accuracy: lenet on Fashion-MNIST, 2 devices (device kvstore), 3 epochs: fp16 and bf16
 #     within 0.5 points of f32;
 #  3. refusals: amp with the model strategy or dist_async exits 2 naming the reason, and a
@@ -48,6 +49,11 @@ for amp in fp16 bf16; do
         pass "$amp: saved activations $a bytes, f32 ${act_off:-?} (lenet: 16-bit outputs, f32 logits)" ||
         fail "$amp: saved activations '$a' against f32 '${act_off:-}', expected about half"
 done
+# oneDNN's version and role (3x3 convolutions under AMP bf16, or why unused) as `mxbench info` says
+dnnl_info=$("$MX" info | sed -n 's/^  oneDNN *\(.*\); see README.*/\1/p')
+dnnl_rec=$(h5dump -a /onednn "$T/rec-bf16.h5" 2>/dev/null | sed -n 's/^ *(0): *//p' | head -1) # the file's
+[ -n "$dnnl_info" ] && [ "$dnnl_rec" = "\"$dnnl_info\"" ] && pass "bf16: recorded oneDNN $dnnl_rec" ||
+    fail "bf16: record's oneDNN '$dnnl_rec', mxbench info's '$dnnl_info'"
 "$MX" report "$T/rec-fp16.h5" >"$T/report.txt" 2>&1 && grep -q "scale" "$T/report.txt" && grep -q "act MB" "$T/report.txt" &&
     pass "report shows the loss scale and activation columns" || fail "report: $(head -5 "$T/report.txt")"
 

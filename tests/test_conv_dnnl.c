@@ -100,8 +100,9 @@ static void check_dispatch(mx_backend *be, mx_backend *ref, const mx_conv_desc *
     mx_cpu_conv2d_backward_gemm(ref, d, n, rdin, rdw, g, x, w);
     /* Winograd (mxbench's weight gradient on small outputs) rounds more: its bound (test_conv_winograd) */
     const double eo = check_rel_diff(out, rout, nout), ex = check_rel_diff(din, rdin, nin), ew = check_rel_diff(dw, rdw, nw);
-    CHECK(eo <= TOL && ex <= TOL && ew <= 5e-5, "dispatch, c %d %dx%d stride %d: forward %.2g, input gradient %.2g, weight gradient %.2g",
-          d->c, d->h, d->w, d->stride, eo, ex, ew);
+    CHECK(eo <= TOL && ex <= TOL && ew <= 5e-5,
+          "dispatch, c %d %dx%d stride %d: forward %.2g, input gradient %.2g, weight gradient %.2g", d->c, d->h, d->w,
+          d->stride, eo, ex, ew);
     free(x), free(w), free(g), free(dw), free(rdw), free(out), free(rout), free(din), free(rdin);
 }
 

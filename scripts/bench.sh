@@ -117,7 +117,8 @@ cc_bench() { # output, then sources and libraries
 }
 ENGINE=("$BUILD/workloads/libmx_workloads.a" "$BUILD/engine/libmx_engine.a" "$BUILD/engine/libmx_base.a" -lz)
 # a build with oneDNN (MXBENCH_DNNL) calls it from the engine
-nm -u "$BUILD/engine/libmx_engine.a" 2>/dev/null | grep -q dnnl_stream_create && ENGINE+=(-ldnnl)
+# (grep reads all of nm's output: with -q, pipefail would see nm's SIGPIPE)
+nm -u "$BUILD/engine/libmx_engine.a" 2>/dev/null | grep dnnl_stream_create >/dev/null && ENGINE+=(-ldnnl)
 cc_bench sgemm_ceiling bench/sgemm_ceiling.c "${ENGINE[@]}" || exit 1
 cc_bench model_flops bench/model_flops.c "${ENGINE[@]}" || exit 1
 cc_bench layer_profile bench/layer_profile.c "${ENGINE[@]}" || exit 1

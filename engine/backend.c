@@ -192,6 +192,17 @@ static void default_cast(mx_backend *be, size_t n, void *dst, mx_dtype dst_type,
 
 static const char *default_amp_kernels(mx_dtype t) { return "emulated"; }
 
+static void default_add_relu(mx_backend *be, size_t n, float *out, const float *a, const float *b)
+{
+    if (out == b) {
+        be->ops->add(be, n, out, a); /* a + b and b + a are the same float */
+    } else {
+        be->ops->copy(be, out, a, sizeof(float) * n, MX_COPY_D2D);
+        be->ops->add(be, n, out, b);
+    }
+    be->ops->relu_forward(be, n, out, out);
+}
+
 static void default_round_half(mx_backend *be, size_t n, float *x, mx_dtype t, void *half)
 {
     be->ops->cast(be, n, half, t, x, MX_F32);
@@ -340,6 +351,7 @@ static int check_and_fill(mx_backend_ops *o)
     DEFAULT(count_nonfinite);
     DEFAULT(amp_kernels);
     DEFAULT(round_half);
+    DEFAULT(add_relu);
     DEFAULT(gemm);
     DEFAULT(gemm_ex);
 #undef DEFAULT

@@ -161,6 +161,9 @@ typedef struct {
     /* din may be dout: the layer strategy computes it in place */
     void (*relu_backward)(mx_backend *be, size_t n, float *din, const float *dout, const float *out);
     void (*add)(mx_backend *be, size_t n, float *y, const float *x);    /* y += x */
+    /* OPTIONAL: out = relu(a + b) in one pass (a residual block's end; out may be a or b).
+     * Default: copy a, add b, relu in place: the same values. */
+    void (*add_relu)(mx_backend *be, size_t n, float *out, const float *a, const float *b);
     void (*scale)(mx_backend *be, size_t n, float *x, float a);         /* x *= a */
 
     /* ---- loss: softmax cross-entropy. Writes dlogits = (softmax - onehot) * grad_scale,

@@ -18,7 +18,6 @@ typedef struct {
 typedef struct {
     void *sub[NSUB];  /* sub-layer states (NULL when a sub-layer keeps none) */
     float *act[NSUB]; /* outputs of each sub-layer (R1's feeds C2); PC/PB only if project */
-    float *sum;       /* main branch + shortcut, before the final relu */
     float *g[3];      /* activation-gradient workspaces of backward */
 } res_state;
 
@@ -36,7 +35,6 @@ static size_t res_layout(const mx_layer *l, int n, char *base, res_state *st)
         st->act[i] = RES_TAKE(sizeof(float) * n * mx_shape_size(r->sub[i].out));
     }
     const size_t in = mx_shape_size(l->in), out = mx_shape_size(l->out);
-    st->sum = RES_TAKE(sizeof(float) * n * out);
     for (int k = 0; k < 3; k++) st->g[k] = RES_TAKE(sizeof(float) * n * (in > out ? in : out));
 #undef RES_TAKE
     return off;
@@ -88,15 +86,11 @@ static void residual_forward(mx_layer *l, mx_backend *be, void *state, int n, fl
     const size_t count = n * mx_shape_size(l->out);
     sub_forward(r, &st, C1, be, n, in, training);
     for (int i = B1; i <= B2; i++) sub_forward(r, &st, i, be, n, st.act[i - 1], training);
-    be->ops->copy(be, st.sum, st.act[B2], sizeof(float) * count, MX_COPY_D2D);
     if (r->project) {
         sub_forward(r, &st, PC, be, n, in, training);
         sub_forward(r, &st, PB, be, n, st.act[PC], training);
-        be->ops->add(be, count, st.sum, st.act[PB]);
-    } else {
-        be->ops->add(be, count, st.sum, in);
     }
-    be->ops->relu_forward(be, count, out, st.sum);
+    be->ops->add_relu(be, count, out, st.act[B2], r->project ? st.act[PB] : in);
 }
 
 static void sub_backward(residual *r, const res_state *st, int i, mx_backend *be, int n, float *din,

@@ -290,7 +290,7 @@ static mx_backend_ops bare_table(const char *name)
     o.event_create = NULL, o.event_record = NULL, o.event_wait = NULL, o.event_elapsed = NULL;
     o.event_destroy = NULL;
     o.range_push = NULL, o.range_pop = NULL;
-    o.cast = NULL, o.count_nonfinite = NULL, o.gemm_ex = NULL;
+    o.cast = NULL, o.count_nonfinite = NULL, o.gemm_ex = NULL, o.add_relu = NULL;
     return o;
 }
 
@@ -364,7 +364,7 @@ static void test_defaults(mx_backend *cpu)
     const mx_backend_ops *o = mx_backend_find("bare");
     CHECK(o && o->open && o->close && o->sync && o->bind_thread && o->copy_async && o->copy_peer &&
               o->event_create && o->event_record && o->event_wait && o->event_elapsed && o->event_destroy &&
-              o->range_push && o->range_pop && o->cast && o->count_nonfinite && o->gemm_ex,
+              o->range_push && o->range_pop && o->cast && o->count_nonfinite && o->gemm_ex && o->add_relu,
           "bare: an optional op was not filled");
     mx_backend *be;
     if (mx_backend_create(&be, "bare", 0, 1) != MX_OK) {
@@ -387,6 +387,22 @@ static void test_defaults(mx_backend *cpu)
     cpu->ops->gemm_ex(cpu, 0, 1, m, n, k, 0.5f, a, MX_F16, k + 2, b, MX_BF16, k, 1.0f, c2, MX_F16, n + 1, MX_F32);
     CHECK(memcmp(c1, c2, sizeof(uint16_t) * m * (n + 1)) == 0, "default gemm_ex differs from the CPU's");
     free(a), free(b), free(c1), free(c2);
+    /* relu(a + b): the default (copy, add, relu) and the CPU's one pass, on sums that are
+     * negative, zero of either sign, NaN and infinite; also into b itself */
+    enum { NR = 1031 };
+    float ra[NR], rb[NR], r1[NR], r2[NR];
+    for (int i = 0; i < NR; i++) {
+        ra[i] = (float)(mx_rng_uniform(&rng) * 4 - 2), rb[i] = (float)(mx_rng_uniform(&rng) * 4 - 2);
+        if (i % 7 == 0) rb[i] = -ra[i];
+        if (i % 11 == 0) ra[i] = -0.0f, rb[i] = -0.0f;
+        if (i % 13 == 0) ra[i] = i % 2 ? NAN : INFINITY;
+    }
+    be->ops->add_relu(be, NR, r1, ra, rb);
+    cpu->ops->add_relu(cpu, NR, r2, ra, rb);
+    CHECK(memcmp(r1, r2, sizeof r1) == 0, "default add_relu differs from the CPU's");
+    memcpy(r1, rb, sizeof r1);
+    be->ops->add_relu(be, NR, r1, ra, r1);
+    CHECK(memcmp(r1, r2, sizeof r1) == 0, "default add_relu into b differs");
     mx_backend_destroy(be);
 
     /* A table with gemm_ex but no gemm: gemm defaults to gemm_ex with every type f32. */

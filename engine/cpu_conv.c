@@ -356,19 +356,32 @@ int mx_cpu_conv_path_dnnl(const mx_backend *be, const mx_conv_desc *d, int backw
     return dnnl_allowed && (backward ? mx_cpu_conv_dnnl_applies_backward(be, d) : mx_cpu_conv_dnnl_applies(be, d));
 }
 
+/* oneDNN in this process: not built in, kept out by MXBENCH_CONV, no bf16 units, or taken. */
+typedef enum { DNNL_ABSENT, DNNL_OFF, DNNL_NO_UNITS, DNNL_ON } dnnl_use;
+
+static dnnl_use dnnl_in_use(void)
+{
+    pthread_once(&conv_env_once, read_conv_env);
+    return !mx_cpu_dnnl_available() ? DNNL_ABSENT : !dnnl_allowed ? DNNL_OFF : !mx_cpu_bf16_native() ? DNNL_NO_UNITS
+                                                                                                  : DNNL_ON;
+}
+
 const char *mx_cpu_conv_paths(void)
 {
     static char s[640], dnnl[160];
     pthread_once(&conv_env_once, read_conv_env);
     if (!direct_allowed) return "im2col + GEMM for every shape (MXBENCH_CONV=gemm)";
-    if (!mx_cpu_dnnl_available()) dnnl[0] = 0;
-    else if (!dnnl_allowed) snprintf(dnnl, sizeof dnnl, "; oneDNN off (MXBENCH_CONV=nodnnl)");
-    else if (!mx_cpu_bf16_native()) snprintf(dnnl, sizeof dnnl, "; oneDNN unused (no bf16 units)");
-    else
+    switch (dnnl_in_use()) {
+    case DNNL_ABSENT: dnnl[0] = 0; break;
+    case DNNL_OFF: snprintf(dnnl, sizeof dnnl, "; oneDNN off (MXBENCH_CONV=nodnnl)"); break;
+    case DNNL_NO_UNITS: snprintf(dnnl, sizeof dnnl, "; oneDNN unused (no bf16 units)"); break;
+    case DNNL_ON:
         snprintf(dnnl, sizeof dnnl,
                  "; under AMP bf16, 3x3 with channels in blocks of 16: oneDNN %s (the weight gradient only on "
                  "32+ output pixels; MXBENCH_CONV=nodnnl: not)",
                  mx_cpu_dnnl_version());
+        break;
+    }
     if (!winograd_allowed || !mx_cpu_gemm_own())
         snprintf(s, sizeof s, "direct for one-channel inputs at stride 1 (kernels up to 16), im2col + GEMM otherwise"
                  " (Winograd off: MXBENCH_CONV=nowinograd, or no own AVX-512 GEMM)%s", dnnl);
@@ -381,12 +394,13 @@ const char *mx_cpu_conv_paths(void)
 
 const char *mx_cpu_dnnl_info(void)
 {
+    static const char *const role[] = {[DNNL_OFF] = ", unused (MXBENCH_CONV)",
+                                       [DNNL_NO_UNITS] = ", unused (no bf16 units)",
+                                       [DNNL_ON] = " (3x3 convolutions under AMP bf16)"};
     static char s[64];
-    pthread_once(&conv_env_once, read_conv_env);
-    if (!mx_cpu_dnnl_available()) return "not in this build";
-    snprintf(s, sizeof s, "%s%s", mx_cpu_dnnl_version(),
-             !dnnl_allowed ? ", unused (MXBENCH_CONV)" : !mx_cpu_bf16_native() ? ", unused (no bf16 units)"
-                                                                         : " (3x3 convolutions under AMP bf16)");
+    const dnnl_use u = dnnl_in_use();
+    if (u == DNNL_ABSENT) return "not in this build";
+    snprintf(s, sizeof s, "%s%s", mx_cpu_dnnl_version(), role[u]);
     return s;
 }
 

@@ -368,7 +368,7 @@ static dnnl_use dnnl_in_use(void)
 
 const char *mx_cpu_conv_paths(void)
 {
-    static char s[640], dnnl[160];
+    static char s[768], dnnl[256];
     pthread_once(&conv_env_once, read_conv_env);
     if (!direct_allowed) return "im2col + GEMM for every shape (MXBENCH_CONV=gemm)";
     switch (dnnl_in_use()) {
@@ -377,8 +377,8 @@ const char *mx_cpu_conv_paths(void)
     case DNNL_NO_UNITS: snprintf(dnnl, sizeof dnnl, "; oneDNN unused (no bf16 units)"); break;
     case DNNL_ON:
         snprintf(dnnl, sizeof dnnl,
-                 "; under AMP bf16, 3x3 with channels in blocks of 16: oneDNN %s (the weight gradient only on "
-                 "32+ output pixels; MXBENCH_CONV=nodnnl: not)",
+                 "; under AMP bf16, 3x3 with channels in blocks of 16: oneDNN %s (the backward on 32+ output "
+                 "pixels, and below only the input gradient where Winograd does not apply; MXBENCH_CONV=nodnnl: not)",
                  mx_cpu_dnnl_version());
         break;
     }
@@ -418,11 +418,10 @@ void mx_cpu_conv2d_backward(mx_backend *be, const mx_conv_desc *d, int n, float 
 {
     if (mx_cpu_conv_path_direct(d)) mx_cpu_conv_direct_backward(be, d, n, din, dw, dout, in, w);
     else if (mx_cpu_conv_path_dnnl(be, d, 1) && mx_cpu_conv_dnnl_backward(be, d, n, din, dw, dout, in, w)) return;
-    else if (din && mx_cpu_conv_path_dnnl(be, d, 0) && mx_cpu_conv_dnnl_backward(be, d, n, din, NULL, dout, in, w)) {
-        /* small outputs: oneDNN's input gradient, mxbench's weight gradient (cpu_conv_dnnl.c) */
-        if (mx_cpu_conv_path_winograd(be, d, n)) mx_cpu_conv_winograd_backward(be, d, n, NULL, dw, dout, in, w);
-        else mx_cpu_conv2d_backward_gemm(be, d, n, NULL, dw, dout, in, w);
-    }
+    /* small outputs (cpu_conv_dnnl.c): Winograd's whole backward where it applies, else
+     * oneDNN's input gradient and the GEMM's weight gradient */
     else if (mx_cpu_conv_path_winograd(be, d, n)) mx_cpu_conv_winograd_backward(be, d, n, din, dw, dout, in, w);
+    else if (din && mx_cpu_conv_path_dnnl(be, d, 0) && mx_cpu_conv_dnnl_backward(be, d, n, din, NULL, dout, in, w))
+        mx_cpu_conv2d_backward_gemm(be, d, n, NULL, dw, dout, in, w);
     else mx_cpu_conv2d_backward_gemm(be, d, n, din, dw, dout, in, w);
 }

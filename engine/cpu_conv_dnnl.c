@@ -3,8 +3,8 @@
  * both backward passes, oneDNN's jit kernels with the reorders from and to mxbench's layouts
  * ran 1.00-1.41x as fast as mxbench's own (f32 Winograd at stride 1, bf16 im2col + GEMM at
  * stride 2), while its 1x1 and one-channel ones ran 0.37-0.56x as fast (bench/conv_bench
- * --bf16); the weight gradient of small outputs stays mxbench's (see
- * mx_cpu_conv_dnnl_applies_backward). Everything else, and every convolution without bf16
+ * --bf16); the backward of small outputs stays mxbench's, the input gradient too where Winograd
+ * applies (see mx_cpu_conv_dnnl_applies_backward). Everything else, and every convolution without bf16
  * math or bf16 units, stays on mxbench's kernels (cpu_conv.c). The activations' reorders are
  * mxbench's (cpu_reorder16.c, 5x as fast as oneDNN's), the weights' oneDNN's.
  *
@@ -488,13 +488,17 @@ int mx_cpu_conv_dnnl_backward(mx_backend *be, const mx_conv_desc *d, int n, floa
 
 /* Where oneDNN takes a convolution, by the measurement above: 3x3 kernels with channel
  * counts in whole blocks of 16 (its bf16 layouts' block; resnet18's 64-512) under bf16
- * math on bf16 units; the weight gradient only where the output has 32 pixels or more. On 4x4
+ * math on bf16 units; the backward only where the output has 32 pixels or more. On 4x4
  * outputs (resnet18's last stage, 512 channels) oneDNN's weight gradient is slow (4.9 ms
  * against its forward's 1.6) and the reorders of 2.4M weights and their gradient cost 1.4 ms
  * more: that stage's two blocks took 16.4-16.7 and 17.8-18.0 ms backward with oneDNN's whole
  * backward, 14.1-14.5 and 15.5-16.0 with mxbench's, 12.0-12.2 and 12.9-13.1 with oneDNN's
- * input gradient and mxbench's weight gradient (against 12.2-12.9 and 13.7-14.5; layer_profile,
- * 3 interleaved rounds each), while oneDNN's forward takes them from 7.3-7.7 to 4.3-5.0 ms. */
+ * input gradient and mxbench's weight gradient (layer_profile, 3 interleaved rounds each),
+ * while oneDNN's forward takes them from 7.3-7.7 to 4.3-5.0 ms. Since the GEMM's narrow
+ * kernels (cpu_gemm.c: a 4x4 map is one Winograd tile a sample), Winograd's whole backward
+ * beats that mix where it applies (stride 1): 12.4-12.6 and 12.8-12.9 ms against 13.0-13.2
+ * and 13.8-14.0 (2 rounds); cpu_conv.c takes it there, and keeps oneDNN's input gradient with
+ * the GEMM's weight gradient for the stage's stride-2 convolution. */
 int mx_cpu_conv_dnnl_applies(const mx_backend *be, const mx_conv_desc *d)
 {
     return be->math == MX_BF16 && mx_cpu_bf16_native() && d->k == 3 && d->c % 16 == 0 && d->oc % 16 == 0 &&

@@ -195,12 +195,17 @@ TARGET static void pack_kcontig(uint32_t *dst, int W, const float *src, int ld, 
 
 /* ---- the micro-kernels: acc[MR][NR] = A panel . B panel over ku packed elements of k */
 
+/* The kernels come in widths of NV = 1, 2 or 3 vectors of columns (16, 32, 48): a panel's
+ * last columns take the narrowest that covers them. Small products have few columns (a
+ * Winograd point's tiles: 16 for resnet18's 4x4 maps at batch 16), on which the 48-wide kernel
+ * had spent two thirds of its multiplies on padding. NV is a constant in each kernel, so the
+ * vectors it does not use compile away. */
 #define ZERO(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0, c##i##2 = c##i##0
 #define SAVE(i)                                                                                                 \
     do {                                                                                                        \
         _mm512_storeu_ps(acc + (i) * NR, c##i##0);                                                              \
-        _mm512_storeu_ps(acc + (i) * NR + 16, c##i##1);                                                         \
-        _mm512_storeu_ps(acc + (i) * NR + 32, c##i##2);                                                         \
+        if (NV > 1) _mm512_storeu_ps(acc + (i) * NR + 16, c##i##1);                                             \
+        if (NV > 2) _mm512_storeu_ps(acc + (i) * NR + 32, c##i##2);                                             \
     } while (0)
 #define ALL(X) X(0); X(1); X(2); X(3); X(4); X(5); X(6); X(7)
 
@@ -208,43 +213,45 @@ TARGET static void pack_kcontig(uint32_t *dst, int W, const float *src, int ld, 
     do {                                                                                                        \
         const __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);                                             \
         c##i##0 = _mm512_dpbf16_ps(c##i##0, ai, (__m512bh)b0);                                                 \
-        c##i##1 = _mm512_dpbf16_ps(c##i##1, ai, (__m512bh)b1);                                                  \
-        c##i##2 = _mm512_dpbf16_ps(c##i##2, ai, (__m512bh)b2);                                                  \
+        if (NV > 1) c##i##1 = _mm512_dpbf16_ps(c##i##1, ai, (__m512bh)b1);                                      \
+        if (NV > 2) c##i##2 = _mm512_dpbf16_ps(c##i##2, ai, (__m512bh)b2);                                      \
     } while (0)
 
 #define F32_ROW(i)                                                                                              \
     do {                                                                                                        \
         const __m512 ai = _mm512_castsi512_ps(_mm512_set1_epi32((int)a[i]));                                    \
         c##i##0 = _mm512_fmadd_ps(ai, _mm512_castsi512_ps(b0), c##i##0);                                        \
-        c##i##1 = _mm512_fmadd_ps(ai, _mm512_castsi512_ps(b1), c##i##1);                                        \
-        c##i##2 = _mm512_fmadd_ps(ai, _mm512_castsi512_ps(b2), c##i##2);                                        \
+        if (NV > 1) c##i##1 = _mm512_fmadd_ps(ai, _mm512_castsi512_ps(b1), c##i##1);                            \
+        if (NV > 2) c##i##2 = _mm512_fmadd_ps(ai, _mm512_castsi512_ps(b2), c##i##2);                            \
     } while (0)
 
 /* A whole tile with alpha 1 goes straight to C: C = sums, or C + sums (add), the same
  * operations as store_tile's for alpha 1, without the round trip through acc (which had cost
  * 5-8% of resnet18's step on the Winograd products, whose k is 64 to 512). */
+#define DIRECT_VEC(i, v)                                                                                        \
+    do {                                                                                                        \
+        float *cv = c + (size_t)(i) * ldc + 16 * (v);                                                           \
+        if (add) c##i##v = _mm512_add_ps(c##i##v, _mm512_loadu_ps(cv));                                         \
+        _mm512_storeu_ps(cv, c##i##v);                                                                          \
+    } while (0)
 #define DIRECT(i)                                                                                               \
     do {                                                                                                        \
-        float *ci = c + (size_t)(i) * ldc;                                                                      \
-        if (add) {                                                                                              \
-            c##i##0 = _mm512_add_ps(c##i##0, _mm512_loadu_ps(ci));                                              \
-            c##i##1 = _mm512_add_ps(c##i##1, _mm512_loadu_ps(ci + 16));                                         \
-            c##i##2 = _mm512_add_ps(c##i##2, _mm512_loadu_ps(ci + 32));                                         \
-        }                                                                                                       \
-        _mm512_storeu_ps(ci, c##i##0);                                                                          \
-        _mm512_storeu_ps(ci + 16, c##i##1);                                                                     \
-        _mm512_storeu_ps(ci + 32, c##i##2);                                                                     \
+        DIRECT_VEC(i, 0);                                                                                       \
+        if (NV > 1) DIRECT_VEC(i, 1);                                                                           \
+        if (NV > 2) DIRECT_VEC(i, 2);                                                                           \
     } while (0)
 
 /* The micro-kernel's sums: into acc (c NULL), or straight into a whole tile of C */
-#define KERNEL(name, ROWOP)                                                                                     \
+#define KERNEL(name, ROWOP, NVEC)                                                                               \
     TARGET static void name(int ku, const uint32_t *a, const uint32_t *b, size_t ldb, float *acc, float *c,    \
                             int ldc, int add)                                                                   \
     {                                                                                                           \
+        const int NV = NVEC;                                                                                    \
         ALL(ZERO);                                                                                              \
         for (int p = 0; p < ku; p++, a += MR, b += ldb) {                                                       \
-            const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 16),                          \
-                          b2 = _mm512_loadu_si512(b + 32);                                                      \
+            const __m512i zero = _mm512_setzero_si512(), b0 = _mm512_loadu_si512(b);                            \
+            const __m512i b1 = NV > 1 ? _mm512_loadu_si512(b + 16) : zero;                                      \
+            const __m512i b2 = NV > 2 ? _mm512_loadu_si512(b + 32) : zero;                                      \
             ALL(ROWOP);                                                                                         \
         }                                                                                                       \
         if (c) {                                                                                                \
@@ -253,16 +260,24 @@ TARGET static void pack_kcontig(uint32_t *dst, int W, const float *src, int ld, 
             ALL(SAVE);                                                                                          \
         }                                                                                                       \
     }
-KERNEL(kernel_bf16, BF16_ROW)
-KERNEL(kernel_f32, F32_ROW)
+KERNEL(kernel_bf16_1, BF16_ROW, 1)
+KERNEL(kernel_bf16_2, BF16_ROW, 2)
+KERNEL(kernel_bf16, BF16_ROW, 3)
+KERNEL(kernel_f32_1, F32_ROW, 1)
+KERNEL(kernel_f32_2, F32_ROW, 2)
+KERNEL(kernel_f32, F32_ROW, 3)
 
+typedef void (*micro_kernel)(int ku, const uint32_t *a, const uint32_t *b, size_t ldb, float *acc, float *c, int ldc,
+                             int add);
 typedef struct {
     int pairs; /* a packed element holds two bf16 values of k, else one f32 */
-    /* B's rows ldb elements apart: NR in a packed panel, or B's own for f32 read in place */
-    void (*kernel)(int ku, const uint32_t *a, const uint32_t *b, size_t ldb, float *acc, float *c, int ldc, int add);
+    /* by width: kernel[nv - 1] computes 16 * nv columns. B's rows ldb elements apart: NR in a
+     * packed panel, or B's own for f32 read in place */
+    micro_kernel kernel[3];
 } gemm_kind;
 
-static const gemm_kind kind_f32 = {0, kernel_f32}, kind_bf16 = {1, kernel_bf16};
+static const gemm_kind kind_f32 = {0, {kernel_f32_1, kernel_f32_2, kernel_f32}},
+                       kind_bf16 = {1, {kernel_bf16_1, kernel_bf16_2, kernel_bf16}};
 
 /* C from the tile's sums: the same fused operations as the tests' scalar references. */
 TARGET static void store_tile(const float *acc, int mr, int nr, float *c, int ldc, float alpha, float beta, int acc_c)
@@ -330,12 +345,13 @@ TARGET static int gemm_part(const gemm_args *g, int i0, int m, int j0, int n, in
         for (int pc = 0; pc < k; pc += KC) {
             const int kc = k - pc < KC ? k - pc : KC, ku = pairs ? (kc + 1) / 2 : kc;
             /* f32 B with rows of columns (a convolution's im2col columns) is read where it lies,
-             * full panels at least: packing it was a copy as long as the product's read of it */
+             * panels of whole vectors at least: packing it was a copy as long as the product's
+             * read of it */
             const int in_place = !pairs && !g->tb;
             for (int jr = 0; jr < nc; jr += NR) {
                 uint32_t *dst = bp + (size_t)(jr / NR) * ku * NR;
                 const int w = nc - jr < NR ? nc - jr : NR;
-                if (in_place && w == NR) continue;
+                if (in_place && w % 16 == 0) continue;
                 if (g->tb) pack_kcontig(dst, NR, g->b + (size_t)(jc + jr) * g->ldb + pc, g->ldb, kc, w, pairs);
                 else pack_rows(dst, NR, g->b + (size_t)pc * g->ldb + jc + jr, g->ldb, kc, w, pairs);
             }
@@ -351,21 +367,22 @@ TARGET static int gemm_part(const gemm_args *g, int i0, int m, int j0, int n, in
                     else pack_kcontig(dst, MR, g->a + (size_t)(ic + ir) * g->lda + pc, g->lda, kc, h, pairs);
                 }
                 for (int jr = 0; jr < nc; jr += NR) {
-                    const int direct = in_place && nc - jr >= NR;
+                    const int nr = nc - jr < NR ? nc - jr : NR, nv = (nr + 15) / 16, direct = in_place && nr % 16 == 0;
+                    const micro_kernel kernel = g->kind->kernel[nv - 1];
                     const uint32_t *bpan = direct ? (const uint32_t *)(g->b + (size_t)pc * g->ldb + jc + jr)
                                                   : bp + (size_t)(jr / NR) * ku * NR;
                     const size_t ldb = direct ? (size_t)g->ldb : NR;
                     for (int ir = 0; ir < mc; ir += MR) {
-                        const int mr = mc - ir < MR ? mc - ir : MR, nr = nc - jr < NR ? nc - jr : NR;
+                        const int mr = mc - ir < MR ? mc - ir : MR;
                         float *ct = g->c + (size_t)(ic + ir) * g->ldc + jc + jr;
                         const uint32_t *at = apan + (size_t)(ir / MR) * ku * MR;
                         /* store_tile's C = alpha s + beta C, or alpha s + C after the first block */
                         const int add = pc > 0 || g->beta == 1.0f;
-                        if (mr == MR && nr == NR && g->alpha == 1.0f && (add || g->beta == 0.0f)) {
-                            g->kind->kernel(ku, at, bpan, ldb, NULL, ct, g->ldc, add);
+                        if (mr == MR && nr == 16 * nv && g->alpha == 1.0f && (add || g->beta == 0.0f)) {
+                            kernel(ku, at, bpan, ldb, NULL, ct, g->ldc, add);
                             continue;
                         }
-                        g->kind->kernel(ku, at, bpan, ldb, acc, NULL, 0, 0);
+                        kernel(ku, at, bpan, ldb, acc, NULL, 0, 0);
                         store_tile(acc, mr, nr, ct, g->ldc, g->alpha, g->beta, pc > 0);
                     }
                 }

@@ -70,7 +70,7 @@ static long differing(const float *x, const float *y, int m, int n, int ld)
 
 static void run_case(mx_backend *be[3], int bf16, int trial)
 {
-    static const int dims[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 47, 48, 49, 95, 97, 130};
+    static const int dims[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 47, 48, 49, 64, 80, 95, 97, 130};
     const int nd = (int)(sizeof dims / sizeof dims[0]);
     const int ta = trial & 1, tb = (trial >> 1) & 1;
     const int m = dims[(trial * 7 + 3) % nd], n = dims[(trial * 5 + 1) % nd] + (trial % 9 == 0 ? 1500 : 0);

@@ -87,16 +87,13 @@ int mx_net_init_params(mx_net *net, uint64_t seed, mx_weight_init kind, float si
     return net->be->ops->sync(net->be);
 }
 
-void mx_net_amp_refresh_range(mx_net *net, size_t at, size_t n)
+void mx_net_amp_refresh(mx_net *net)
 {
     if (net->amp == MX_AMP_OFF) return;
     const mx_dtype t = mx_amp_dtype(net->amp);
-    void *half = (char *)net->w_half + at * mx_dtype_size(t);
-    net->be->ops->cast(net->be, n, half, t, net->w_master + at, MX_F32);
-    net->be->ops->cast(net->be, n, net->w + at, MX_F32, half, t);
+    net->be->ops->cast(net->be, net->nweights, net->w_half, t, net->w_master, MX_F32);
+    net->be->ops->cast(net->be, net->nweights, net->w, MX_F32, net->w_half, t);
 }
-
-void mx_net_amp_refresh(mx_net *net) { mx_net_amp_refresh_range(net, 0, net->nweights); }
 
 size_t mx_net_grad_nonfinite(mx_net *net)
 {

@@ -61,8 +61,6 @@ int mx_net_init_params(mx_net *net, uint64_t seed, mx_weight_init kind, float si
 /* AMP: w = w_master rounded to the AMP type (nearest even), through w_half. Call after
  * every change of w_master (the optimizer's update, a load). Nothing when off. */
 void mx_net_amp_refresh(mx_net *net);
-/* The same for the n values from offset `at` (an update in slices, each rounded while in cache). */
-void mx_net_amp_refresh_range(mx_net *net, size_t at, size_t n);
 /* How many of the nweights values of g are inf or NaN (host value; reads g on the device). */
 size_t mx_net_grad_nonfinite(mx_net *net);
 /* Device bytes of the parameter set (w, g, model state) and, AMP, of the master and half

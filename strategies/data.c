@@ -25,9 +25,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* AMP's update slice: 4 arrays of 128K floats, 2 MiB, in the cores' L2 (1 MiB each here) and L3 */
-#define AMP_SLICE ((size_t)1 << 17)
-
 typedef struct {
     mx_sgd opt;
     const mx_param *params;
@@ -118,19 +115,8 @@ static void update_device(mx_strategy *s, int d)
     s->res[d].skipped = mx_loss_scaler_update(&s->scaler[d], mx_net_grad_nonfinite(net) > 0);
     if (s->res[d].skipped) return;
     if (scale != 1) net->be->ops->scale(net->be, net->nweights, net->g, (float)(1 / scale));
-    /* In slices of AMP_SLICE values, each rounded into the compute copy right after its
-     * update, while the slice's master weights are still in cache: whole-array passes (the
-     * update, then the two casts of refresh) had taken resnet18's bf16 update to 7.5 ms a
-     * step against f32's 3.2. */
-    for (int i = 0; i < net->nparams; i++) {
-        const mx_param *p = &net->params[i];
-        for (size_t lo = 0; lo < p->count; lo += AMP_SLICE) {
-            const size_t hi = p->count - lo < AMP_SLICE ? p->count : lo + AMP_SLICE;
-            mx_sgd_update_slice(net->be, &s->sgd.opt, p, lo, hi, net->w_master + p->offset, s->mom[d] + p->offset,
-                                net->g + p->offset);
-            mx_net_amp_refresh_range(net, p->offset + lo, hi - lo);
-        }
-    }
+    mx_sgd_update(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w_master, s->mom[d], net->g);
+    mx_net_amp_refresh(net);
 }
 
 static void run_device(mx_strategy *s, int d)

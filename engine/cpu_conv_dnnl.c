@@ -3,10 +3,11 @@
  * both backward passes, oneDNN's jit kernels with the reorders from and to mxbench's layouts
  * ran 1.00-1.41x as fast as mxbench's own (f32 Winograd at stride 1, bf16 im2col + GEMM at
  * stride 2), while its 1x1 and one-channel ones ran 0.37-0.56x as fast (bench/conv_bench
- * --bf16); the backward of small outputs stays mxbench's, the input gradient too where Winograd
- * applies (see mx_cpu_conv_dnnl_applies_backward). Everything else, and every convolution without bf16
- * math or bf16 units, stays on mxbench's kernels (cpu_conv.c). The activations' reorders are
- * mxbench's (cpu_reorder16.c, 5x as fast as oneDNN's), the weights' oneDNN's.
+ * --bf16); on small outputs the weight gradient stays mxbench's, and the input gradient too
+ * where Winograd applies (see mx_cpu_conv_dnnl_applies_backward). Everything else, and every
+ * convolution without bf16 math or bf16 units, stays on mxbench's kernels (cpu_conv.c). The
+ * activations' reorders are mxbench's (cpu_reorder16.c, 5x as fast as oneDNN's), the weights'
+ * oneDNN's.
  *
  * Numbers: the operands are rounded to bf16 (under AMP they are bf16 values already), the
  * products are exact in f32 and summed in f32, and the outputs, input gradients and weight

@@ -26,14 +26,14 @@ int mx_cmd_info(int argc, char **argv)
     printf("  %-10s f32: %s\n", "gemm",
            mx_cpu_gemm_own() ? "own AVX-512 kernel (MXBENCH_GEMM=blas: the BLAS's sgemm)"
                              : "the BLAS's sgemm (this CPU lacks avx512f, or MXBENCH_GEMM=blas)");
-    printf("  %-10s --amp bf16: %s; --amp fp16: emulated (f32 GEMM on fp16 values)\n", "",
-           !mx_cpu_bf16_native()
-               ? "emulated (f32 GEMM on bf16 values: this CPU lacks avx512_bf16, or MXBENCH_BF16=emulate)"
-           : mx_cpu_dnnl_available()
-               ? "avx512_bf16 (vdpbf16ps, f32 sums: the GEMMs, the one-channel direct convolution and oneDNN's "
-                 "convolutions; MXBENCH_BF16=emulate: emulated)"
-               : "avx512_bf16 (vdpbf16ps, f32 sums: the GEMMs and the one-channel direct convolution; "
-                 "MXBENCH_BF16=emulate: emulated)");
+    const int dnnl = mx_cpu_dnnl_available();
+    if (mx_cpu_bf16_native())
+        printf("  %-10s --amp bf16: avx512_bf16 (vdpbf16ps, f32 sums: the GEMMs%s the one-channel direct convolution%s; "
+               "MXBENCH_BF16=emulate: emulated)", "", dnnl ? "," : " and", dnnl ? " and oneDNN's convolutions" : "");
+    else
+        printf("  %-10s --amp bf16: emulated (f32 GEMM on bf16 values: this CPU lacks avx512_bf16, or "
+               "MXBENCH_BF16=emulate)", "");
+    printf("; --amp fp16: emulated (f32 GEMM on fp16 values)\n");
     printf("  %-10s %s\n", "fusion",
            mx_exec_fusion_off()
                ? "off (MXBENCH_FUSE=off: every layer apart, AMP rounding every tensor)"

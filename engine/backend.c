@@ -209,6 +209,14 @@ static void default_round_half(mx_backend *be, size_t n, float *x, mx_dtype t, v
     be->ops->cast(be, n, x, MX_F32, half, t);
 }
 
+static void default_sgd_update_amp(mx_backend *be, size_t n, float *master, float *mom, const float *g, float lr,
+                                   float momentum, float wd, float rescale, mx_dtype t, void *half, float *w)
+{
+    be->ops->sgd_update(be, n, master, mom, g, lr, momentum, wd, rescale);
+    be->ops->cast(be, n, half, t, master, MX_F32);
+    be->ops->cast(be, n, w, MX_F32, half, t);
+}
+
 static size_t default_count_nonfinite(mx_backend *be, size_t n, const void *x, mx_dtype type)
 {
     if ((unsigned)type >= MX_NDTYPES) {
@@ -351,6 +359,7 @@ static int check_and_fill(mx_backend_ops *o)
     DEFAULT(count_nonfinite);
     DEFAULT(amp_kernels);
     DEFAULT(round_half);
+    DEFAULT(sgd_update_amp);
     DEFAULT(add_relu);
     DEFAULT(gemm);
     DEFAULT(gemm_ex);

@@ -179,6 +179,12 @@ typedef struct {
      * mom = momentum * mom - lr * (rescale * g + wd * w); w += mom */
     void (*sgd_update)(mx_backend *be, size_t n, float *w, float *mom, const float *g, float lr,
                        float momentum, float wd, float rescale);
+    /* OPTIONAL: AMP's update: sgd_update on the f32 master weights, then their rounding to
+     * type t (MX_F16 or MX_BF16) into half and its f32 expansion into w, the compute copy the
+     * layers read; the values of sgd_update and two casts, in one pass over the weights
+     * (resnet18 under bf16 streams 45 MB less a step). Default: those three ops. */
+    void (*sgd_update_amp)(mx_backend *be, size_t n, float *master, float *mom, const float *g, float lr,
+                           float momentum, float wd, float rescale, mx_dtype t, void *half, float *w);
 } mx_backend_ops;
 
 struct mx_backend {

@@ -237,11 +237,11 @@ static double cpu_softmax_eval(mx_backend *be, int n, int classes, int *correct,
 static void cpu_sgd_update(mx_backend *be, size_t n, float *w, float *mom, const float *g, float lr,
                            float momentum, float wd, float rescale)
 {
-#pragma omp parallel for num_threads(mx_cpu_team(be, n)) schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float m = momentum * mom[i] - lr * (rescale * g[i] + wd * w[i]);
-        mom[i] = m;
-        w[i] += m;
+    const int T = mx_cpu_team(be, n);
+#pragma omp parallel num_threads(T)
+    {
+        const size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
+        mx_cpu_sgd_range(w, mom, g, lr, momentum, wd, rescale, n * t / nt, n * (t + 1) / nt);
     }
 }
 
@@ -285,4 +285,5 @@ const mx_backend_ops mx_cpu_backend_ops = {
     .softmax_xent = cpu_softmax_xent,
     .softmax_eval = cpu_softmax_eval,
     .sgd_update = cpu_sgd_update,
+    .sgd_update_amp = mx_cpu_sgd_update_amp,
 };

@@ -90,6 +90,20 @@ size_t mx_cpu_count_nonfinite_host(int nthreads, size_t n, const void *x, mx_dty
 void mx_cpu_cast(mx_backend *be, size_t n, void *dst, mx_dtype dst_type, const void *src, mx_dtype src_type);
 size_t mx_cpu_count_nonfinite(mx_backend *be, size_t n, const void *x, mx_dtype type);
 void mx_cpu_round_half(mx_backend *be, size_t n, float *x, mx_dtype t, void *half);
+void mx_cpu_sgd_update_amp(mx_backend *be, size_t n, float *master, float *mom, const float *g, float lr,
+                           float momentum, float wd, float rescale, mx_dtype t, void *half, float *w);
+
+/* Elements [lo, hi) of the SGD update (mx_backend_ops.sgd_update's formula): the one loop
+ * of the plain and the AMP update, so that both give the same master weights. */
+static inline void mx_cpu_sgd_range(float *w, float *mom, const float *g, float lr, float momentum, float wd,
+                                    float rescale, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++) {
+        const float m = momentum * mom[i] - lr * (rescale * g[i] + wd * w[i]);
+        mom[i] = m;
+        w[i] += m;
+    }
+}
 void mx_cpu_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes);
 void mx_cpu_gemm_ex(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const void *a, mx_dtype at,
                     int lda, const void *b, mx_dtype bt, int ldb, float beta, void *c, mx_dtype ct, int ldc,

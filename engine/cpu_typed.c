@@ -124,6 +124,31 @@ void mx_cpu_round_half(mx_backend *be, size_t n, float *x, mx_dtype t, void *hal
     }
 }
 
+/* Elements per piece of the AMP update: its master, momentum, gradient, half and compute
+ * values (18 bytes an element) stay in L1 between the update and the two roundings. */
+#define UPDATE_PIECE 2048
+
+void mx_cpu_sgd_update_amp(mx_backend *be, size_t n, float *master, float *mom, const float *g, float lr,
+                           float momentum, float wd, float rescale, mx_dtype t, void *half, float *w)
+{
+    if (t != MX_F16 && t != MX_BF16) {
+        mx_backend_fail(be, MX_EINVAL, "sgd_update_amp: dtype %d; accepted %d (f16), %d (bf16)", (int)t, MX_F16,
+                        MX_BF16);
+        return;
+    }
+#pragma omp parallel num_threads(mx_cpu_team(be, n))
+    {
+        const size_t i = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
+        const size_t hi = n * (i + 1) / nt;
+        for (size_t lo = n * i / nt; lo < hi; lo += UPDATE_PIECE) {
+            const size_t e = hi - lo < UPDATE_PIECE ? hi : lo + UPDATE_PIECE;
+            mx_cpu_sgd_range(master, mom, g, lr, momentum, wd, rescale, lo, e);
+            cast_range(half, t, master, MX_F32, lo, e);
+            cast_range(w, MX_F32, half, t, lo, e);
+        }
+    }
+}
+
 /* An all-ones exponent field is inf or NaN in each of the three formats. */
 static size_t count_range(const void *x, mx_dtype t, size_t lo, size_t hi)
 {

@@ -20,6 +20,18 @@ void mx_sgd_update(mx_backend *be, const mx_sgd *opt, const mx_param *params, in
     }
 }
 
+void mx_sgd_update_amp(mx_backend *be, const mx_sgd *opt, const mx_param *params, int first, int count,
+                       float *master, float *mom, const float *g, mx_dtype t, void *half, float *w)
+{
+    const size_t hs = mx_dtype_size(t);
+    for (int i = first; i < first + count; i++) {
+        const mx_param *p = &params[i];
+        const size_t o = p->offset;
+        be->ops->sgd_update_amp(be, p->count, master + o, mom + o, g + o, opt->lr, opt->momentum,
+                                p->decay ? opt->wd : 0.0f, 1.0f, t, (char *)half + o * hs, w + o);
+    }
+}
+
 static double constant(double progress)
 {
     (void)progress;

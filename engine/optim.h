@@ -19,6 +19,12 @@ void mx_sgd_update(mx_backend *be, const mx_sgd *opt, const mx_param *params, in
 void mx_sgd_update_slice(mx_backend *be, const mx_sgd *opt, const mx_param *p, size_t lo, size_t hi, float *w,
                          float *mom, const float *g);
 
+/* AMP: mx_sgd_update on the f32 master weights, and the compute copy refreshed from them as
+ * mx_net_amp_refresh does (half: their values of type t, w: its f32 expansion), one pass per
+ * tensor. */
+void mx_sgd_update_amp(mx_backend *be, const mx_sgd *opt, const mx_param *params, int first, int count,
+                       float *master, float *mom, const float *g, mx_dtype t, void *half, float *w);
+
 /* How the learning rate decays after the warmup: a multiplier of the peak lr at `progress`,
  * the share of the post-warmup run done (0 at its first step, 1 after its last). */
 typedef struct {

@@ -115,8 +115,8 @@ static void update_device(mx_strategy *s, int d)
     s->res[d].skipped = mx_loss_scaler_update(&s->scaler[d], mx_net_grad_nonfinite(net) > 0);
     if (s->res[d].skipped) return;
     if (scale != 1) net->be->ops->scale(net->be, net->nweights, net->g, (float)(1 / scale));
-    mx_sgd_update(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w_master, s->mom[d], net->g);
-    mx_net_amp_refresh(net);
+    mx_sgd_update_amp(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w_master, s->mom[d], net->g,
+                      mx_amp_dtype(net->amp), net->w_half, net->w);
 }
 
 static void run_device(mx_strategy *s, int d)

@@ -451,8 +451,8 @@ static void test_master(mx_amp a, const mx_layer_spec *specs, int nspecs, mx_sha
         mx_net_backward(net, BATCH, NULL, NULL);
         if (mx_loss_scaler_update(&s, mx_net_grad_nonfinite(net) > 0)) continue;
         be->ops->scale(be, net->nweights, net->g, (float)(1.0 / s.scale));
-        mx_sgd_update(be, &opt, net->params, 0, net->nparams, net->w_master, mom, net->g);
-        mx_net_amp_refresh(net);
+        mx_sgd_update_amp(be, &opt, net->params, 0, net->nparams, net->w_master, mom, net->g, t, net->w_half,
+                          net->w);
     }
     float *m = to_host(net->w_master, net->nweights), *w = to_host(net->w, net->nweights);
     size_t moved = 0, off_grid = 0, mismatch = 0;

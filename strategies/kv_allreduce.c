@@ -27,13 +27,8 @@
 #include <string.h>
 
 typedef struct {
-    int lo, hi;          /* keys lo..hi-1 (consecutive indices) */
-    size_t off, count;   /* their contiguous host range, padding between keys included */
-} bucket;
-
-typedef struct {
     mx_kv_host h;        /* host-side sums, weights and momentum */
-    bucket *b;
+    mx_kv_bucket *b;
     int nb;
     int *bucket_of;      /* [nkeys] */
     int *key_round;      /* [nkeys] rounds processed per key (worker only) */
@@ -87,23 +82,7 @@ static int allreduce_create(mx_kvstore *kv)
     m->done = calloc(kv->nkeys, sizeof(int));
     if (!m->b || !m->bucket_of || !m->key_round || !m->filled || !m->done)
         return mx_error(MX_ENOMEM, "out of memory creating kvstore dist_allreduce");
-    /* Greedy in backward order, as DDP: a key that would take the bucket's range past the
-     * cap starts a new one, so a key larger than the cap is a bucket of its own. */
-    const double cap = (mb > 0 ? mb : 25.0) * 1048576.0;
-    for (int k = kv->nkeys - 1; k >= 0; k--) {
-        const mx_kv_key *key = &kv->keys[k];
-        bucket *cur = m->nb ? &m->b[m->nb - 1] : NULL;
-        const size_t end = cur ? cur->off + cur->count : 0;
-        if (!cur || sizeof(float) * (double)(end - key->offset) > cap) {
-            cur = &m->b[m->nb++];
-            *cur = (bucket){k, k + 1, key->offset, key->count};
-        } else {
-            cur->lo = k;
-            cur->count = end - key->offset;
-            cur->off = key->offset;
-        }
-        m->bucket_of[k] = m->nb - 1;
-    }
+    m->nb = mx_kv_plan_buckets(kv, (mb > 0 ? mb : MX_KV_BUCKET_MB) * 1048576.0, m->b, m->bucket_of);
     for (int b = 0; b < m->nb; b++)
         if (m->b[b].count * sizeof(float) > (size_t)INT32_MAX)
             return mx_error(MX_EINVAL, "kvstore dist_allreduce: keys %d..%d need %zu floats at once, beyond MPI's 2^31-1 "
@@ -181,7 +160,7 @@ static int fail(kv_allreduce *m, int rc)
 /* Sums the bucket across ranks in place, then updates its keys (in push order). */
 static int reduce_bucket(mx_kvstore *kv, kv_allreduce *m, int b)
 {
-    const bucket *bk = &m->b[b];
+    const mx_kv_bucket *bk = &m->b[b];
     mx_comm *world = kv->opt.world;
     float *range = m->h.merge + bk->off;
     const double t0 = mx_now();
@@ -236,7 +215,7 @@ static int allreduce_process(mx_kvstore *kv, int worker, int key)
 static int allreduce_pull(mx_kvstore *kv, int key, int dev)
 {
     kv_allreduce *m = kv->mode;
-    const bucket *bk = &m->b[m->bucket_of[key]];
+    const mx_kv_bucket *bk = &m->b[m->bucket_of[key]];
     /* The bucket completes only once dev pushed all its keys: waiting without them would
      * never end, so say so instead. */
     pthread_mutex_lock(&kv->lock);

@@ -5,15 +5,25 @@
  * momentum lives there), and all-gathers the weights, so that a pull has nothing left to
  * copy. Without an updater it all-gathers the summed gradient instead, and pull copies it
  * into the device's gradient buffer.
+ * With bucket_mb > 0 keys are exchanged in buckets, each one range: a worker waits until
+ * every device pushed the whole bucket, then runs one reduce-scatter and one all-gather for
+ * it. That holds DDP's contract (every device pushes every key of a bucket each round), which
+ * the data strategy keeps and asks for (DDP's 25 MiB unless told); 0 keeps MXNet's, where a
+ * key may be pushed alone. Two lenet devices had spent about 0.5 ms a step on the rendezvous
+ * of its 8 keys; in one bucket they train 3% faster (20470 against 19890 samples/s, medians
+ * of 6 interleaved rounds), while resnet18 measured the same with buckets of 1, 4 or 25 MiB
+ * as with none. The sums are those of each key alone, element by element in member order.
  * With a compressor (kv_compress.c), the reduce-scatter becomes what MXNet's device store
  * does with compression: each device packs its own gradient (its residual kept on it), the
  * packed payloads are all-gathered, and each device decompresses every payload and sums its
  * own shard; the update and the all-gather of weights are as without (pulls are not
  * compressed, as in MXNet). */
 #include "kv_mode.h"
+#include "engine/limits.h"
 #include "engine/status.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     float **mom;   /* [ndev] momentum, used on each device's own shards */
@@ -21,6 +31,11 @@ typedef struct {
     /* compression only: [ndev] n payload slots of the largest key, and one decompressed key */
     float **slots, **unpacked;
     size_t slot_floats, largest;
+    /* keys exchanged together (mx_kv_plan_buckets); with compression, each key alone */
+    mx_kv_bucket *b;
+    int *bucket_of; /* [nkeys] */
+    int *bdone;     /* [ndev][nb] the last round each worker exchanged the bucket in */
+    int nb;
 } kv_device;
 
 static int device_create(mx_kvstore *kv)
@@ -41,7 +56,28 @@ static int device_create(mx_kvstore *kv)
     m->unpacked = calloc(kv->ndev, sizeof *m->unpacked);
     if (!m->mom || !m->merge || !m->slots || !m->unpacked)
         return mx_error(MX_ENOMEM, "out of memory creating kvstore device");
+    const double mb = kv->opt.bucket_mb;
+    if (!(mb >= 0 && mb <= MX_MAX_BUCKET_MB))
+        return mx_error(MX_EINVAL, "kvstore device: bucket size %g MiB; accepted: 0 (each key alone) up to %d", mb,
+                        MX_MAX_BUCKET_MB);
+    m->b = calloc(kv->nkeys, sizeof *m->b);
+    m->bucket_of = calloc(kv->nkeys, sizeof *m->bucket_of);
+    m->bdone = calloc((size_t)kv->ndev * kv->nkeys, sizeof *m->bdone);
+    if (!m->b || !m->bucket_of || !m->bdone) return mx_error(MX_ENOMEM, "out of memory creating kvstore device");
+    /* A compressor packs each key with its own residual, as MXNet's device store */
+    const int packs = kv->opt.compression && strcmp(kv->opt.compression, "none") != 0;
+    m->nb = mx_kv_plan_buckets(kv, packs ? 0 : mb * 1048576.0, m->b, m->bucket_of);
     return MX_OK;
+}
+
+/* Round `round` of key may run: every key of its bucket pushed that often by every device */
+static int device_ready(const mx_kvstore *kv, int key, int round)
+{
+    const kv_device *m = kv->mode;
+    const mx_kv_bucket *b = &m->b[m->bucket_of[key]];
+    for (int k = b->lo; k < b->hi; k++)
+        if (!mx_kv_all_pushed(kv, k, round)) return 0;
+    return 1;
 }
 
 static int device_nworkers(const mx_kvstore *kv) { return kv->ndev; }
@@ -93,29 +129,42 @@ static int compressed_reduce(mx_kvstore *kv, int worker, int key, size_t lo, siz
     return MX_OK;
 }
 
+/* The round of key's bucket, when key is the first of it this worker takes (in push order);
+ * the bucket's other keys then have nothing left to do. */
 static int device_process(mx_kvstore *kv, int worker, int key)
 {
     kv_device *m = kv->mode;
-    const mx_kv_key *k = &kv->keys[key];
+    const mx_kv_bucket *bk = &m->b[m->bucket_of[key]];
+    const int round = kv->seen[worker * kv->nkeys + key];
+    int *done = &m->bdone[worker * m->nb + m->bucket_of[key]];
+    if (*done >= round) return MX_OK;
+    *done = round;
+    const size_t off = bk->off, count = bk->count;
     mx_comm *c = kv->comm;
     const int member = c->local_first + worker;
     const mx_kv_device *dv = &kv->dev[worker];
-    float *merge = m->merge[worker] + k->offset;
+    float *merge = m->merge[worker] + off;
     size_t lo, hi;
-    mx_comm_shard(k->count, member, c->n, &lo, &hi);
+    mx_comm_shard(count, member, c->n, &lo, &hi);
     if (kv->gc) MX_TRY(compressed_reduce(kv, worker, key, lo, hi, merge));
-    else MX_TRY(mx_kv_reduce_scatter(kv, worker, c, member, (const float *)dv->g + k->offset, merge, k->count, MX_F32));
+    else MX_TRY(mx_kv_reduce_scatter(kv, worker, c, member, (const float *)dv->g + off, merge, count, MX_F32));
     float *gathered = merge;
     if (kv->updater) {
-        gathered = (float *)dv->w + k->offset;
-        if (hi > lo) kv->updater(kv->updater_user, dv->be, key, lo, hi, gathered, m->mom[worker] + k->offset, merge);
+        gathered = (float *)dv->w + off;
+        for (int j = bk->hi - 1; j >= bk->lo; j--) { /* each key's part of the shard, in push order */
+            const size_t at = kv->keys[j].offset - off, end = at + kv->keys[j].count;
+            const size_t klo = lo > at ? lo : at, khi = hi < end ? hi : end;
+            if (khi > klo)
+                kv->updater(kv->updater_user, dv->be, j, klo - at, khi - at, gathered + at, m->mom[worker] + off + at,
+                            merge + at);
+        }
     }
-    MX_TRY(mx_kv_allgather(kv, worker, c, member, gathered, k->count, MX_F32));
+    MX_TRY(mx_kv_allgather(kv, worker, c, member, gathered, count, MX_F32));
     /* What crossed between devices: the other members' shards of ours (compressed: our
      * payload to each of them), then theirs. */
     const double own = (double)(hi - lo), sz = sizeof(float);
     const double pushed = kv->gc ? (double)mx_kv_gc_packed_bytes(kv, key) * (c->n - 1) : sz * own * (c->n - 1);
-    mx_kv_count_bytes(kv, pushed + sz * ((double)k->count - own));
+    mx_kv_count_bytes(kv, pushed + sz * ((double)count - own));
     return MX_OK;
 }
 
@@ -144,6 +193,9 @@ static void device_destroy(mx_kvstore *kv)
     free(m->merge);
     free(m->slots);
     free(m->unpacked);
+    free(m->b);
+    free(m->bucket_of);
+    free(m->bdone);
     free(m);
 }
 
@@ -152,7 +204,7 @@ const mx_kvstore_ops mx_kv_device_ops = {
     .create = device_create,
     .nworkers = device_nworkers,
     .follows = device_follows,
-    .ready = mx_kv_all_pushed,
+    .ready = device_ready,
     .init = device_init,
     .process = device_process,
     .pull = device_pull,

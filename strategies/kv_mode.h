@@ -42,6 +42,12 @@ typedef struct {
     double start, end; /* wall clock of one piece of kvstore work (a process or a pull) */
 } mx_kv_span;
 
+/* Keys exchanged as one range (device, dist_allreduce: PyTorch DDP's and Horovod's fusion) */
+typedef struct {
+    int lo, hi;        /* keys lo..hi-1 (consecutive indices) */
+    size_t off, count; /* their contiguous range, padding between keys included */
+} mx_kv_bucket;
+
 struct mx_kvstore {
     const mx_kvstore_ops *ops;
     mx_comm *comm;
@@ -117,6 +123,12 @@ void mx_kv_gc_compress(mx_kvstore *kv, int party, int unit, const float *g, void
 void mx_kv_gc_decompress(mx_kvstore *kv, int unit, const void *packed, float *out);
 
 /* The synchronous policy: every device pushed round `round` of key. */
+/* Buckets of at most cap bytes, greedy in backward order as DDP's (from the last key down,
+ * the order devices push): a key joins the bucket of the keys after it where it lies wholly
+ * before that bucket's range and the range grown to take it stays within cap, else it starts
+ * one; so a key larger than cap, or one out of offset order, is a bucket of its own. b and
+ * bucket_of hold nkeys entries; returns the buckets' count. */
+int mx_kv_plan_buckets(const mx_kvstore *kv, double cap, mx_kv_bucket *b, int *bucket_of);
 int mx_kv_all_pushed(const mx_kvstore *kv, int key, int round);
 /* Adds to the bytes statistic (takes the lock). */
 void mx_kv_count_bytes(mx_kvstore *kv, double bytes);

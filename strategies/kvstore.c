@@ -42,6 +42,26 @@ int mx_kv_all_pushed(const mx_kvstore *kv, int key, int round)
     return 1;
 }
 
+int mx_kv_plan_buckets(const mx_kvstore *kv, double cap, mx_kv_bucket *b, int *bucket_of)
+{
+    int nb = 0;
+    for (int k = kv->nkeys - 1; k >= 0; k--) {
+        const mx_kv_key *key = &kv->keys[k];
+        mx_kv_bucket *cur = nb ? &b[nb - 1] : NULL;
+        const size_t end = cur ? cur->off + cur->count : 0;
+        if (!cur || key->offset + key->count > cur->off || sizeof(float) * (double)(end - key->offset) > cap) {
+            cur = &b[nb++];
+            *cur = (mx_kv_bucket){k, k + 1, key->offset, key->count};
+        } else {
+            cur->lo = k;
+            cur->count = end - key->offset;
+            cur->off = key->offset;
+        }
+        bucket_of[k] = nb - 1;
+    }
+    return nb;
+}
+
 void mx_kv_count_bytes(mx_kvstore *kv, double bytes)
 {
     pthread_mutex_lock(&kv->lock);

@@ -24,16 +24,20 @@ typedef struct {
 
 typedef struct mx_cluster mx_cluster;
 
+#define MX_KV_BUCKET_MB 25.0 /* the default bucket, PyTorch DDP's */
+
 typedef struct {
     int devices; /* devices of this process that push (0: the comm's local member count) */
     /* dist_* modes only (the store's comm then joins this process's own devices):
      * cluster: the MPI job's ranks and roles (cluster.h; sessions are counted in it);
-     * world: dist_allreduce's mpi comm of every worker rank; bucket_mb: dist_allreduce's
-     * bucket size in MiB (0: 25, as PyTorch DDP); opt and decay: the SGD the parameter
+     * world: dist_allreduce's mpi comm of every worker rank; opt and decay: the SGD the parameter
      * servers run (opt is read at each push, so its lr may change per step) and, per key,
      * whether weight decay applies */
     mx_cluster *cluster;
     mx_comm *world;
+    /* device and dist_allreduce: keys are exchanged in buckets of at most this many MiB,
+     * filled in backward order; every device then pushes every key of a bucket each round.
+     * 0: dist_allreduce MX_KV_BUCKET_MB, device each key alone (a key may be pushed alone) */
     double bucket_mb;
     const mx_sgd *opt;
     const int *decay;

@@ -1,7 +1,8 @@
 /* The kvstore verbs on their own, for every mode: init/push/pull semantics (the summed
  * gradient reaches the updater, every device pulls the same result), one key order on every
  * member, a key pushed twice before a pull, pull without an updater (the summed gradient),
- * the push hook, and bad keys, shapes or set-ups rejected. */
+ * the push hook, and bad keys, shapes or set-ups rejected; device's buckets keep all of
+ * that and the bits of each key exchanged alone. */
 #include "check.h"
 #include "engine/status.h"
 #include "strategies/kvstore.h"
@@ -43,6 +44,8 @@ typedef struct {
     trace tr;
 } rig;
 
+static double rig_bucket_mb; /* the stores' bucket size (0: each key alone) */
+
 /* A store over a threads comm of ndev members; each device binds its own buffers. With
  * updater 0 the store keeps the default: pull returns the summed gradient. */
 static int rig_open_keys(rig *r, const char *mode, int ndev, int updater, const mx_kv_key *table, int nkeys)
@@ -57,7 +60,8 @@ static int rig_open_keys(rig *r, const char *mode, int ndev, int updater, const 
         for (int i = 0; i < TOTAL; i++) r->w[d][i] = (float)i;
     }
     int rc = mx_comm_create(&r->comm, "threads", ndev);
-    if (rc == MX_OK) rc = mx_kv_create(&r->kv, mode, r->comm, table, nkeys, NULL);
+    const mx_kv_options opt = {.bucket_mb = rig_bucket_mb};
+    if (rc == MX_OK) rc = mx_kv_create(&r->kv, mode, r->comm, table, nkeys, &opt);
     for (int d = 0; rc == MX_OK && d < ndev; d++) rc = mx_kv_bind(r->kv, d, r->be[d], r->w[d], r->g[d]);
     if (rc == MX_OK) {
         if (updater) mx_kv_set_updater(r->kv, minus_updater, &r->tr);
@@ -155,10 +159,22 @@ static void check_key_order(const char *mode, int ndev)
     const int members = strcmp(mode, "device") == 0 ? ndev : 1;
     int bad = 0;
     for (int d = 0; d < ndev; d++) bad += a[d].bad;
+    int updates[OKEYS] = {0};
     for (int m = 0; m < members; m++) {
+        if (rig_bucket_mb > 0) {
+            /* a member updates the keys its shard of each bucket covers: descending in each round */
+            int runs = 0;
+            for (int i = 0; i < r.tr.n[m]; i++) {
+                runs += i == 0 || r.tr.order[m][i] >= r.tr.order[m][i - 1];
+                updates[r.tr.order[m][i]]++;
+            }
+            bad += runs > ROUNDS;
+            continue;
+        }
         bad += r.tr.n[m] != OKEYS * ROUNDS;
         for (int i = 0; i < r.tr.n[m] && i < OKEYS * ROUNDS; i++) bad += r.tr.order[m][i] != OKEYS - 1 - i % OKEYS;
     }
+    for (int k = 0; rig_bucket_mb > 0 && k < OKEYS; k++) bad += updates[k] < ROUNDS;
     CHECK(bad == 0, "%s x%d: keys not processed last key first on every member (device 0: %d %d %d %d ...)", mode, ndev,
           r.tr.order[0][0], r.tr.order[0][1], r.tr.order[0][2], r.tr.order[0][3]);
     rig_close(&r);
@@ -271,6 +287,39 @@ static void check_push_twice(const char *mode)
     rig_close(&r);
 }
 
+/* Buckets (device, bucket_mb > 0) change which calls move the keys, not the sums: random
+ * gradients over 2 rounds give the bits of the keys exchanged one by one, with keys in one
+ * bucket, in two (0.002 MiB: keys 0 and 1 with the padding between them, key 2 alone) or each
+ * alone (a cap below every key). */
+static void check_buckets(int ndev)
+{
+    const double sizes[] = {0, 1, 0.002, 1e-6};
+    float *w0 = malloc(sizeof(float) * TOTAL);
+    for (int s = 0; s < 4; s++) {
+        rig_bucket_mb = sizes[s];
+        rig r;
+        CHECK(rig_open(&r, "device", ndev) == MX_OK, "%s", mx_last_error());
+        for (int round = 0; round < 2; round++) {
+            for (int d = 0; d < ndev; d++)
+                for (int i = 0; i < TOTAL; i++) r.g[d][i] = sinf((float)(i * (d + 3) + round)) / (float)(d + 1);
+            for (int d = 0; d < ndev; d++)
+                for (int k = NKEYS - 1; k >= 0; k--) CHECK(mx_kv_push(r.kv, k, d, keys[k].count) == MX_OK, "push");
+            for (int d = 0; d < ndev; d++)
+                for (int k = 0; k < NKEYS; k++) CHECK(mx_kv_pull(r.kv, k, d, keys[k].count) == MX_OK, "pull");
+        }
+        int bad = 0;
+        for (int d = 0; d < ndev; d++)
+            for (int k = 0; k < NKEYS; k++)
+                for (size_t i = keys[k].offset; i < keys[k].offset + keys[k].count; i++)
+                    bad += s ? r.w[d][i] != w0[i] : r.w[d][i] != r.w[0][i];
+        if (!s) memcpy(w0, r.w[0], sizeof(float) * TOTAL);
+        CHECK(bad == 0, "device x%d, buckets of %g MiB: %d weights differ from each key alone", ndev, sizes[s], bad);
+        rig_close(&r);
+    }
+    rig_bucket_mb = 0;
+    free(w0);
+}
+
 static void check_errors(void)
 {
     rig r;
@@ -317,6 +366,17 @@ int main(void)
             check_no_updater(modes[m], ndev);
             check_push_hook(modes[m], ndev);
         }
+    /* buckets: the same semantics, and the same bits as each key alone */
+    for (int ndev = 1; ndev <= 4; ndev *= 2) {
+        rig_bucket_mb = 0.0005; /* order_keys: two buckets of two keys */
+        check_key_order("device", ndev);
+        rig_bucket_mb = 0.002;
+        check_sum("device", ndev);
+        check_no_updater("device", ndev);
+        check_push_hook("device", ndev);
+    }
+    rig_bucket_mb = 0;
+    for (int ndev = 2; ndev <= 3; ndev++) check_buckets(ndev);
     check_errors();
     return check_summary("test_kvstore");
 }

@@ -104,7 +104,7 @@ static int build_opts(sweep_args *a, mx_opt *opts)
         {"device", MX_OPT_STRING, &a->device, "KIND", "cpu, cuda or auto: the rows' devices, as train --device (default auto: CUDA where present)", "cpu|cuda|auto", 0, 0},
         {"oversubscribe", MX_OPT_FLAG, &a->oversubscribe, NULL, "CUDA: let rows have more devices than GPUs, several logical devices per GPU, to test code paths (train --oversubscribe); such rows are recorded oversubscribed and never plotted as scaling", NULL, 0, 0},
         {"servers", MX_OPT_INT, &a->servers, "S", "dist_sync/dist_device_sync/dist_async rows: server ranks (default: as many as the row's workers, as MXNet)", NULL, 1, MX_MAX_SERVERS},
-        {"bucket-mb", MX_OPT_DOUBLE, &a->bucket_mb, "X", "dist_allreduce rows: gradient bucket size in MiB, > 0 (default 25; device rows keep 25)", NULL, 0, MX_MAX_BUCKET_MB},
+        {"bucket-mb", MX_OPT_DOUBLE, &a->bucket_mb, "X", "dist_allreduce rows: gradient bucket size in MiB, > 0 (default 25)", NULL, 0, MX_MAX_BUCKET_MB},
         {"hostfile", MX_OPT_STRING, &a->hostfile, "FILE", "dist_* rows: Open MPI host file, ranks across machines (default: all on this one)", NULL, 0, 0},
         {"mpirun-args", MX_OPT_STRING, &a->mpirun_args, "ARGS", "dist_* rows: more mpirun options, split on spaces", NULL, 0, 0},
         {"mpirun", MX_OPT_STRING, &a->mpirun, "PATH", "dist_* rows: Open MPI's mpirun (default: mpirun on PATH)", NULL, 0, 0},

@@ -62,7 +62,7 @@ static int parse(train_args *a, int argc, char **argv)
         {"tf32", MX_OPT_FLAG, &a->tf32, NULL, "cuda: let f32 GEMMs and convolutions run as TF32 on the tensor cores (default: strict f32)", NULL},
         {"kvstore", MX_OPT_STRING, &c->kvstore, "MODE", "gradient aggregation: local, device (one process), dist_sync, dist_device_sync, dist_async, dist_allreduce (under mpirun) (default device)", MX_KV_MODES_ALL},
         {"servers", MX_OPT_INT, &a->servers, "S", "dist_sync/dist_device_sync/dist_async: server ranks (default: as many as workers, as MXNet)", NULL, 1, MX_MAX_SERVERS},
-        {"bucket-mb", MX_OPT_DOUBLE, &c->bucket_mb, "X", "device and dist_allreduce: gradients are exchanged in buckets of X MiB, filled in backward order (default 25, as PyTorch DDP)", NULL, 0, MX_MAX_BUCKET_MB},
+        {"bucket-mb", MX_OPT_DOUBLE, &c->bucket_mb, "X", "dist_allreduce: gradients are all-reduced in buckets of X MiB, filled in backward order (default 25, as PyTorch DDP); device: the same, asked for (default: each key alone, as MXNet)", NULL, 0, MX_MAX_BUCKET_MB},
         {"partition", MX_OPT_STRING, &c->partition, "CUT", "model: auto (stages balanced by a short per-layer profile) or top-level layers per stage, e.g. 6,3,3 (default auto)", NULL},
         {"micro-batches", MX_OPT_INT, &c->micro_batches, "M", "model: split each batch into M micro-batches, gradients accumulated, one update (default 4 per device, at most the batch)", NULL, 1, MX_MAX_MICRO_BATCHES},
         {"compression", MX_OPT_STRING, &c->compression, "NAME", "data with a device or dist_* kvstore: gradient compression of pushes: none, 2bit (MXNet's, with error feedback), topk (the largest values, error feedback) or fp16 (default none)", "none|2bit|topk|fp16"},

@@ -33,7 +33,7 @@ typedef struct {
      * is then workers x batch: every worker shuffles alike and trains its own slice of each
      * global batch (as `local` with workers x batch), so all run the same number of steps */
     mx_cluster *cluster;
-    double bucket_mb;       /* device and dist_allreduce bucket size in MiB (0: 25) */
+    double bucket_mb;       /* bucket size in MiB: dist_allreduce (0: 25), device (0: each key alone) */
     /* if set, the trained weights of the last repeat are written there (worker 0 of a dist_*
      * job): raw little-endian f32, in the model's parameter order, crash-safe */
     const char *save_params;

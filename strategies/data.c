@@ -242,9 +242,7 @@ static int create_store(mx_strategy *s)
     mx_kv_key *keys = malloc(sizeof *keys * n0->nparams);
     if (!keys) return mx_error(MX_ENOMEM, "out of memory for kvstore keys");
     for (int p = 0; p < n0->nparams; p++) keys[p] = (mx_kv_key){n0->params[p].offset, n0->params[p].count, MX_F32};
-    /* Every device pushes every key each step: DDP's buckets hold (kvstore.h) */
-    const double bucket_mb = s->cfg.bucket_mb > 0 ? s->cfg.bucket_mb : MX_KV_BUCKET_MB;
-    mx_kv_options opt = {.cluster = s->cfg.cluster, .bucket_mb = bucket_mb, .opt = &s->sgd.opt,
+    mx_kv_options opt = {.cluster = s->cfg.cluster, .bucket_mb = s->cfg.bucket_mb, .opt = &s->sgd.opt,
                          .compression = s->cfg.compression, .gc_threshold = s->cfg.gc_threshold,
                          .gc_topk_ratio = s->cfg.gc_topk_ratio};
     int rc = mx_comm_create(&s->comm, "threads", s->k);

@@ -122,13 +122,13 @@ void mx_kv_gc_compress(mx_kvstore *kv, int party, int unit, const float *g, void
 /* packed into out (unit's count values), timed. */
 void mx_kv_gc_decompress(mx_kvstore *kv, int unit, const void *packed, float *out);
 
-/* The synchronous policy: every device pushed round `round` of key. */
 /* Buckets of at most cap bytes, greedy in backward order as DDP's (from the last key down,
  * the order devices push): a key joins the bucket of the keys after it where it lies wholly
  * before that bucket's range and the range grown to take it stays within cap, else it starts
  * one; so a key larger than cap, or one out of offset order, is a bucket of its own. b and
  * bucket_of hold nkeys entries; returns the buckets' count. */
 int mx_kv_plan_buckets(const mx_kvstore *kv, double cap, mx_kv_bucket *b, int *bucket_of);
+/* The synchronous policy: every device pushed round `round` of key. */
 int mx_kv_all_pushed(const mx_kvstore *kv, int key, int round);
 /* Adds to the bytes statistic (takes the lock). */
 void mx_kv_count_bytes(mx_kvstore *kv, double bytes);

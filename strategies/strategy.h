@@ -34,7 +34,7 @@ typedef struct {
      * batch of every worker, split over all workers' devices, of which this worker trains
      * its own devices' slices (the same split as one process with all the devices) */
     mx_cluster *cluster;
-    double bucket_mb;          /* device's and dist_allreduce's bucket size in MiB (0: 25) */
+    double bucket_mb;          /* bucket size in MiB: dist_allreduce (0: 25), device (0: each key alone) */
     /* model (pipeline): how the top-level layers are cut into `devices` stages, "auto" or
      * NULL (balanced by a short profile, FLOPs where none can run) or counts per stage
      * "6,3,3" (partition.h); micro-batches per batch (0: automatic, see

@@ -20,9 +20,9 @@ MX=${1:?usage: test_trace.sh MXBENCH SOURCE_DIR BUILD_DIR}
 . "${2:?usage: test_trace.sh MXBENCH SOURCE_DIR BUILD_DIR}/tests/e2e-lib.sh" test_trace "$MX"
 command -v python3 >/dev/null 2>&1 || { echo "skip: python3 not found (it reads the JSON)"; exit 77; }
 
-# check.py one FILE STEPS DEVICES WORKERS [OVERLAP] (a process's trace; OVERLAP 0: the exchange
-# need not overlap backward) or check.py job FILE STEPS RANKS SERVERS (a dist_* job's, merged):
-# prints what it found, exits 1 on a format error or a missing piece
+# check.py one FILE STEPS DEVICES WORKERS (a process's trace) or check.py job FILE STEPS RANKS
+# SERVERS (a dist_* job's, merged): prints what it found, exits 1 on a format error or a
+# missing piece
 cat >"$T/check.py" <<'PY'
 import collections, json, re, sys
 mode, path, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -76,7 +76,7 @@ if mode == "one":
     kv_comm = sorted({e["name"] for e in comm if threads[(e["pid"], e["tid"])].startswith("kvstore worker")})
     ok = ok and want <= names and len(steps_of(0)) == steps
     if workers:
-        ok = ok and "kvstore" in cats and (overlap or sys.argv[6:7] == ["0"]) and kv_comm
+        ok = ok and "kvstore" in cats and overlap and kv_comm
     print("%s, tracks %s, steps %d, kvstore comm calls %s, comm overlapping backward: %s"
           % (say, sorted(names), len(steps_of(0)), kv_comm, overlap))
     sys.exit(0 if ok else 1)
@@ -127,8 +127,8 @@ print("%s, processes %s, comm on ranks %s, first steps within %.0f us, %d exchan
 sys.exit(0 if ok else 1)
 PY
 
-# buckets of 10 KB: lenet's dense layers are exchanged while its convolutions' backward runs
-# (in the default 25 MiB its keys are one bucket, exchanged after the whole backward)
+# in buckets (--bucket-mb) of 10 KB: lenet's dense layers are exchanged while its convolutions'
+# backward runs (in one bucket of all its keys, the exchange would wait for the whole backward)
 run local "$MX" train --workload lenet --dataset synthetic --steps 8 --warmup-steps 2 --gpus 2 --bucket-mb 0.01 \
     --trace "$T/t.json" --trace-steps 3 && {
     out=$(python3 "$T/check.py" one "$T/t.json" 3 2 2) && pass "2 devices: $out" || fail "2 devices: $out"
@@ -148,11 +148,10 @@ if "$MX" info 2>/dev/null | grep -q dist_allreduce && command -v mpirun >/dev/nu
 else
     echo "skip: the dist_* traces (no MPI in this build)"
 fi
-# (mlp's keys are one bucket of the default 25 MiB: exchanged after backward, not during it)
 run sweep "$MX" sweep --strategies data --gpus 1,2 --workload mlp --dataset synthetic --steps 10 --out "$T/s.h5" \
     --trace "$T/traces" && {
     out0=$(python3 "$T/check.py" one "$T/traces/r0000.json" 5 1 0) &&
-        out1=$(python3 "$T/check.py" one "$T/traces/r0001.json" 5 2 2 0) &&
+        out1=$(python3 "$T/check.py" one "$T/traces/r0001.json" 5 2 2) &&
         pass "sweep --trace: a timeline per row (r0000: $out0)" ||
         fail "sweep --trace: $(ls "$T/traces" 2>&1 | tr '\n' ' ') ${out0:-} ${out1:-}"
 }

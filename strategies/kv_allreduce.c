@@ -87,7 +87,7 @@ static int allreduce_create(mx_kvstore *kv)
         if (m->b[b].count * sizeof(float) > (size_t)INT32_MAX)
             return mx_error(MX_EINVAL, "kvstore dist_allreduce: keys %d..%d need %zu floats at once, beyond MPI's 2^31-1 "
                             "bytes per call", m->b[b].lo, m->b[b].hi - 1, m->b[b].count);
-    if (kv->opt.compression && strcmp(kv->opt.compression, "none") != 0) {
+    if (mx_kv_compression_asked(kv)) {
         if (!(m->units = malloc(sizeof *m->units * m->nb)))
             return mx_error(MX_ENOMEM, "out of memory creating kvstore dist_allreduce");
         for (int b = 0; b < m->nb; b++) m->units[b] = (mx_kv_key){m->b[b].off, m->b[b].count, MX_F32};

@@ -13,6 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+int mx_kv_compression_asked(const mx_kvstore *kv)
+{
+    return kv->opt.compression && strcmp(kv->opt.compression, "none") != 0;
+}
+
 int mx_kv_compression_check(const char *mode, const char *compression)
 {
     if (!compression || strcmp(compression, "none") == 0) return MX_OK;

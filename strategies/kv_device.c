@@ -26,7 +26,6 @@
 #include "engine/status.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 typedef struct {
     float **mom;   /* [ndev] momentum, used on each device's own shards */
@@ -68,8 +67,7 @@ static int device_create(mx_kvstore *kv)
     m->bdone = calloc((size_t)kv->ndev * kv->nkeys, sizeof *m->bdone);
     if (!m->b || !m->bucket_of || !m->bdone) return mx_error(MX_ENOMEM, "out of memory creating kvstore device");
     /* A compressor packs each key with its own residual, as MXNet's device store */
-    const int packs = kv->opt.compression && strcmp(kv->opt.compression, "none") != 0;
-    m->nb = mx_kv_plan_buckets(kv, packs ? 0 : mb * 1048576.0, m->b, m->bucket_of);
+    m->nb = mx_kv_plan_buckets(kv, mx_kv_compression_asked(kv) ? 0 : mb * 1048576.0, m->b, m->bucket_of);
     return MX_OK;
 }
 

@@ -109,7 +109,7 @@ static int dist_create_mode(mx_kvstore *kv, int device_reduce, int async)
     MX_TRY(check_servers_used(kv, (int)S, bound));
     size_t staged = 0;
     int nunits = 0;
-    const int gc = kv->opt.compression && strcmp(kv->opt.compression, "none") != 0;
+    const int gc = mx_kv_compression_asked(kv);
     m->units = gc ? malloc(sizeof *m->units * nk * S) : NULL;
     m->unit_at = gc ? malloc(sizeof(int) * nk * S) : NULL;
     m->cstage_at = gc ? malloc(sizeof(size_t) * nk * S) : NULL;

@@ -111,6 +111,9 @@ void mx_kv_calls_reset(mx_kvstore *kv);
  * compressed one at a time (the key table unless the mode's create set its own; the mode
  * owns that table's memory). Called after the mode's create. */
 int mx_kv_gc_create(mx_kvstore *kv);
+/* 1 when the store was asked to compress its pushes (opt.compression, not none); a mode's
+ * create may ask before mx_kv_gc_create made kv->gc. */
+int mx_kv_compression_asked(const mx_kvstore *kv);
 void mx_kv_gc_destroy(mx_kvstore *kv);
 /* Bytes of unit's packed payload, and the floats of a comm slot that holds it (padded to the
  * comm's 16-element shard boundaries, so that n payloads all-gather as n equal shards). */

@@ -155,6 +155,16 @@ typedef struct {
     void (*batchnorm_backward)(mx_backend *be, int n, int c, int hw, float *din, float *dgamma, float *dbeta,
                                const float *dout, const float *in, const float *mean, const float *invstd,
                                const float *gamma);
+    /* OPTIONAL, no default: batch norm in training followed by a relu, in one pass each way
+     * (out = relu(bn(in)); backward: dout the gradient of that out, din of bn's in), with the
+     * values of the ops above and relu_forward/_backward run one after the other. Where a
+     * table gives them, a residual block runs its inner batch norm and relu as one. */
+    void (*batchnorm_relu_forward_train)(mx_backend *be, int n, int c, int hw, float *out, float *mean,
+                                         float *invstd, float *run_mean, float *run_var, const float *in,
+                                         const float *gamma, const float *beta, float eps, float momentum);
+    void (*batchnorm_relu_backward)(mx_backend *be, int n, int c, int hw, float *din, float *dgamma, float *dbeta,
+                                    const float *dout, const float *in, const float *out, const float *mean,
+                                    const float *invstd, const float *gamma);
 
     /* ---- elementwise */
     void (*relu_forward)(mx_backend *be, size_t n, float *out, const float *in);

@@ -200,5 +200,11 @@ void mx_cpu_batchnorm_forward_infer(mx_backend *be, int n, int c, int hw, float 
 void mx_cpu_batchnorm_backward(mx_backend *be, int n, int c, int hw, float *din, float *dgamma, float *dbeta,
                                const float *dout, const float *in, const float *mean, const float *invstd,
                                const float *gamma);
+void mx_cpu_batchnorm_relu_forward_train(mx_backend *be, int n, int c, int hw, float *out, float *mean,
+                                         float *invstd, float *run_mean, float *run_var, const float *in,
+                                         const float *gamma, const float *beta, float eps, float momentum);
+void mx_cpu_batchnorm_relu_backward(mx_backend *be, int n, int c, int hw, float *din, float *dgamma, float *dbeta,
+                                    const float *dout, const float *in, const float *out, const float *mean,
+                                    const float *invstd, const float *gamma);
 
 #endif

@@ -106,6 +106,15 @@ mx_backend *mx_builder_backend(const mx_net_builder *b);
 /* Sets up a layer nested inside another (residual blocks): same registry, same set. */
 int mx_builder_child(mx_net_builder *b, mx_layer *child, const mx_layer_spec *spec, mx_shape in);
 
+/* A batch-norm layer l followed by a relu, run as one where the backend has the fused kernels
+ * (mx_bn_relu_fusable): forward writes relu(bn(in)) and keeps l's saved state; backward takes
+ * dout, the gradient of that output, with out (the relu's output) and in (bn's input), and
+ * writes bn's input gradient. A residual block's inner pair runs so (layer_batchnorm.c). */
+int mx_bn_relu_fusable(const mx_backend *be);
+void mx_bn_relu_forward(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training);
+void mx_bn_relu_backward(mx_layer *l, mx_backend *be, void *state, int n, float *din, const float *dout,
+                         const float *in, const float *out);
+
 /* Layer registry, generated from layers.def. */
 const mx_layer_ops *mx_layer_find(const char *kind);
 const char *mx_layer_kinds(void); /* "dense|conv2d|..." for messages */

@@ -60,6 +60,33 @@ static void bn_backward(mx_layer *l, mx_backend *be, void *state, int n, float *
                                 invstd, bn->gamma);
 }
 
+int mx_bn_relu_fusable(const mx_backend *be)
+{
+    return be->ops->batchnorm_relu_forward_train && be->ops->batchnorm_relu_backward;
+}
+
+void mx_bn_relu_forward(mx_layer *l, mx_backend *be, void *state, int n, float *out, const float *in, int training)
+{
+    batchnorm *bn = l->priv;
+    float *mean = state, *invstd = mean + l->in.c;
+    if (training) {
+        be->ops->batchnorm_relu_forward_train(be, n, l->in.c, l->in.h * l->in.w, out, mean, invstd, bn->run_mean,
+                                              bn->run_var, in, bn->gamma, bn->beta, BN_EPS, BN_MOMENTUM);
+    } else { /* evaluation: the two ops (no fused kernel asked of a backend for it) */
+        bn_forward(l, be, state, n, out, in, 0);
+        be->ops->relu_forward(be, (size_t)n * mx_shape_size(l->out), out, out);
+    }
+}
+
+void mx_bn_relu_backward(mx_layer *l, mx_backend *be, void *state, int n, float *din, const float *dout,
+                         const float *in, const float *out)
+{
+    batchnorm *bn = l->priv;
+    const float *mean = state, *invstd = mean + l->in.c;
+    be->ops->batchnorm_relu_backward(be, n, l->in.c, l->in.h * l->in.w, din, bn->dgamma, bn->dbeta, dout, in, out,
+                                     mean, invstd, bn->gamma);
+}
+
 static double bn_flops(const mx_layer *l) { return 2.0 * mx_shape_size(l->in); }
 
 static unsigned bn_traits(const mx_layer *l) { return MX_TRAIT_BWD_NO_OUT; }

@@ -1,7 +1,11 @@
 /* Residual basic block (He et al. 2016): relu(bn(conv3x3(relu(bn(conv3x3 x)))) + shortcut),
  * where the shortcut is x itself or, when the stride or the channel count changes, a 1x1
  * convolution with that stride followed by batch norm. Built from the other layers; its
- * saved state holds the sub-layers' states and outputs, so a context owns all of it. */
+ * saved state holds the sub-layers' states and outputs, so a context owns all of it. Where
+ * the backend has the fused kernels (and MXBENCH_FUSE is not off), the inner batch norm and
+ * relu run as one, each way: the batch norm's output is then never written (nor kept), and
+ * the relu's trip through memory is saved (resnet18's relu passes had taken 1.5% of a step). */
+#include "exec.h"
 #include "layer.h"
 #include "status.h"
 
@@ -12,6 +16,7 @@ enum { C1, B1, R1, C2, B2, PC, PB, NSUB };
 typedef struct {
     mx_layer sub[NSUB];
     int project;
+    int fuse; /* B1 and R1 run as one (mx_bn_relu_forward/_backward) */
 } residual;
 
 /* Where one call's saved state lies: laid out from n (see layer.h). */
@@ -32,7 +37,7 @@ static size_t res_layout(const mx_layer *l, int n, char *base, res_state *st)
     for (int i = 0; i < nsub(r); i++) {
         const size_t sb = mx_layer_state_bytes(&r->sub[i], n);
         st->sub[i] = sb ? RES_TAKE(sb) : NULL;
-        st->act[i] = RES_TAKE(sizeof(float) * n * mx_shape_size(r->sub[i].out));
+        st->act[i] = i == B1 && r->fuse ? NULL : RES_TAKE(sizeof(float) * n * mx_shape_size(r->sub[i].out));
     }
     const size_t in = mx_shape_size(l->in), out = mx_shape_size(l->out);
     for (int k = 0; k < 3; k++) st->g[k] = RES_TAKE(sizeof(float) * n * (in > out ? in : out));
@@ -61,6 +66,7 @@ static int residual_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder
         [PB] = {.kind = "batchnorm"},
     };
     r->project = stride != 1 || oc != l->in.c;
+    r->fuse = !mx_exec_fusion_off() && mx_bn_relu_fusable(mx_builder_backend(b));
     mx_shape in = l->in;
     for (int i = 0; i < nsub(r); i++) {
         if (i == PC) in = l->in;
@@ -85,7 +91,9 @@ static void residual_forward(mx_layer *l, mx_backend *be, void *state, int n, fl
     res_layout(l, n, state, &st);
     const size_t count = n * mx_shape_size(l->out);
     sub_forward(r, &st, C1, be, n, in, training);
-    for (int i = B1; i <= B2; i++) sub_forward(r, &st, i, be, n, st.act[i - 1], training);
+    if (r->fuse) mx_bn_relu_forward(&r->sub[B1], be, st.sub[B1], n, st.act[R1], st.act[C1], training);
+    else for (int i = B1; i <= R1; i++) sub_forward(r, &st, i, be, n, st.act[i - 1], training);
+    for (int i = C2; i <= B2; i++) sub_forward(r, &st, i, be, n, st.act[i - 1], training);
     if (r->project) {
         sub_forward(r, &st, PC, be, n, in, training);
         sub_forward(r, &st, PB, be, n, st.act[PC], training);
@@ -111,9 +119,14 @@ static void residual_backward(mx_layer *l, mx_backend *be, void *state, int n, f
     /* Main branch, last to first, alternating two workspaces. */
     sub_backward(r, &st, B2, be, n, ga, dsum, st.act[C2]);
     sub_backward(r, &st, C2, be, n, gb, ga, st.act[R1]);
-    sub_backward(r, &st, R1, be, n, ga, gb, st.act[B1]);
-    sub_backward(r, &st, B1, be, n, gb, ga, st.act[C1]);
-    sub_backward(r, &st, C1, be, n, din, gb, in);
+    if (r->fuse) {
+        mx_bn_relu_backward(&r->sub[B1], be, st.sub[B1], n, ga, gb, st.act[C1], st.act[R1]);
+        sub_backward(r, &st, C1, be, n, din, ga, in);
+    } else {
+        sub_backward(r, &st, R1, be, n, ga, gb, st.act[B1]);
+        sub_backward(r, &st, B1, be, n, gb, ga, st.act[C1]);
+        sub_backward(r, &st, C1, be, n, din, gb, in);
+    }
     if (r->project) {
         sub_backward(r, &st, PB, be, n, ga, dsum, st.act[PC]);
         sub_backward(r, &st, PC, be, n, din ? gb : NULL, ga, in);

@@ -15,6 +15,10 @@
 #if MX_CPU_AVX512_KERNELS
 #include <immintrin.h>
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+/* The 16 planes a block reads are 16 streams, more than the hardware's prefetchers follow:
+ * each is asked for AHEAD values (8 lines) before it is read (resnet18's 32x64x28x28 to bf16
+ * 0.21-0.29 -> 0.18-0.23 ms; the writes of the way back, prefetched so, were slower). */
+#define AHEAD 128
 
 /* r[0..7]: rows of 8 16-bit values in each 128-bit lane, transposed within each lane. */
 TARGET static inline void transpose8x8_epi16(__m256i *r)
@@ -40,7 +44,10 @@ TARGET static void block_to_bf16(uint16_t *dst, const float *src, int hw, int p,
 {
     const __mmask16 m = cnt >= 16 ? 0xffff : (__mmask16)((1u << cnt) - 1);
     __m256i r[16];
-    for (int k = 0; k < 16; k++) r[k] = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + (size_t)k * hw + p));
+    for (int k = 0; k < 16; k++) {
+        __builtin_prefetch(src + (size_t)k * hw + p + AHEAD);
+        r[k] = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + (size_t)k * hw + p));
+    }
     transpose8x8_epi16(r);
     transpose8x8_epi16(r + 8);
     /* r[j] holds pixels j (low lane) and 8 + j (high lane) of channels 0-7; r[8 + j] of 8-15 */

@@ -31,6 +31,18 @@ typedef struct {
     int oh, ow;        /* output size, derived */
 } mx_conv_desc;
 
+/* A residual block's first half, conv3x3 -> batch norm -> relu -> conv3x3, with its tensors,
+ * for a backend that runs it in layouts of its own (residual_inner_forward/_backward). */
+typedef struct {
+    mx_conv_desc c1, c2;
+    const float *w1, *w2;
+    float *dw1, *dw2;                  /* weight gradients: accumulated (+=) */
+    const float *gamma, *beta;         /* the batch norm's */
+    float *dgamma, *dbeta;             /* accumulated (+=) */
+    float *run_mean, *run_var;
+    float eps, momentum;
+} mx_res_inner;
+
 /* Max pooling, square window. */
 typedef struct {
     int c, h, w, k, stride;
@@ -165,6 +177,24 @@ typedef struct {
     void (*batchnorm_relu_backward)(mx_backend *be, int n, int c, int hw, float *din, float *dgamma, float *dbeta,
                                     const float *dout, const float *in, const float *out, const float *mean,
                                     const float *invstd, const float *gamma);
+
+    /* OPTIONAL, no default: a residual block's first half in training (mx_res_inner), run in
+     * the backend's own layouts. forward: from in ([n][c1.c][h][w]) writes the second
+     * convolution's output to out (NCHW), and keeps what backward reads in keep1 and keep2
+     * (each as wide as the first convolution's output in floats, contents the backend's) and
+     * the batch statistics in mean/invstd; returns 0, having written nothing, where it does
+     * not take these shapes (the layers then run one by one). backward: from dout (the
+     * gradient of out, NCHW) writes din (NULL: not needed) and accumulates the parameters'
+     * gradients, with ws1 and ws2 as workspaces as wide as keep1 (dout may be ws2); it takes
+     * exactly the calls whose forward it took (the same device, shapes and n) and returns
+     * 0 for the others, having written nothing. The values are those of the layers run one
+     * by one, but for the backend's rounding of what it keeps (the CPU's: bf16 copies that
+     * the convolutions round to anyway). */
+    int (*residual_inner_forward)(mx_backend *be, const mx_res_inner *r, int n, float *out, const float *in,
+                                  float *keep1, float *keep2, float *mean, float *invstd);
+    int (*residual_inner_backward)(mx_backend *be, const mx_res_inner *r, int n, float *din, const float *dout,
+                                   const float *in, const float *keep1, const float *keep2, const float *mean,
+                                    const float *invstd, float *ws1, float *ws2);
 
     /* ---- elementwise */
     void (*relu_forward)(mx_backend *be, size_t n, float *out, const float *in);

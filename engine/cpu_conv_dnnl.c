@@ -324,26 +324,39 @@ static int reorder(mx_backend *be, const boundary *b, char *ws, void *user, dnnl
     return 1;
 }
 
+/* Whether each operand of o that `given` flags (bit i: operand i) is an activation the
+ * primitive takes in nChw16c, so that the caller may hand it over in that layout. */
+static int given_ok(const op *o, unsigned given)
+{
+    for (int i = 0; i < 3; i++)
+        if ((given >> i & 1) && !o->b[i].own) return 0;
+    return 1;
+}
+
 /* Runs o on the caller's arrays ptr[] with workspace ws; input operand `reuse` (-1: none) is
- * in its blocked copy already. */
-static int op_run(mx_backend *be, const op *o, char *ws, void *const ptr[3], dnnl_stream_t s, int reuse)
+ * in its blocked copy already; the operands `given` flags are the caller's arrays in the
+ * primitive's layout (given_ok), read or written there without a reorder. */
+static int op_run(mx_backend *be, const op *o, char *ws, void *const ptr[3], dnnl_stream_t s, int reuse, unsigned given)
 {
     dnnl_exec_arg_t a[4];
     int na = 0;
     for (int i = 0; i < 3; i++) {
         const boundary *b = &o->b[i];
         set_handle(b->user, ptr[i], s);
-        if (b->prim != b->user) set_handle(b->prim, ws + b->off, s);
+        if (b->prim != b->user) set_handle(b->prim, (given >> i & 1) ? ptr[i] : ws + b->off, s);
         set_handle(b->rs, ws + b->rs_off, s);
         a[na++] = (dnnl_exec_arg_t){o->arg[i], b->prim};
     }
     set_handle(o->scratch, ws + o->scratch_off, s);
     if (o->scratch) a[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, o->scratch};
     for (int i = 0; i < 3; i++)
-        if (o->b[i].input && o->b[i].prim != o->b[i].user && i != reuse && !reorder(be, &o->b[i], ws, ptr[i], s)) return 0;
+        if (o->b[i].input && o->b[i].prim != o->b[i].user && i != reuse && !(given >> i & 1) &&
+            !reorder(be, &o->b[i], ws, ptr[i], s))
+            return 0;
     if (dnnl_primitive_execute(o->p, s, na, a) != dnnl_success) return 0;
     for (int i = 0; i < 3; i++)
-        if (!o->b[i].input && o->b[i].prim != o->b[i].user && !reorder(be, &o->b[i], ws, ptr[i], s)) return 0;
+        if (!o->b[i].input && o->b[i].prim != o->b[i].user && !(given >> i & 1) && !reorder(be, &o->b[i], ws, ptr[i], s))
+            return 0;
     return 1;
 }
 
@@ -419,18 +432,29 @@ const char *mx_cpu_dnnl_version(void)
 /* The forward and backward of one entry: 0 where its primitives cannot be made (nothing has
  * been written: the caller runs the own kernels), else 1, with the sticky error set if
  * oneDNN failed while running (the weight gradient may be added already, so no fallback). */
-static int forward(mx_backend *be, entry *e, float *out, const float *in, const float *w)
+/* The layouts a caller hands over (MX_DNNL_C16_*) as op_run's `given` bits of each op. */
+static unsigned fwd_given(unsigned c16) { return (c16 & MX_DNNL_C16_IN ? 1u : 0) | (c16 & MX_DNNL_C16_OUT ? 4u : 0); }
+static unsigned bwd_w_given(unsigned c16) { return (c16 & MX_DNNL_C16_IN ? 1u : 0) | (c16 & MX_DNNL_C16_DOUT ? 2u : 0); }
+static unsigned bwd_d_given(unsigned c16) { return (c16 & MX_DNNL_C16_DOUT ? 1u : 0) | (c16 & MX_DNNL_C16_DIN ? 4u : 0); }
+
+/* The forward and backward of one entry: 0 where its primitives cannot be made (nothing has
+ * been written: the caller runs the own kernels), -1 where they do not take the layouts c16
+ * asks for (nothing written either), else 1, with the sticky error set if oneDNN failed
+ * while running (the weight gradient may be added already, so no fallback). */
+static int forward(mx_backend *be, entry *e, float *out, const void *in, const float *w, unsigned c16)
 {
     if (!e->fwd.ready && !fwd_init(e)) return 0;
+    if (!given_ok(&e->fwd, fwd_given(c16))) return -1;
     char *ws = mx_backend_scratch(be, e->bytes);
     cache *c = be->ctx;
     void *const ptr[3] = {(void *)in, (void *)w, out};
-    if (ws && !(op_run(be, &e->fwd, ws, ptr, c->stream, -1) && dnnl_stream_wait(c->stream) == dnnl_success))
+    if (ws && !(op_run(be, &e->fwd, ws, ptr, c->stream, -1, fwd_given(c16)) && dnnl_stream_wait(c->stream) == dnnl_success))
         mx_backend_fail(be, MX_ERUNTIME, "oneDNN's bf16 convolution (forward) failed");
     return 1;
 }
 
-static int backward(mx_backend *be, entry *e, float *din, float *dw, const float *dout, const float *in, const float *w)
+static int backward(mx_backend *be, entry *e, float *din, float *dw, const void *dout, const void *in, const float *w,
+                    unsigned c16)
 {
     if ((din && !e->bwd_d.ready) || (dw && !e->bwd_w.ready)) {
         /* those asked and those made before, anew and laid out together */
@@ -438,36 +462,74 @@ static int backward(mx_backend *be, entry *e, float *din, float *dw, const float
         op_free(&e->bwd_w), op_free(&e->bwd_d);
         if (!bwd_init(e, with_din, with_dw)) return 0;
     }
+    if ((dw && !given_ok(&e->bwd_w, bwd_w_given(c16))) || (din && !given_ok(&e->bwd_d, bwd_d_given(c16)))) return -1;
     char *ws = mx_backend_scratch(be, e->bytes);
     if (!ws) return 1; /* the sticky error says why */
     cache *c = be->ctx;
     void *const wptr[3] = {(void *)in, (void *)dout, dw}, *const dptr[3] = {(void *)dout, (void *)w, din};
-    const int ok = (!dw || op_run(be, &e->bwd_w, ws, wptr, c->stream, -1)) &&
-                   (!din || op_run(be, &e->bwd_d, ws, dptr, c->stream, dw && e->ddst_shared ? 0 : -1)) &&
+    const int ok = (!dw || op_run(be, &e->bwd_w, ws, wptr, c->stream, -1, bwd_w_given(c16))) &&
+                   (!din || op_run(be, &e->bwd_d, ws, dptr, c->stream, dw && e->ddst_shared ? 0 : -1, bwd_d_given(c16))) &&
                    dnnl_stream_wait(c->stream) == dnnl_success;
     if (!ok) mx_backend_fail(be, MX_ERUNTIME, "oneDNN's bf16 convolution (backward) failed");
     return 1;
 }
 
-int mx_cpu_conv_dnnl_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in, const float *w)
+int mx_cpu_conv_dnnl_forward_c16(mx_backend *be, const mx_conv_desc *d, int n, float *out, const void *in,
+                                  const float *w, unsigned c16)
 {
     entry *e = lookup(be, d, n);
     if (!e) return 0;
     int done;
-    WITH_DEVICE_THREADS(be, done = forward(be, e, out, in, w));
+    WITH_DEVICE_THREADS(be, done = forward(be, e, out, in, w, c16));
     if (!done) give_up(e);
-    return done;
+    return done > 0;
+}
+
+int mx_cpu_conv_dnnl_backward_c16(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw, const void *dout,
+                                   const void *in, const float *w, unsigned c16)
+{
+    entry *e = lookup(be, d, n);
+    if (!e) return 0;
+    int done;
+    WITH_DEVICE_THREADS(be, done = backward(be, e, din, dw, dout, in, w, c16));
+    if (!done) give_up(e);
+    return done > 0;
+}
+
+/* Whether the primitives of (d, n), made here if need be, take the forward's and the whole
+ * backward's operands in the layouts asked (fwd_c16, bwd_c16); nothing runs. */
+static int takes(mx_backend *be, entry *e, unsigned fwd_c16, unsigned bwd_c16)
+{
+    if (!e->fwd.ready && !fwd_init(e)) return 0;
+    if (!e->bwd_w.ready || !e->bwd_d.ready) {
+        op_free(&e->bwd_w), op_free(&e->bwd_d);
+        if (!bwd_init(e, 1, 1)) return 0;
+    }
+    return given_ok(&e->fwd, fwd_given(fwd_c16)) && given_ok(&e->bwd_w, bwd_w_given(bwd_c16)) &&
+                   given_ok(&e->bwd_d, bwd_d_given(bwd_c16))
+               ? 1
+               : -1;
+}
+
+int mx_cpu_conv_dnnl_takes_c16(mx_backend *be, const mx_conv_desc *d, int n, unsigned fwd_c16, unsigned bwd_c16)
+{
+    entry *e = lookup(be, d, n);
+    if (!e) return 0;
+    int ok;
+    WITH_DEVICE_THREADS(be, ok = takes(be, e, fwd_c16, bwd_c16));
+    if (!ok) give_up(e);
+    return ok > 0;
+}
+
+int mx_cpu_conv_dnnl_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in, const float *w)
+{
+    return mx_cpu_conv_dnnl_forward_c16(be, d, n, out, in, w, 0);
 }
 
 int mx_cpu_conv_dnnl_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw, const float *dout,
                               const float *in, const float *w)
 {
-    entry *e = lookup(be, d, n);
-    if (!e) return 0;
-    int done;
-    WITH_DEVICE_THREADS(be, done = backward(be, e, din, dw, dout, in, w));
-    if (!done) give_up(e);
-    return done;
+    return mx_cpu_conv_dnnl_backward_c16(be, d, n, din, dw, dout, in, w, 0);
 }
 
 #else /* no oneDNN in this build */
@@ -475,6 +537,20 @@ int mx_cpu_conv_dnnl_backward(mx_backend *be, const mx_conv_desc *d, int n, floa
 int mx_cpu_dnnl_available(void) { return 0; }
 const char *mx_cpu_dnnl_version(void) { return NULL; }
 void mx_cpu_dnnl_close(mx_backend *be) {}
+int mx_cpu_conv_dnnl_forward_c16(mx_backend *be, const mx_conv_desc *d, int n, float *out, const void *in,
+                                  const float *w, unsigned c16)
+{
+    return 0;
+}
+int mx_cpu_conv_dnnl_backward_c16(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw, const void *dout,
+                                   const void *in, const float *w, unsigned c16)
+{
+    return 0;
+}
+int mx_cpu_conv_dnnl_takes_c16(mx_backend *be, const mx_conv_desc *d, int n, unsigned fwd_c16, unsigned bwd_c16)
+{
+    return 0;
+}
 int mx_cpu_conv_dnnl_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in, const float *w)
 {
     return 0;

@@ -159,7 +159,24 @@ int mx_cpu_conv_path_dnnl(const mx_backend *be, const mx_conv_desc *d, int backw
 int mx_cpu_conv_dnnl_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in, const float *w);
 int mx_cpu_conv_dnnl_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw, const float *dout,
                               const float *in, const float *w);
+/* The same with operands handed over in oneDNN's nChw16c (c16: MX_DNNL_C16_* flags): an input
+ * (IN, DOUT) as bf16 in that layout, an output (OUT, DIN) written as f32 in it. 0 (nothing
+ * written) where oneDNN does not take the shape or lays an operand asked for out otherwise. */
+enum { MX_DNNL_C16_IN = 1, MX_DNNL_C16_OUT = 2, MX_DNNL_C16_DOUT = 4, MX_DNNL_C16_DIN = 8 };
+int mx_cpu_conv_dnnl_forward_c16(mx_backend *be, const mx_conv_desc *d, int n, float *out, const void *in,
+                                  const float *w, unsigned c16);
+int mx_cpu_conv_dnnl_backward_c16(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw, const void *dout,
+                                   const void *in, const float *w, unsigned c16);
+/* Whether (d, n) runs on oneDNN with the forward's and the whole backward's operands in the
+ * layouts fwd_c16 and bwd_c16 ask for (the primitives are made, nothing runs). */
+int mx_cpu_conv_dnnl_takes_c16(mx_backend *be, const mx_conv_desc *d, int n, unsigned fwd_c16, unsigned bwd_c16);
 void mx_cpu_dnnl_close(mx_backend *be);
+/* A residual block's first half in nChw16c (cpu_res_inner.c): backend.h's residual_inner_*. */
+int mx_cpu_residual_inner_forward(mx_backend *be, const mx_res_inner *r, int n, float *out, const float *in,
+                                  float *keep1, float *keep2, float *mean, float *invstd);
+int mx_cpu_residual_inner_backward(mx_backend *be, const mx_res_inner *r, int n, float *din, const float *dout,
+                                   const float *in, const float *keep1, const float *keep2, const float *mean,
+                                    const float *invstd, float *ws1, float *ws2);
 /* NCHW f32 <-> nChw16c (cpu_reorder16.c; c a multiple of 16): to bf16 on the way in (rounded
  * as vcvtneps2bf16), f32 on the way out. */
 void mx_cpu_nchw_to_c16_bf16(mx_backend *be, int n, int c, int hw, uint16_t *dst, const float *src);
@@ -200,6 +217,18 @@ void mx_cpu_batchnorm_forward_infer(mx_backend *be, int n, int c, int hw, float 
 void mx_cpu_batchnorm_backward(mx_backend *be, int n, int c, int hw, float *din, float *dgamma, float *dbeta,
                                const float *dout, const float *in, const float *mean, const float *invstd,
                                const float *gamma);
+/* Batch norm's f32 lanes take this many values each between flushes into the double sums. */
+#define MX_BN_FLUSH 64
+/* Batch norm and relu on nChw16c activations (cpu_bn16.c): f32 in, the relu's output out as
+ * bf16; backward the f32 gradient of that output in (its mask read from the bf16 output),
+ * the bf16 gradient of the batch norm's input out; the values of the NCHW kernels. 0 (nothing
+ * done) where c is not a multiple of 16 or the CPU has no bf16 units. */
+int mx_cpu_bn_relu_c16_forward(mx_backend *be, int n, int c, int hw, uint16_t *out, float *mean, float *invstd,
+                               float *run_mean, float *run_var, const float *in, const float *gamma, const float *beta,
+                               float eps, float momentum);
+int mx_cpu_bn_relu_c16_backward(mx_backend *be, int n, int c, int hw, uint16_t *din, float *dgamma, float *dbeta,
+                                const float *dout, const float *in, const uint16_t *out, const float *mean,
+                                const float *invstd, const float *gamma);
 void mx_cpu_batchnorm_relu_forward_train(mx_backend *be, int n, int c, int hw, float *out, float *mean,
                                          float *invstd, float *run_mean, float *run_var, const float *in,
                                          const float *gamma, const float *beta, float eps, float momentum);

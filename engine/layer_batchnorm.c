@@ -60,6 +60,13 @@ static void bn_backward(mx_layer *l, mx_backend *be, void *state, int n, float *
                                 invstd, bn->gamma);
 }
 
+void mx_bn_tensors(const mx_layer *l, mx_res_inner *r)
+{
+    const batchnorm *bn = l->priv;
+    r->gamma = bn->gamma, r->beta = bn->beta, r->dgamma = bn->dgamma, r->dbeta = bn->dbeta;
+    r->run_mean = bn->run_mean, r->run_var = bn->run_var, r->eps = BN_EPS, r->momentum = BN_MOMENTUM;
+}
+
 int mx_bn_relu_fusable(const mx_backend *be)
 {
     return be->ops->batchnorm_relu_forward_train && be->ops->batchnorm_relu_backward;

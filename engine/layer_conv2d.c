@@ -47,6 +47,12 @@ static void conv2d_backward(mx_layer *l, mx_backend *be, void *state, int n, flo
     be->ops->conv2d_backward(be, &cv->d, n, din, cv->dw, dout, in, cv->w);
 }
 
+void mx_conv2d_tensors(const mx_layer *l, mx_conv_desc *d, const float **w, float **dw)
+{
+    const conv2d *cv = l->priv;
+    *d = cv->d, *w = cv->w, *dw = cv->dw;
+}
+
 static double conv2d_flops(const mx_layer *l)
 {
     const mx_conv_desc *d = &((const conv2d *)l->priv)->d;

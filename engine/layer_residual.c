@@ -16,7 +16,8 @@ enum { C1, B1, R1, C2, B2, PC, PB, NSUB };
 typedef struct {
     mx_layer sub[NSUB];
     int project;
-    int fuse; /* B1 and R1 run as one (mx_bn_relu_forward/_backward) */
+    int fuse;  /* B1 and R1 run as one (mx_bn_relu_forward/_backward) */
+    int inner; /* the backend may run C1..C2 as one in training (residual_inner_*) */
 } residual;
 
 /* Where one call's saved state lies: laid out from n (see layer.h). */
@@ -66,7 +67,9 @@ static int residual_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder
         [PB] = {.kind = "batchnorm"},
     };
     r->project = stride != 1 || oc != l->in.c;
-    r->fuse = !mx_exec_fusion_off() && mx_bn_relu_fusable(mx_builder_backend(b));
+    const mx_backend *be = mx_builder_backend(b);
+    r->fuse = !mx_exec_fusion_off() && mx_bn_relu_fusable(be);
+    r->inner = r->fuse && be->ops->residual_inner_forward && be->ops->residual_inner_backward;
     mx_shape in = l->in;
     for (int i = 0; i < nsub(r); i++) {
         if (i == PC) in = l->in;
@@ -75,6 +78,18 @@ static int residual_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder
     }
     l->out = r->sub[B2].out;
     return MX_OK;
+}
+
+/* The block's first half as a backend's residual_inner_* ops see it; mean/invstd: B1's saved statistics. */
+static mx_res_inner inner_of(const residual *r, const res_state *st, float **mean, float **invstd)
+{
+    mx_res_inner ri;
+    mx_conv2d_tensors(&r->sub[C1], &ri.c1, &ri.w1, &ri.dw1);
+    mx_conv2d_tensors(&r->sub[C2], &ri.c2, &ri.w2, &ri.dw2);
+    mx_bn_tensors(&r->sub[B1], &ri);
+    *mean = st->sub[B1];
+    *invstd = *mean + r->sub[B1].in.c;
+    return ri;
 }
 
 static void sub_forward(residual *r, const res_state *st, int i, mx_backend *be, int n, const float *in,
@@ -90,10 +105,16 @@ static void residual_forward(mx_layer *l, mx_backend *be, void *state, int n, fl
     res_state st;
     res_layout(l, n, state, &st);
     const size_t count = n * mx_shape_size(l->out);
-    sub_forward(r, &st, C1, be, n, in, training);
-    if (r->fuse) mx_bn_relu_forward(&r->sub[B1], be, st.sub[B1], n, st.act[R1], st.act[C1], training);
-    else for (int i = B1; i <= R1; i++) sub_forward(r, &st, i, be, n, st.act[i - 1], training);
-    for (int i = C2; i <= B2; i++) sub_forward(r, &st, i, be, n, st.act[i - 1], training);
+    float *mean, *invstd;
+    const mx_res_inner ri = inner_of(r, &st, &mean, &invstd);
+    if (!(training && r->inner &&
+          be->ops->residual_inner_forward(be, &ri, n, st.act[C2], in, st.act[C1], st.act[R1], mean, invstd))) {
+        sub_forward(r, &st, C1, be, n, in, training);
+        if (r->fuse) mx_bn_relu_forward(&r->sub[B1], be, st.sub[B1], n, st.act[R1], st.act[C1], training);
+        else for (int i = B1; i <= R1; i++) sub_forward(r, &st, i, be, n, st.act[i - 1], training);
+        sub_forward(r, &st, C2, be, n, st.act[R1], training);
+    }
+    sub_forward(r, &st, B2, be, n, st.act[C2], training);
     if (r->project) {
         sub_forward(r, &st, PC, be, n, in, training);
         sub_forward(r, &st, PB, be, n, st.act[PC], training);
@@ -118,11 +139,17 @@ static void residual_backward(mx_layer *l, mx_backend *be, void *state, int n, f
     be->ops->relu_backward(be, count, dsum, dout, out);
     /* Main branch, last to first, alternating two workspaces. */
     sub_backward(r, &st, B2, be, n, ga, dsum, st.act[C2]);
-    sub_backward(r, &st, C2, be, n, gb, ga, st.act[R1]);
-    if (r->fuse) {
+    float *mean, *invstd;
+    const mx_res_inner ri = inner_of(r, &st, &mean, &invstd);
+    if (r->inner && be->ops->residual_inner_backward(be, &ri, n, din, ga, in, st.act[C1], st.act[R1], mean, invstd,
+                                                     gb, ga)) {
+        /* the first half done in the backend's layouts */
+    } else if (r->fuse) {
+        sub_backward(r, &st, C2, be, n, gb, ga, st.act[R1]);
         mx_bn_relu_backward(&r->sub[B1], be, st.sub[B1], n, ga, gb, st.act[C1], st.act[R1]);
         sub_backward(r, &st, C1, be, n, din, ga, in);
     } else {
+        sub_backward(r, &st, C2, be, n, gb, ga, st.act[R1]);
         sub_backward(r, &st, R1, be, n, ga, gb, st.act[B1]);
         sub_backward(r, &st, B1, be, n, gb, ga, st.act[C1]);
         sub_backward(r, &st, C1, be, n, din, gb, in);

@@ -1,0 +1,238 @@
+/* Batch norm followed by a relu on activations in oneDNN's nChw16c layout (per sample, per
+ * block of 16 channels, each pixel's 16 channels side by side), for a residual block's first
+ * half run in that layout (cpu_res_inner.c): the convolution's f32 output in, the relu's
+ * output out as bf16 (what the next convolution reads); backward the gradient of the relu's
+ * output (f32) in and the gradient of the batch norm's input out as bf16.
+ *
+ * The values are cpu_batchnorm.c's, bit for bit: each channel's sums take the same values in
+ * the same order (pixel p of a row into f32 lane p % 16 while p is in the row's whole
+ * vectors of 16, the rest into the double sum, the lanes flushed in lane order every
+ * MX_BN_FLUSH vectors), here with the 16 lanes of 16 channels as 16 vectors; the per-channel
+ * scalars are computed by the same expressions, and the bf16 roundings are the reorders'
+ * (vcvtneps2bf16). One difference: the relu's mask in backward is read from the bf16 output,
+ * so an output that is a positive f32 denormal (bf16 0) passes no gradient. */
+#include "cpu_kernels.h"
+
+#include <math.h>
+
+#if MX_CPU_AVX512_KERNELS
+#include <immintrin.h>
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+enum { SUM, SQDEV };
+
+/* Double sums of 16 channels: lo channels 0-7, hi 8-15. */
+typedef struct {
+    __m512d lo, hi;
+} dsum;
+
+TARGET static ALWAYS_INLINE void dsum_add(dsum *s, __m512 v)
+{
+    s->lo = _mm512_add_pd(s->lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    s->hi = _mm512_add_pd(s->hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+
+/* d * d in double, per channel (cpu_batchnorm.c's (double)d * d of a float d) */
+TARGET static ALWAYS_INLINE void dsum_add_prod(dsum *s, __m512 a, __m512 b)
+{
+    const __m512d alo = _mm512_cvtps_pd(_mm512_castps512_ps256(a)), blo = _mm512_cvtps_pd(_mm512_castps512_ps256(b));
+    const __m512d ahi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+    const __m512d bhi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1)));
+    s->lo = _mm512_add_pd(s->lo, _mm512_mul_pd(alo, blo));
+    s->hi = _mm512_add_pd(s->hi, _mm512_mul_pd(ahi, bhi));
+}
+
+/* The lanes (acc[l]: pixel lane l of 16 channels) into s in lane order, and zeroed. */
+TARGET static ALWAYS_INLINE void flush(__m512 *acc, dsum *s)
+{
+    dsum t = {_mm512_setzero_pd(), _mm512_setzero_pd()};
+    for (int l = 0; l < 16; l++) dsum_add(&t, acc[l]), acc[l] = _mm512_setzero_ps();
+    s->lo = _mm512_add_pd(s->lo, t.lo);
+    s->hi = _mm512_add_pd(s->hi, t.hi);
+}
+
+static ALWAYS_INLINE int due(int *since, int vecs)
+{
+    *since += vecs;
+    if (*since < MX_BN_FLUSH) return 0;
+    *since = 0;
+    return 1;
+}
+
+/* Sum (SUM) or squared deviations from mu (SQDEV) of one block of 16 channels: sample i's
+ * block at x + i * ss, hw pixels. */
+TARGET static ALWAYS_INLINE dsum block_sum(const float *x, int n, size_t ss, int hw, __m512 mu, int kind)
+{
+    __m512 acc[16];
+    for (int l = 0; l < 16; l++) acc[l] = _mm512_setzero_ps();
+    dsum s = {_mm512_setzero_pd(), _mm512_setzero_pd()};
+    const int full = hw - hw % 16;
+    int since = 0;
+    for (int i = 0; i < n; i++) {
+        const float *r = x + i * ss;
+        for (int p = 0; p < full; p += 16)
+            for (int l = 0; l < 16; l++) {
+                const __m512 v = _mm512_loadu_ps(r + (size_t)(p + l) * 16);
+                if (kind == SUM) {
+                    acc[l] = _mm512_add_ps(acc[l], v);
+                } else {
+                    const __m512 d = _mm512_sub_ps(v, mu);
+                    acc[l] = _mm512_add_ps(acc[l], _mm512_mul_ps(d, d));
+                }
+            }
+        for (int p = full; p < hw; p++) {
+            const __m512 v = _mm512_loadu_ps(r + (size_t)p * 16);
+            if (kind == SUM) dsum_add(&s, v);
+            else dsum_add_prod(&s, _mm512_sub_ps(v, mu), _mm512_sub_ps(v, mu));
+        }
+        if (due(&since, full / 16)) flush(acc, &s);
+    }
+    flush(acc, &s);
+    return s;
+}
+
+/* The relu's gradient: g where the bf16 output m (16 values) is above 0, else 0. */
+TARGET static ALWAYS_INLINE __m512 masked(__m512 g, const uint16_t *m)
+{
+    const __m512 y = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)m)), 16));
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_GT_OQ), g);
+}
+
+/* The sums of the masked dy and of it times (x - mu) over one block, as block_sum. */
+TARGET static ALWAYS_INLINE void block_grad_sums(const float *dy, const float *x, const uint16_t *m, int n, size_t ss,
+                                                 int hw, __m512 mu, dsum *sdy, dsum *sdyx)
+{
+    __m512 a[16], b[16];
+    for (int l = 0; l < 16; l++) a[l] = b[l] = _mm512_setzero_ps();
+    dsum s = {_mm512_setzero_pd(), _mm512_setzero_pd()}, t = s;
+    const int full = hw - hw % 16;
+    int since = 0;
+    for (int i = 0; i < n; i++) {
+        const float *g = dy + i * ss, *r = x + i * ss;
+        const uint16_t *mm = m + i * ss;
+        for (int p = 0; p < full; p += 16)
+            for (int l = 0; l < 16; l++) {
+                const size_t o = (size_t)(p + l) * 16;
+                const __m512 gv = masked(_mm512_loadu_ps(g + o), mm + o);
+                a[l] = _mm512_add_ps(a[l], gv);
+                b[l] = _mm512_add_ps(b[l], _mm512_mul_ps(gv, _mm512_sub_ps(_mm512_loadu_ps(r + o), mu)));
+            }
+        for (int p = full; p < hw; p++) {
+            const size_t o = (size_t)p * 16;
+            const __m512 gv = masked(_mm512_loadu_ps(g + o), mm + o);
+            dsum_add(&s, gv);
+            dsum_add_prod(&t, gv, _mm512_sub_ps(_mm512_loadu_ps(r + o), mu));
+        }
+        if (due(&since, full / 16)) flush(a, &s), flush(b, &t);
+    }
+    flush(a, &s), flush(b, &t);
+    *sdy = s, *sdyx = t;
+}
+
+TARGET static ALWAYS_INLINE void store16d(double *d, dsum s)
+{
+    _mm512_storeu_pd(d, s.lo);
+    _mm512_storeu_pd(d + 8, s.hi);
+}
+
+/* One block of 16 channels (blk) of the forward. */
+TARGET static void forward_block(int blk, int n, int c, int hw, uint16_t *out, float *mean, float *invstd,
+                                 float *run_mean, float *run_var, const float *in, const float *gamma,
+                                 const float *beta, float eps, float momentum)
+{
+    const double count = (double)n * hw;
+    const size_t ss = (size_t)c * hw; /* one sample further */
+    const float *x = in + (size_t)blk * hw * 16;
+    double s[16], q[16];
+    float mu[16], a[16], b[16];
+    store16d(s, block_sum(x, n, ss, hw, _mm512_setzero_ps(), SUM));
+    for (int k = 0; k < 16; k++) mu[k] = (float)(s[k] / count);
+    store16d(q, block_sum(x, n, ss, hw, _mm512_loadu_ps(mu), SQDEV));
+    for (int k = 0; k < 16; k++) { /* cpu_batchnorm.c's forward_train, channel by channel */
+        const int j = blk * 16 + k;
+        const double m = s[k] / count, var = q[k] / count;
+        const float is = (float)(1.0 / sqrt(var + eps));
+        mean[j] = (float)m;
+        invstd[j] = is;
+        const double unbiased = count > 1 ? var * count / (count - 1) : var;
+        run_mean[j] = momentum * run_mean[j] + (1 - momentum) * (float)m;
+        run_var[j] = momentum * run_var[j] + (1 - momentum) * (float)unbiased;
+        a[k] = gamma[j] * is;
+        b[k] = beta[j] - (float)m * a[k];
+    }
+    const __m512 va = _mm512_loadu_ps(a), vb = _mm512_loadu_ps(b);
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < hw; p++) {
+            const size_t o = i * ss + ((size_t)blk * hw + p) * 16;
+            const __m512 v = _mm512_add_ps(_mm512_mul_ps(va, _mm512_loadu_ps(in + o)), vb);
+            const __m512 y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+            _mm256_storeu_si256((__m256i *)(out + o), (__m256i)_mm512_cvtneps_pbh(y));
+        }
+}
+
+/* One block of 16 channels (blk) of the backward. */
+TARGET static void backward_block(int blk, int n, int c, int hw, uint16_t *din, float *dgamma, float *dbeta,
+                                  const float *dout, const float *in, const uint16_t *out, const float *mean,
+                                  const float *invstd, const float *gamma)
+{
+    const double count = (double)n * hw;
+    const size_t ss = (size_t)c * hw, at = (size_t)blk * hw * 16;
+    const __m512 mu = _mm512_loadu_ps(mean + blk * 16);
+    dsum vdy, vdyx;
+    block_grad_sums(dout + at, in + at, out + at, n, ss, hw, mu, &vdy, &vdyx);
+    double sdy[16], sdyx[16];
+    float k[16], mdy[16], mdyx[16];
+    store16d(sdy, vdy);
+    store16d(sdyx, vdyx);
+    for (int l = 0; l < 16; l++) { /* cpu_batchnorm.c's backward, channel by channel */
+        const int j = blk * 16 + l;
+        const float is = invstd[j];
+        sdyx[l] *= is;
+        dbeta[j] += (float)sdy[l];
+        dgamma[j] += (float)sdyx[l];
+        k[l] = gamma[j] * is;
+        mdy[l] = (float)(sdy[l] / count);
+        mdyx[l] = (float)(sdyx[l] / count) * is;
+    }
+    const __m512 vk = _mm512_loadu_ps(k), vmdy = _mm512_loadu_ps(mdy), vmdyx = _mm512_loadu_ps(mdyx);
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < hw; p++) {
+            const size_t o = i * ss + at + (size_t)p * 16;
+            const __m512 gv = masked(_mm512_loadu_ps(dout + o), out + o);
+            const __m512 xm = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(in + o), mu), vmdyx);
+            const __m512 d = _mm512_mul_ps(vk, _mm512_sub_ps(_mm512_sub_ps(gv, vmdy), xm));
+            _mm256_storeu_si256((__m256i *)(din + o), (__m256i)_mm512_cvtneps_pbh(d));
+        }
+}
+#endif
+
+int mx_cpu_bn_relu_c16_forward(mx_backend *be, int n, int c, int hw, uint16_t *out, float *mean, float *invstd,
+                               float *run_mean, float *run_var, const float *in, const float *gamma, const float *beta,
+                               float eps, float momentum)
+{
+#if MX_CPU_AVX512_KERNELS
+    if (c % 16 || !mx_cpu_bf16_native()) return 0;
+#pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)n * c * hw)) schedule(static)
+    for (int blk = 0; blk < c / 16; blk++)
+        forward_block(blk, n, c, hw, out, mean, invstd, run_mean, run_var, in, gamma, beta, eps, momentum);
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int mx_cpu_bn_relu_c16_backward(mx_backend *be, int n, int c, int hw, uint16_t *din, float *dgamma, float *dbeta,
+                                const float *dout, const float *in, const uint16_t *out, const float *mean,
+                                const float *invstd, const float *gamma)
+{
+#if MX_CPU_AVX512_KERNELS
+    if (c % 16 || !mx_cpu_bf16_native()) return 0;
+#pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)n * c * hw)) schedule(static)
+    for (int blk = 0; blk < c / 16; blk++)
+        backward_block(blk, n, c, hw, din, dgamma, dbeta, dout, in, out, mean, invstd, gamma);
+    return 1;
+#else
+    return 0;
+#endif
+}

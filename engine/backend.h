@@ -180,21 +180,22 @@ typedef struct {
 
     /* OPTIONAL, no default: a residual block's first half in training (mx_res_inner), run in
      * the backend's own layouts. forward: from in ([n][c1.c][h][w]) writes the second
-     * convolution's output to out (NCHW), and keeps what backward reads in keep1 and keep2
-     * (each as wide as the first convolution's output in floats, contents the backend's) and
-     * the batch statistics in mean/invstd; returns 0, having written nothing, where it does
-     * not take these shapes (the layers then run one by one). backward: from dout (the
-     * gradient of out, NCHW) writes din (NULL: not needed) and accumulates the parameters'
-     * gradients, with ws1 and ws2 as workspaces as wide as keep1 (dout may be ws2); it takes
+     * convolution's output to out (NCHW), and keeps what backward reads in keep[0] (room
+     * for in as 16-bit values), keep[1] and keep[2] (each as wide as the first convolution's
+     * output in floats), contents the backend's, and the batch statistics in mean/invstd;
+     * returns 0, having written nothing, where it does not take these shapes (the layers then
+     * run one by one). backward: from dout (the gradient of out, NCHW) writes din (NULL: not
+     * needed) and accumulates the parameters' gradients, with ws1 and ws2 as workspaces as
+     * wide as keep[1] (dout may be ws2); it takes
      * exactly the calls whose forward it took (the same device, shapes and n) and returns
      * 0 for the others, having written nothing. The values are those of the layers run one
      * by one, but for the backend's rounding of what it keeps (the CPU's: bf16 copies that
      * the convolutions round to anyway). */
     int (*residual_inner_forward)(mx_backend *be, const mx_res_inner *r, int n, float *out, const float *in,
-                                  float *keep1, float *keep2, float *mean, float *invstd);
+                                  float *const keep[3], float *mean, float *invstd);
     int (*residual_inner_backward)(mx_backend *be, const mx_res_inner *r, int n, float *din, const float *dout,
-                                   const float *in, const float *keep1, const float *keep2, const float *mean,
-                                    const float *invstd, float *ws1, float *ws2);
+                                   const float *in, const float *const keep[3], const float *mean, const float *invstd,
+                                   float *ws1, float *ws2);
 
     /* ---- elementwise */
     void (*relu_forward)(mx_backend *be, size_t n, float *out, const float *in);

@@ -173,10 +173,10 @@ int mx_cpu_conv_dnnl_takes_c16(mx_backend *be, const mx_conv_desc *d, int n, uns
 void mx_cpu_dnnl_close(mx_backend *be);
 /* A residual block's first half in nChw16c (cpu_res_inner.c): backend.h's residual_inner_*. */
 int mx_cpu_residual_inner_forward(mx_backend *be, const mx_res_inner *r, int n, float *out, const float *in,
-                                  float *keep1, float *keep2, float *mean, float *invstd);
+                                  float *const keep[3], float *mean, float *invstd);
 int mx_cpu_residual_inner_backward(mx_backend *be, const mx_res_inner *r, int n, float *din, const float *dout,
-                                   const float *in, const float *keep1, const float *keep2, const float *mean,
-                                    const float *invstd, float *ws1, float *ws2);
+                                   const float *in, const float *const keep[3], const float *mean, const float *invstd,
+                                   float *ws1, float *ws2);
 /* NCHW f32 <-> nChw16c (cpu_reorder16.c; c a multiple of 16): to bf16 on the way in (rounded
  * as vcvtneps2bf16), f32 on the way out. */
 void mx_cpu_nchw_to_c16_bf16(mx_backend *be, int n, int c, int hw, uint16_t *dst, const float *src);

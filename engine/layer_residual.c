@@ -23,8 +23,10 @@ typedef struct {
 /* Where one call's saved state lies: laid out from n (see layer.h). */
 typedef struct {
     void *sub[NSUB];  /* sub-layer states (NULL when a sub-layer keeps none) */
-    float *act[NSUB]; /* outputs of each sub-layer (R1's feeds C2); PC/PB only if project */
+    float *act[NSUB]; /* outputs of each sub-layer (R1's feeds C2); PC/PB only if project; B2's
+                       * is read by the forward alone, which writes it into g[0] */
     float *g[3];      /* activation-gradient workspaces of backward */
+    float *keep0;     /* inner: room for the block's input as 16-bit values (residual_inner_*) */
 } res_state;
 
 static int nsub(const residual *r) { return r->project ? NSUB : PC; }
@@ -38,10 +40,11 @@ static size_t res_layout(const mx_layer *l, int n, char *base, res_state *st)
     for (int i = 0; i < nsub(r); i++) {
         const size_t sb = mx_layer_state_bytes(&r->sub[i], n);
         st->sub[i] = sb ? RES_TAKE(sb) : NULL;
-        st->act[i] = i == B1 && r->fuse ? NULL : RES_TAKE(sizeof(float) * n * mx_shape_size(r->sub[i].out));
+        st->act[i] = (i == B1 && r->fuse) || i == B2 ? NULL : RES_TAKE(sizeof(float) * n * mx_shape_size(r->sub[i].out));
     }
     const size_t in = mx_shape_size(l->in), out = mx_shape_size(l->out);
     for (int k = 0; k < 3; k++) st->g[k] = RES_TAKE(sizeof(float) * n * (in > out ? in : out));
+    st->keep0 = r->inner ? RES_TAKE(sizeof(uint16_t) * n * in) : NULL;
 #undef RES_TAKE
     return off;
 }
@@ -107,19 +110,20 @@ static void residual_forward(mx_layer *l, mx_backend *be, void *state, int n, fl
     const size_t count = n * mx_shape_size(l->out);
     float *mean, *invstd;
     const mx_res_inner ri = inner_of(r, &st, &mean, &invstd);
-    if (!(training && r->inner &&
-          be->ops->residual_inner_forward(be, &ri, n, st.act[C2], in, st.act[C1], st.act[R1], mean, invstd))) {
+    float *keep[3] = {st.keep0, st.act[C1], st.act[R1]};
+    if (!(training && r->inner && be->ops->residual_inner_forward(be, &ri, n, st.act[C2], in, keep, mean, invstd))) {
         sub_forward(r, &st, C1, be, n, in, training);
         if (r->fuse) mx_bn_relu_forward(&r->sub[B1], be, st.sub[B1], n, st.act[R1], st.act[C1], training);
         else for (int i = B1; i <= R1; i++) sub_forward(r, &st, i, be, n, st.act[i - 1], training);
         sub_forward(r, &st, C2, be, n, st.act[R1], training);
     }
-    sub_forward(r, &st, B2, be, n, st.act[C2], training);
+    float *branch = st.g[0]; /* B2's output: free until backward */
+    r->sub[B2].ops->forward(&r->sub[B2], be, st.sub[B2], n, branch, st.act[C2], training);
     if (r->project) {
         sub_forward(r, &st, PC, be, n, in, training);
         sub_forward(r, &st, PB, be, n, st.act[PC], training);
     }
-    be->ops->add_relu(be, count, out, st.act[B2], r->project ? st.act[PB] : in);
+    be->ops->add_relu(be, count, out, branch, r->project ? st.act[PB] : in);
 }
 
 static void sub_backward(residual *r, const res_state *st, int i, mx_backend *be, int n, float *din,
@@ -141,8 +145,8 @@ static void residual_backward(mx_layer *l, mx_backend *be, void *state, int n, f
     sub_backward(r, &st, B2, be, n, ga, dsum, st.act[C2]);
     float *mean, *invstd;
     const mx_res_inner ri = inner_of(r, &st, &mean, &invstd);
-    if (r->inner && be->ops->residual_inner_backward(be, &ri, n, din, ga, in, st.act[C1], st.act[R1], mean, invstd,
-                                                     gb, ga)) {
+    const float *keep[3] = {st.keep0, st.act[C1], st.act[R1]};
+    if (r->inner && be->ops->residual_inner_backward(be, &ri, n, din, ga, in, keep, mean, invstd, gb, ga)) {
         /* the first half done in the backend's layouts */
     } else if (r->fuse) {
         sub_backward(r, &st, C2, be, n, gb, ga, st.act[R1]);

@@ -53,27 +53,12 @@ static inline void prefetch_next(const float *x, int i, int n, size_t stride, in
     if (i + d < n) prefetch_row(x + (i + d) * stride, hw, write);
 }
 
-/* The sum of one channel's values: n rows of hw, row i at x + i * stride. */
-static double chan_sum(const float *x, int n, size_t stride, int hw)
-{
-    float a[VL] = {0};
-    double s = 0;
-    const int full = hw - hw % VL;
-    int since = 0;
-    for (int i = 0; i < n; i++) {
-        const float *restrict r = x + i * stride;
-        prefetch_next(x, i, n, stride, hw, 0);
-        for (int p = 0; p < full; p += VL)
-            for (int l = 0; l < VL; l++) a[l] += r[p + l];
-        for (int p = full; p < hw; p++) s += r[p];
-        if (due(&since, full / VL)) flush(a, &s);
-    }
-    flush(a, &s);
-    return s;
-}
+enum { SUM, SQDEV };
 
-/* The sum of (x - mu)^2 over one channel, likewise. */
-static double chan_sqdev(const float *x, int n, size_t stride, int hw, float mu)
+/* The sum of one channel's values (SUM) or of their squared deviations from mu (SQDEV): n
+ * rows of hw, row i at x + i * stride. */
+static inline __attribute__((always_inline)) double chan_sum(const float *x, int n, size_t stride, int hw, float mu,
+                                                             int kind)
 {
     float a[VL] = {0};
     double s = 0;
@@ -81,9 +66,10 @@ static double chan_sqdev(const float *x, int n, size_t stride, int hw, float mu)
     int since = 0;
     for (int i = 0; i < n; i++) {
         const float *restrict r = x + i * stride;
+        if (kind == SUM) prefetch_next(x, i, n, stride, hw, 0); /* SQDEV: in L2 from SUM's pass */
         for (int p = 0; p < full; p += VL)
-            for (int l = 0; l < VL; l++) a[l] += (r[p + l] - mu) * (r[p + l] - mu);
-        for (int p = full; p < hw; p++) s += (double)(r[p] - mu) * (r[p] - mu);
+            for (int l = 0; l < VL; l++) a[l] += kind == SUM ? r[p + l] : (r[p + l] - mu) * (r[p + l] - mu);
+        for (int p = full; p < hw; p++) s += kind == SUM ? r[p] : (double)(r[p] - mu) * (r[p] - mu);
         if (due(&since, full / VL)) flush(a, &s);
     }
     flush(a, &s);
@@ -146,17 +132,12 @@ static inline __attribute__((always_inline)) void forward_train(mx_backend *be, 
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)n * c * hw)) schedule(static)
     for (int j = 0; j < c; j++) {
         const float *x = in + (size_t)j * hw;
-        const double mu = chan_sum(x, n, stride, hw) / count;
-        const double var = chan_sqdev(x, n, stride, hw, (float)mu) / count;
-        const float is = (float)(1.0 / sqrt(var + eps));
-        mean[j] = (float)mu;
-        invstd[j] = is;
-        /* Running variance is the unbiased estimate, as evaluation sees a population. */
-        const double unbiased = count > 1 ? var * count / (count - 1) : var;
-        run_mean[j] = momentum * run_mean[j] + (1 - momentum) * (float)mu;
-        run_var[j] = momentum * run_var[j] + (1 - momentum) * (float)unbiased;
-        const float a = gamma[j] * is;
-        chan_affine(out + (size_t)j * hw, x, n, stride, hw, a, beta[j] - (float)mu * a, relu);
+        const double mu = chan_sum(x, n, stride, hw, 0, SUM) / count;
+        const double var = chan_sum(x, n, stride, hw, (float)mu, SQDEV) / count;
+        float a, b;
+        mx_bn_forward_scalars(mu, var, count, gamma[j], beta[j], eps, momentum, &mean[j], &invstd[j], &run_mean[j],
+                              &run_var[j], &a, &b);
+        chan_affine(out + (size_t)j * hw, x, n, stride, hw, a, b, relu);
     }
 }
 
@@ -199,11 +180,9 @@ static inline __attribute__((always_inline)) void backward(mx_backend *be, int n
         const size_t o = (size_t)j * hw;
         double sdy, sdyx;
         chan_grad_sums(dout + o, in + o, relu ? out + o : NULL, n, stride, hw, mu, relu, &sdy, &sdyx);
-        sdyx *= is;
-        dbeta[j] += (float)sdy;
-        dgamma[j] += (float)sdyx;
+        float k, mdy, mdyx;
+        mx_bn_backward_scalars(sdy, sdyx, count, gamma[j], is, &dgamma[j], &dbeta[j], &k, &mdy, &mdyx);
         if (!din) continue;
-        const float k = gamma[j] * is, mdy = (float)(sdy / count), mdyx = (float)(sdyx / count) * is;
         for (int i = 0; i < n; i++) {
             const float *restrict g = dout + o + i * stride, *restrict r = in + o + i * stride;
             const float *restrict m = relu ? out + o + i * stride : r;

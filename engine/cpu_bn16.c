@@ -13,8 +13,6 @@
  * so an output that is a positive f32 denormal (bf16 0) passes no gradient. */
 #include "cpu_kernels.h"
 
-#include <math.h>
-
 #if MX_CPU_AVX512_KERNELS
 #include <immintrin.h>
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
@@ -149,17 +147,10 @@ TARGET static void forward_block(int blk, int n, int c, int hw, uint16_t *out, f
     store16d(s, block_sum(x, n, ss, hw, _mm512_setzero_ps(), SUM));
     for (int k = 0; k < 16; k++) mu[k] = (float)(s[k] / count);
     store16d(q, block_sum(x, n, ss, hw, _mm512_loadu_ps(mu), SQDEV));
-    for (int k = 0; k < 16; k++) { /* cpu_batchnorm.c's forward_train, channel by channel */
+    for (int k = 0; k < 16; k++) {
         const int j = blk * 16 + k;
-        const double m = s[k] / count, var = q[k] / count;
-        const float is = (float)(1.0 / sqrt(var + eps));
-        mean[j] = (float)m;
-        invstd[j] = is;
-        const double unbiased = count > 1 ? var * count / (count - 1) : var;
-        run_mean[j] = momentum * run_mean[j] + (1 - momentum) * (float)m;
-        run_var[j] = momentum * run_var[j] + (1 - momentum) * (float)unbiased;
-        a[k] = gamma[j] * is;
-        b[k] = beta[j] - (float)m * a[k];
+        mx_bn_forward_scalars(s[k] / count, q[k] / count, count, gamma[j], beta[j], eps, momentum, &mean[j], &invstd[j],
+                              &run_mean[j], &run_var[j], &a[k], &b[k]);
     }
     const __m512 va = _mm512_loadu_ps(a), vb = _mm512_loadu_ps(b);
     for (int i = 0; i < n; i++)
@@ -185,15 +176,10 @@ TARGET static void backward_block(int blk, int n, int c, int hw, uint16_t *din, 
     float k[16], mdy[16], mdyx[16];
     store16d(sdy, vdy);
     store16d(sdyx, vdyx);
-    for (int l = 0; l < 16; l++) { /* cpu_batchnorm.c's backward, channel by channel */
+    for (int l = 0; l < 16; l++) {
         const int j = blk * 16 + l;
-        const float is = invstd[j];
-        sdyx[l] *= is;
-        dbeta[j] += (float)sdy[l];
-        dgamma[j] += (float)sdyx[l];
-        k[l] = gamma[j] * is;
-        mdy[l] = (float)(sdy[l] / count);
-        mdyx[l] = (float)(sdyx[l] / count) * is;
+        mx_bn_backward_scalars(sdy[l], sdyx[l], count, gamma[j], invstd[j], &dgamma[j], &dbeta[j], &k[l], &mdy[l],
+                               &mdyx[l]);
     }
     const __m512 vk = _mm512_loadu_ps(k), vmdy = _mm512_loadu_ps(mdy), vmdyx = _mm512_loadu_ps(mdyx);
     for (int i = 0; i < n; i++)

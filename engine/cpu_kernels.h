@@ -5,6 +5,8 @@
 
 #include "backend.h"
 
+#include <math.h>
+
 /* Whether this compiler and architecture build the AVX-512 kernels (the own GEMMs, Winograd's
  * transforms), each compiled with function target attributes whatever the build's -march and
  * taken only where cpuid says the CPU has them. */
@@ -219,6 +221,35 @@ void mx_cpu_batchnorm_backward(mx_backend *be, int n, int c, int hw, float *din,
                                const float *gamma);
 /* Batch norm's f32 lanes take this many values each between flushes into the double sums. */
 #define MX_BN_FLUSH 64
+/* Batch norm's per-channel scalars, shared by the NCHW kernels (cpu_batchnorm.c) and the
+ * nChw16c ones (cpu_bn16.c) so that both give the same bits. Forward, from the batch's mean
+ * and (biased) variance: the saved mean and inverse deviation, the running statistics (the
+ * unbiased variance, as evaluation sees a population) and the output's y = a x + b. */
+static inline void mx_bn_forward_scalars(double mu, double var, double count, float gamma, float beta, float eps,
+                                         float momentum, float *mean, float *invstd, float *run_mean, float *run_var,
+                                         float *a, float *b)
+{
+    const float is = (float)(1.0 / sqrt(var + eps));
+    const double unbiased = count > 1 ? var * count / (count - 1) : var;
+    *mean = (float)mu;
+    *invstd = is;
+    *run_mean = momentum * *run_mean + (1 - momentum) * (float)mu;
+    *run_var = momentum * *run_var + (1 - momentum) * (float)unbiased;
+    *a = gamma * is;
+    *b = beta - (float)mu * *a;
+}
+/* Backward, from the sums of dy and of dy (x - mu): the parameters' gradients accumulated
+ * (+=), and the input gradient's k (dy - mdy - (x - mu) mdyx). */
+static inline void mx_bn_backward_scalars(double sdy, double sdyx, double count, float gamma, float is, float *dgamma,
+                                          float *dbeta, float *k, float *mdy, float *mdyx)
+{
+    sdyx *= is;
+    *dbeta += (float)sdy;
+    *dgamma += (float)sdyx;
+    *k = gamma * is;
+    *mdy = (float)(sdy / count);
+    *mdyx = (float)(sdyx / count) * is;
+}
 /* Batch norm and relu on nChw16c activations (cpu_bn16.c): f32 in, the relu's output out as
  * bf16; backward the f32 gradient of that output in (its mask read from the bf16 output),
  * the bf16 gradient of the batch norm's input out; the values of the NCHW kernels. 0 (nothing

@@ -131,6 +131,37 @@ static void check_reorders(mx_backend *be)
     }
 }
 
+/* Operands handed over in nChw16c (the residual block's first half, cpu_res_inner.c): the same
+ * primitives on the same values, so the same bits as the NCHW calls, forward and backward. */
+static void check_c16(mx_backend *be, const mx_conv_desc *d, int n)
+{
+    const size_t nin = (size_t)n * d->c * d->h * d->w, nout = (size_t)n * d->oc * d->oh * d->ow;
+    const size_t nw = (size_t)d->oc * d->c * 9;
+    float *x = bf16_values(nin), *w = bf16_values(nw), *g = bf16_values(nout);
+    float *out = malloc(sizeof(float) * nout), *o16 = malloc(sizeof(float) * nout), *back = malloc(sizeof(float) * nout);
+    float *din = malloc(sizeof(float) * nin), *d16 = malloc(sizeof(float) * nin), *dback = malloc(sizeof(float) * nin);
+    float *dw = calloc(nw, sizeof(float)), *dw16 = calloc(nw, sizeof(float));
+    uint16_t *x16 = malloc(sizeof(uint16_t) * nin), *g16 = malloc(sizeof(uint16_t) * nout);
+    const int hw = d->h * d->w, ohw = d->oh * d->ow;
+    mx_cpu_nchw_to_c16_bf16(be, n, d->c, hw, x16, x);
+    mx_cpu_nchw_to_c16_bf16(be, n, d->oc, ohw, g16, g);
+    CHECK(mx_cpu_conv_dnnl_takes_c16(be, d, n, MX_DNNL_C16_IN | MX_DNNL_C16_OUT,
+                                     MX_DNNL_C16_IN | MX_DNNL_C16_DOUT | MX_DNNL_C16_DIN),
+          "c %d %dx%d stride %d: oneDNN takes nChw16c operands", d->c, d->h, d->w, d->stride);
+    int ok = mx_cpu_conv_dnnl_forward(be, d, n, out, x, w) &&
+             mx_cpu_conv_dnnl_forward_c16(be, d, n, o16, x16, w, MX_DNNL_C16_IN | MX_DNNL_C16_OUT) &&
+             mx_cpu_conv_dnnl_backward(be, d, n, din, dw, g, x, w) &&
+             mx_cpu_conv_dnnl_backward_c16(be, d, n, d16, dw16, g16, x16, w,
+                                           MX_DNNL_C16_IN | MX_DNNL_C16_DOUT | MX_DNNL_C16_DIN);
+    mx_cpu_c16_to_nchw(be, n, d->oc, ohw, back, o16);
+    mx_cpu_c16_to_nchw(be, n, d->c, hw, dback, d16);
+    ok = ok && !memcmp(out, back, sizeof(float) * nout) && !memcmp(din, dback, sizeof(float) * nin) &&
+         !memcmp(dw, dw16, sizeof(float) * nw);
+    CHECK(ok, "c %d %dx%d stride %d: nChw16c operands give other bits than NCHW ones", d->c, d->h, d->w, d->stride);
+    free(x), free(w), free(g), free(out), free(o16), free(back), free(din), free(d16), free(dback), free(dw), free(dw16);
+    free(x16), free(g16);
+}
+
 int main(void)
 {
     if (!mx_cpu_dnnl_available() || !mx_cpu_bf16_native()) {
@@ -158,6 +189,9 @@ int main(void)
         cases++;
     }
     check_reorders(be[2]);
+    const mx_conv_desc c16a = desc(32, 64, 14, 14, 1, 1), c16b = desc(64, 128, 15, 13, 2, 1);
+    check_c16(be[2], &c16a, 3);
+    check_c16(be[1], &c16b, 2);
     /* resnet18's 3x3 shapes on 28x28 inputs, both strides, and through the dispatch */
     const int sides[4] = {28, 14, 7, 4}, chans[4] = {64, 128, 256, 512};
     for (int i = 0; i < 4; i++) {

@@ -2,13 +2,15 @@
  * kept in oneDNN's nChw16c layout between its two convolutions (backend.h's
  * residual_inner_*). Run layer by layer, each convolution reorders its operands from and to
  * NCHW f32 (cpu_conv_dnnl.c): ten passes over an activation per block and step, about 7 ms
- * of resnet18's bf16 step. Here the first convolution's output stays f32 nChw16c (keep1),
- * the batch norm and relu read it there and write the relu's output as bf16 nChw16c (keep2:
- * what the second convolution reads, forward and for its weight gradient), and backward the
- * second convolution's input gradient stays f32 nChw16c and the batch norm writes its input
- * gradient as bf16 nChw16c for the first convolution: five of the ten passes are gone, and
- * the rest (the block's input, its input gradient, the second convolution's output and
- * output gradient) stay NCHW, as the layers around read and write them.
+ * of resnet18's bf16 step. Here the block's input is rounded into bf16 nChw16c once
+ * (keep[0]: the first convolution's input forward and for its weight gradient), the first
+ * convolution's output stays f32 nChw16c (keep[1]), the batch norm and relu read it there
+ * and write the relu's output as bf16 nChw16c (keep[2]: what the second convolution reads,
+ * forward and for its weight gradient); backward, the second convolution's input gradient
+ * stays f32 nChw16c and the batch norm writes its input gradient as bf16 nChw16c for the
+ * first convolution. Six of the ten passes are gone; the four left (the block's input, the
+ * second convolution's output and output gradient, the first's input gradient) are where
+ * the layers around read and write NCHW.
  *
  * The values are those of the layers run one by one: the convolutions round their inputs to
  * bf16 as they are, the batch norm's sums are cpu_batchnorm.c's bit for bit (cpu_bn16.c),

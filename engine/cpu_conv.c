@@ -366,6 +366,8 @@ static dnnl_use dnnl_in_use(void)
                                                                                                   : DNNL_ON;
 }
 
+int mx_cpu_conv_dnnl_on(void) { return dnnl_in_use() == DNNL_ON; }
+
 const char *mx_cpu_conv_paths(void)
 {
     static char s[768], dnnl[256];

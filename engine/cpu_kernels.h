@@ -158,6 +158,9 @@ const char *mx_cpu_dnnl_version(void); /* NULL without oneDNN */
 int mx_cpu_conv_dnnl_applies(const mx_backend *be, const mx_conv_desc *d);
 int mx_cpu_conv_dnnl_applies_backward(const mx_backend *be, const mx_conv_desc *d);
 int mx_cpu_conv_path_dnnl(const mx_backend *be, const mx_conv_desc *d, int backward);
+/* Whether bf16 math takes oneDNN's convolutions in this process (built in, bf16 units, not
+ * kept out by MXBENCH_CONV). */
+int mx_cpu_conv_dnnl_on(void);
 int mx_cpu_conv_dnnl_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in, const float *w);
 int mx_cpu_conv_dnnl_backward(mx_backend *be, const mx_conv_desc *d, int n, float *din, float *dw, const float *dout,
                               const float *in, const float *w);

@@ -429,9 +429,6 @@ const char *mx_cpu_dnnl_version(void)
         omp_set_num_threads(prev_);                \
     } while (0)
 
-/* The forward and backward of one entry: 0 where its primitives cannot be made (nothing has
- * been written: the caller runs the own kernels), else 1, with the sticky error set if
- * oneDNN failed while running (the weight gradient may be added already, so no fallback). */
 /* The layouts a caller hands over (MX_DNNL_C16_*) as op_run's `given` bits of each op. */
 static unsigned fwd_given(unsigned c16) { return (c16 & MX_DNNL_C16_IN ? 1u : 0) | (c16 & MX_DNNL_C16_OUT ? 4u : 0); }
 static unsigned bwd_w_given(unsigned c16) { return (c16 & MX_DNNL_C16_IN ? 1u : 0) | (c16 & MX_DNNL_C16_DOUT ? 2u : 0); }

@@ -8,8 +8,8 @@
  * the same order (pixel p of a row into f32 lane p % 16 while p is in the row's whole
  * vectors of 16, the rest into the double sum, the lanes flushed in lane order every
  * MX_BN_FLUSH vectors), here with the 16 lanes of 16 channels as 16 vectors; the per-channel
- * scalars are computed by the same expressions, and the bf16 roundings are the reorders'
- * (vcvtneps2bf16). One difference: the relu's mask in backward is read from the bf16 output,
+ * scalars come from the same functions (cpu_kernels.h), and the bf16 roundings are the
+ * reorders' (vcvtneps2bf16). One difference: the relu's mask in backward is read from the bf16 output,
  * so an output that is a positive f32 denormal (bf16 0) passes no gradient. */
 #include "cpu_kernels.h"
 

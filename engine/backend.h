@@ -31,17 +31,23 @@ typedef struct {
     int oh, ow;        /* output size, derived */
 } mx_conv_desc;
 
-/* A residual block's first half, conv3x3 -> batch norm -> relu -> conv3x3, with its tensors,
- * for a backend that runs it in layouts of its own (residual_inner_forward/_backward). */
+/* A batch norm of a residual block's main branch, with its tensors (mx_res_branch). */
+typedef struct {
+    const float *gamma, *beta;
+    float *dgamma, *dbeta;   /* accumulated (+=) */
+    float *run_mean, *run_var;
+    float *mean, *invstd;    /* the batch's statistics: the forward writes, the backward reads */
+} mx_res_bn;
+
+/* A residual block's main branch, conv3x3 -> batch norm -> relu -> conv3x3 -> batch norm,
+ * with its tensors, for a backend that runs it in layouts of its own (residual_branch_*). */
 typedef struct {
     mx_conv_desc c1, c2;
     const float *w1, *w2;
-    float *dw1, *dw2;                  /* weight gradients: accumulated (+=) */
-    const float *gamma, *beta;         /* the batch norm's */
-    float *dgamma, *dbeta;             /* accumulated (+=) */
-    float *run_mean, *run_var;
+    float *dw1, *dw2; /* weight gradients: accumulated (+=) */
+    mx_res_bn bn1, bn2;
     float eps, momentum;
-} mx_res_inner;
+} mx_res_branch;
 
 /* Max pooling, square window. */
 typedef struct {
@@ -178,24 +184,22 @@ typedef struct {
                                     const float *dout, const float *in, const float *out, const float *mean,
                                     const float *invstd, const float *gamma);
 
-    /* OPTIONAL, no default: a residual block's first half in training (mx_res_inner), run in
-     * the backend's own layouts. forward: from in ([n][c1.c][h][w]) writes the second
-     * convolution's output to out (NCHW), and keeps what backward reads in keep[0] (room
-     * for in as 16-bit values), keep[1] and keep[2] (each as wide as the first convolution's
-     * output in floats), contents the backend's, and the batch statistics in mean/invstd;
-     * returns 0, having written nothing, where it does not take these shapes (the layers then
-     * run one by one). backward: from dout (the gradient of out, NCHW) writes din (NULL: not
-     * needed) and accumulates the parameters' gradients, with ws1 and ws2 as workspaces as
-     * wide as keep[1] (dout may be ws2); it takes
-     * exactly the calls whose forward it took (the same device, shapes and n) and returns
-     * 0 for the others, having written nothing. The values are those of the layers run one
-     * by one, but for the backend's rounding of what it keeps (the CPU's: bf16 copies that
-     * the convolutions round to anyway). */
-    int (*residual_inner_forward)(mx_backend *be, const mx_res_inner *r, int n, float *out, const float *in,
-                                  float *const keep[3], float *mean, float *invstd);
-    int (*residual_inner_backward)(mx_backend *be, const mx_res_inner *r, int n, float *din, const float *dout,
-                                   const float *in, const float *const keep[3], const float *mean, const float *invstd,
-                                   float *ws1, float *ws2);
+    /* OPTIONAL, no default: a residual block's main branch in training (mx_res_branch), run
+     * in the backend's own layouts. forward: from in ([n][c1.c][h][w]) writes the second batch
+     * norm's output to out (NCHW), the batch statistics, and what backward reads into keep[0]
+     * (room for in as 16-bit values), keep[1], keep[2] and keep[3] (each as wide as the first
+     * convolution's output in floats), contents the backend's; returns 0, having written
+     * nothing but keep, where it does not take these shapes (the layers then run one by one).
+     * backward: from dout (the gradient of out, NCHW) writes din (NULL: not needed) and
+     * accumulates the parameters' gradients, with ws1 and ws2 as workspaces as wide as
+     * keep[1]; it takes exactly the calls whose forward it took (the same device, shapes and
+     * n) and returns 0 for the others, having written nothing. The values are those of the
+     * layers run one by one, but for the backend's rounding of what it keeps (the CPU's: bf16
+     * copies that the convolutions round to anyway). */
+    int (*residual_branch_forward)(mx_backend *be, const mx_res_branch *r, int n, float *out, const float *in,
+                                   float *const keep[4]);
+    int (*residual_branch_backward)(mx_backend *be, const mx_res_branch *r, int n, float *din, const float *dout,
+                                    const float *in, const float *const keep[4], float *ws1, float *ws2);
 
     /* ---- elementwise */
     void (*relu_forward)(mx_backend *be, size_t n, float *out, const float *in);

@@ -176,12 +176,11 @@ int mx_cpu_conv_dnnl_backward_c16(mx_backend *be, const mx_conv_desc *d, int n, 
  * layouts fwd_c16 and bwd_c16 ask for (the primitives are made, nothing runs). */
 int mx_cpu_conv_dnnl_takes_c16(mx_backend *be, const mx_conv_desc *d, int n, unsigned fwd_c16, unsigned bwd_c16);
 void mx_cpu_dnnl_close(mx_backend *be);
-/* A residual block's first half in nChw16c (cpu_res_inner.c): backend.h's residual_inner_*. */
-int mx_cpu_residual_inner_forward(mx_backend *be, const mx_res_inner *r, int n, float *out, const float *in,
-                                  float *const keep[3], float *mean, float *invstd);
-int mx_cpu_residual_inner_backward(mx_backend *be, const mx_res_inner *r, int n, float *din, const float *dout,
-                                   const float *in, const float *const keep[3], const float *mean, const float *invstd,
-                                   float *ws1, float *ws2);
+/* A residual block's main branch in nChw16c (cpu_res_branch.c): backend.h's residual_branch_*. */
+int mx_cpu_residual_branch_forward(mx_backend *be, const mx_res_branch *r, int n, float *out, const float *in,
+                                   float *const keep[4]);
+int mx_cpu_residual_branch_backward(mx_backend *be, const mx_res_branch *r, int n, float *din, const float *dout,
+                                    const float *in, const float *const keep[4], float *ws1, float *ws2);
 /* NCHW f32 <-> nChw16c (cpu_reorder16.c; c a multiple of 16): to bf16 on the way in (rounded
  * as vcvtneps2bf16), f32 on the way out. */
 void mx_cpu_nchw_to_c16_bf16(mx_backend *be, int n, int c, int hw, uint16_t *dst, const float *src);
@@ -253,16 +252,19 @@ static inline void mx_bn_backward_scalars(double sdy, double sdyx, double count,
     *mdy = (float)(sdy / count);
     *mdyx = (float)(sdyx / count) * is;
 }
-/* Batch norm and relu on nChw16c activations (cpu_bn16.c): f32 in, the relu's output out as
- * bf16; backward the f32 gradient of that output in (its mask read from the bf16 output),
- * the bf16 gradient of the batch norm's input out; the values of the NCHW kernels. 0 (nothing
- * done) where c is not a multiple of 16 or the CPU has no bf16 units. */
-int mx_cpu_bn_relu_c16_forward(mx_backend *be, int n, int c, int hw, uint16_t *out, float *mean, float *invstd,
-                               float *run_mean, float *run_var, const float *in, const float *gamma, const float *beta,
-                               float eps, float momentum);
-int mx_cpu_bn_relu_c16_backward(mx_backend *be, int n, int c, int hw, uint16_t *din, float *dgamma, float *dbeta,
-                                const float *dout, const float *in, const uint16_t *out, const float *mean,
-                                const float *invstd, const float *gamma);
+/* Batch norm on nChw16c activations (cpu_bn16.c), the values of the NCHW kernels, in two kinds:
+ * MX_BN16_INNER, followed by a relu: f32 in, the relu's output out as bf16 nChw16c; backward
+ * the f32 nChw16c gradient of that output in (its mask read from the bf16 output), the bf16
+ * nChw16c gradient of the input out. MX_BN16_END, no relu: f32 nChw16c in, f32 NCHW out;
+ * backward the NCHW f32 gradient of the output in, the input's gradient out as bf16 nChw16c
+ * (out unread). 0 (nothing done) where c is not a multiple of 16 or the CPU has no bf16 units. */
+enum { MX_BN16_INNER, MX_BN16_END };
+int mx_cpu_bn_c16_forward(mx_backend *be, int n, int c, int hw, int kind, void *out, float *mean, float *invstd,
+                          float *run_mean, float *run_var, const float *in, const float *gamma, const float *beta,
+                          float eps, float momentum);
+int mx_cpu_bn_c16_backward(mx_backend *be, int n, int c, int hw, int kind, uint16_t *din, float *dgamma, float *dbeta,
+                           const float *dout, const float *in, const uint16_t *out, const float *mean,
+                           const float *invstd, const float *gamma);
 void mx_cpu_batchnorm_relu_forward_train(mx_backend *be, int n, int c, int hw, float *out, float *mean,
                                          float *invstd, float *run_mean, float *run_var, const float *in,
                                          const float *gamma, const float *beta, float eps, float momentum);

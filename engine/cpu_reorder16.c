@@ -13,8 +13,8 @@
 #include <string.h>
 
 #if MX_CPU_AVX512_KERNELS
-#include <immintrin.h>
-#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#include "cpu_avx512.h"
+#define TARGET MX_AVX512_TARGET
 /* The 16 planes a block reads are 16 streams, more than the hardware's prefetchers follow:
  * each is asked for AHEAD values (8 lines) before it is read (resnet18's 32x64x28x28 to bf16
  * 0.21-0.29 -> 0.18-0.23 ms; the writes of the way back, prefetched so, were slower). */
@@ -58,38 +58,13 @@ TARGET static void block_to_bf16(uint16_t *dst, const float *src, int hw, int p,
     }
 }
 
-/* 16 rows of 16 floats, transposed. */
-TARGET static inline void transpose16x16_ps(__m512 *r)
-{
-    __m512 t[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 2; j++) {
-            r[4 * i + 2 * j] = (__m512)_mm512_unpacklo_pd((__m512d)t[4 * i + j], (__m512d)t[4 * i + j + 2]);
-            r[4 * i + 2 * j + 1] = (__m512)_mm512_unpackhi_pd((__m512d)t[4 * i + j], (__m512d)t[4 * i + j + 2]);
-        }
-    /* r[4g + q], lane L: column 4L + q of rows 4g .. 4g + 3; gather the lanes of a column */
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 4; j++) {
-            t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + j + 4], 0x88);
-            t[8 * i + j + 4] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + j + 4], 0xdd);
-        }
-    for (int j = 0; j < 8; j++) {
-        r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
-        r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
-    }
-}
-
 /* One block: src[p*16 + k] (pixels [p, p + cnt)) to the planes dst + k*hw. */
 TARGET static void block_to_nchw(float *dst, const float *src, int hw, int p, int cnt)
 {
     const __mmask16 m = cnt >= 16 ? 0xffff : (__mmask16)((1u << cnt) - 1);
     __m512 r[16];
     for (int j = 0; j < 16; j++) r[j] = j < cnt ? _mm512_loadu_ps(src + (size_t)(p + j) * 16) : _mm512_setzero_ps();
-    transpose16x16_ps(r);
+    mx_transpose16x16_ps(r);
     for (int k = 0; k < 16; k++) _mm512_mask_storeu_ps(dst + (size_t)k * hw + p, m, r[k]);
 }
 #endif

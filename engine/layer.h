@@ -115,10 +115,11 @@ void mx_bn_relu_forward(mx_layer *l, mx_backend *be, void *state, int n, float *
 void mx_bn_relu_backward(mx_layer *l, mx_backend *be, void *state, int n, float *din, const float *dout,
                          const float *in, const float *out);
 
-/* A conv2d layer's descriptor and weights (no bias); a batch-norm layer's tensors and
- * constants into r: what a residual block hands a backend's residual_inner_* ops. */
+/* A conv2d layer's descriptor and weights (no bias); a batch-norm layer's tensors (with the
+ * batch statistics in its saved state) and constants: what a residual block hands a
+ * backend's residual_branch_* ops. */
 void mx_conv2d_tensors(const mx_layer *l, mx_conv_desc *d, const float **w, float **dw);
-void mx_bn_tensors(const mx_layer *l, mx_res_inner *r);
+void mx_bn_tensors(const mx_layer *l, void *state, mx_res_bn *b, float *eps, float *momentum);
 
 /* Layer registry, generated from layers.def. */
 const mx_layer_ops *mx_layer_find(const char *kind);

@@ -60,11 +60,13 @@ static void bn_backward(mx_layer *l, mx_backend *be, void *state, int n, float *
                                 invstd, bn->gamma);
 }
 
-void mx_bn_tensors(const mx_layer *l, mx_res_inner *r)
+void mx_bn_tensors(const mx_layer *l, void *state, mx_res_bn *b, float *eps, float *momentum)
 {
     const batchnorm *bn = l->priv;
-    r->gamma = bn->gamma, r->beta = bn->beta, r->dgamma = bn->dgamma, r->dbeta = bn->dbeta;
-    r->run_mean = bn->run_mean, r->run_var = bn->run_var, r->eps = BN_EPS, r->momentum = BN_MOMENTUM;
+    b->gamma = bn->gamma, b->beta = bn->beta, b->dgamma = bn->dgamma, b->dbeta = bn->dbeta;
+    b->run_mean = bn->run_mean, b->run_var = bn->run_var;
+    b->mean = state, b->invstd = b->mean ? b->mean + l->in.c : NULL;
+    *eps = BN_EPS, *momentum = BN_MOMENTUM;
 }
 
 int mx_bn_relu_fusable(const mx_backend *be)

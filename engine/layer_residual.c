@@ -5,9 +5,9 @@
  * the backend has the fused kernels (and MXBENCH_FUSE is not off), the inner batch norm and
  * relu run as one, each way: the batch norm's output is then never written (nor kept), and
  * the relu's trip through memory is saved (resnet18's relu passes had taken 1.5% of a step).
- * Where it also has residual_inner_* (the CPU's), training hands it the first half, conv ->
- * batch norm -> relu -> conv, to run in its own layouts (cpu_res_inner.c under bf16), and
- * runs the layers one by one where it declines. */
+ * Where it also has residual_branch_* (the CPU's), training hands it the main branch, conv ->
+ * batch norm -> relu -> conv -> batch norm, to run in its own layouts (cpu_res_branch.c under
+ * bf16), and runs the layers one by one where it declines. */
 #include "exec.h"
 #include "layer.h"
 #include "status.h"
@@ -20,7 +20,7 @@ typedef struct {
     mx_layer sub[NSUB];
     int project;
     int fuse;  /* B1 and R1 run as one (mx_bn_relu_forward/_backward) */
-    int inner; /* the backend may run C1..C2 as one in training (residual_inner_*) */
+    int branch; /* the backend may run C1..B2 as one in training (residual_branch_*) */
 } residual;
 
 /* Where one call's saved state lies: laid out from n (see layer.h). */
@@ -29,7 +29,7 @@ typedef struct {
     float *act[NSUB]; /* outputs of each sub-layer (R1's feeds C2); PC/PB only if project; B2's
                        * is read by the forward alone, which writes it into g[0] */
     float *g[3];      /* activation-gradient workspaces of backward */
-    float *keep0;     /* inner: room for the block's input as 16-bit values (residual_inner_*) */
+    float *keep0;     /* branch: room for the block's input as 16-bit values (residual_branch_*) */
 } res_state;
 
 static int nsub(const residual *r) { return r->project ? NSUB : PC; }
@@ -47,7 +47,7 @@ static size_t res_layout(const mx_layer *l, int n, char *base, res_state *st)
     }
     const size_t in = mx_shape_size(l->in), out = mx_shape_size(l->out);
     for (int k = 0; k < 3; k++) st->g[k] = RES_TAKE(sizeof(float) * n * (in > out ? in : out));
-    st->keep0 = r->inner ? RES_TAKE(sizeof(uint16_t) * n * in) : NULL;
+    st->keep0 = r->branch ? RES_TAKE(sizeof(uint16_t) * n * in) : NULL;
 #undef RES_TAKE
     return off;
 }
@@ -75,7 +75,7 @@ static int residual_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder
     r->project = stride != 1 || oc != l->in.c;
     const mx_backend *be = mx_builder_backend(b);
     r->fuse = !mx_exec_fusion_off() && mx_bn_relu_fusable(be);
-    r->inner = r->fuse && be->ops->residual_inner_forward && be->ops->residual_inner_backward;
+    r->branch = r->fuse && be->ops->residual_branch_forward && be->ops->residual_branch_backward;
     mx_shape in = l->in;
     for (int i = 0; i < nsub(r); i++) {
         if (i == PC) in = l->in;
@@ -86,16 +86,15 @@ static int residual_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder
     return MX_OK;
 }
 
-/* The block's first half as a backend's residual_inner_* ops see it; mean/invstd: B1's saved statistics. */
-static mx_res_inner inner_of(const residual *r, const res_state *st, float **mean, float **invstd)
+/* The block's main branch as a backend's residual_branch_* ops see it. */
+static mx_res_branch branch_of(const residual *r, const res_state *st)
 {
-    mx_res_inner ri;
-    mx_conv2d_tensors(&r->sub[C1], &ri.c1, &ri.w1, &ri.dw1);
-    mx_conv2d_tensors(&r->sub[C2], &ri.c2, &ri.w2, &ri.dw2);
-    mx_bn_tensors(&r->sub[B1], &ri);
-    *mean = st->sub[B1];
-    *invstd = *mean + r->sub[B1].in.c;
-    return ri;
+    mx_res_branch b;
+    mx_conv2d_tensors(&r->sub[C1], &b.c1, &b.w1, &b.dw1);
+    mx_conv2d_tensors(&r->sub[C2], &b.c2, &b.w2, &b.dw2);
+    mx_bn_tensors(&r->sub[B1], st->sub[B1], &b.bn1, &b.eps, &b.momentum);
+    mx_bn_tensors(&r->sub[B2], st->sub[B2], &b.bn2, &b.eps, &b.momentum);
+    return b;
 }
 
 static void sub_forward(residual *r, const res_state *st, int i, mx_backend *be, int n, const float *in,
@@ -111,17 +110,16 @@ static void residual_forward(mx_layer *l, mx_backend *be, void *state, int n, fl
     res_state st;
     res_layout(l, n, state, &st);
     const size_t count = n * mx_shape_size(l->out);
-    float *mean, *invstd;
-    const mx_res_inner ri = inner_of(r, &st, &mean, &invstd);
-    float *keep[3] = {st.keep0, st.act[C1], st.act[R1]};
-    if (!(training && r->inner && be->ops->residual_inner_forward(be, &ri, n, st.act[C2], in, keep, mean, invstd))) {
+    float *branch = st.g[0]; /* B2's output: free until backward */
+    const mx_res_branch rb = branch_of(r, &st);
+    float *keep[4] = {st.keep0, st.act[C1], st.act[R1], st.act[C2]};
+    if (!(training && r->branch && be->ops->residual_branch_forward(be, &rb, n, branch, in, keep))) {
         sub_forward(r, &st, C1, be, n, in, training);
         if (r->fuse) mx_bn_relu_forward(&r->sub[B1], be, st.sub[B1], n, st.act[R1], st.act[C1], training);
         else for (int i = B1; i <= R1; i++) sub_forward(r, &st, i, be, n, st.act[i - 1], training);
         sub_forward(r, &st, C2, be, n, st.act[R1], training);
+        r->sub[B2].ops->forward(&r->sub[B2], be, st.sub[B2], n, branch, st.act[C2], training);
     }
-    float *branch = st.g[0]; /* B2's output: free until backward */
-    r->sub[B2].ops->forward(&r->sub[B2], be, st.sub[B2], n, branch, st.act[C2], training);
     if (r->project) {
         sub_forward(r, &st, PC, be, n, in, training);
         sub_forward(r, &st, PB, be, n, st.act[PC], training);
@@ -145,17 +143,17 @@ static void residual_backward(mx_layer *l, mx_backend *be, void *state, int n, f
     float *dsum = st.g[0], *ga = st.g[1], *gb = st.g[2];
     be->ops->relu_backward(be, count, dsum, dout, out);
     /* Main branch, last to first, alternating two workspaces. */
-    sub_backward(r, &st, B2, be, n, ga, dsum, st.act[C2]);
-    float *mean, *invstd;
-    const mx_res_inner ri = inner_of(r, &st, &mean, &invstd);
-    const float *keep[3] = {st.keep0, st.act[C1], st.act[R1]};
-    if (r->inner && be->ops->residual_inner_backward(be, &ri, n, din, ga, in, keep, mean, invstd, gb, ga)) {
-        /* the first half done in the backend's layouts */
+    const mx_res_branch rb = branch_of(r, &st);
+    const float *keep[4] = {st.keep0, st.act[C1], st.act[R1], st.act[C2]};
+    if (r->branch && be->ops->residual_branch_backward(be, &rb, n, din, dsum, in, keep, gb, ga)) {
+        /* done in the backend's layouts */
     } else if (r->fuse) {
+        sub_backward(r, &st, B2, be, n, ga, dsum, st.act[C2]);
         sub_backward(r, &st, C2, be, n, gb, ga, st.act[R1]);
         mx_bn_relu_backward(&r->sub[B1], be, st.sub[B1], n, ga, gb, st.act[C1], st.act[R1]);
         sub_backward(r, &st, C1, be, n, din, ga, in);
     } else {
+        sub_backward(r, &st, B2, be, n, ga, dsum, st.act[C2]);
         sub_backward(r, &st, C2, be, n, gb, ga, st.act[R1]);
         sub_backward(r, &st, R1, be, n, ga, gb, st.act[B1]);
         sub_backward(r, &st, B1, be, n, gb, ga, st.act[C1]);

@@ -139,14 +139,18 @@ static void check_case(mx_backend *one, mx_backend *two, int n, int c, int hw)
     for (size_t a = 0; a < sizeof chans / sizeof *chans; a++) free(*chans[a]);
 }
 
-/* The nChw16c kernels (a residual block's first half, cpu_bn16.c) against the NCHW ones with
- * the relu on the same values: the same statistics, running averages and parameter gradients
- * bit for bit, and outputs and input gradients that are the NCHW kernels' rounded to bf16. */
-static void check_c16(mx_backend *be, int n, int c, int hw)
+/* The nChw16c kernels (a residual block's main branch, cpu_bn16.c) against the NCHW ones on the
+ * same values: the same statistics, running averages and parameter gradients bit for bit;
+ * MX_BN16_INNER (with the relu): outputs and input gradients that are the NCHW kernels'
+ * rounded to bf16; MX_BN16_END: the NCHW output bit for bit from nChw16c input, and from an
+ * NCHW output gradient the input gradients rounded to bf16. */
+static void check_c16(mx_backend *be, int n, int c, int hw, int kind)
 {
     const size_t total = (size_t)n * c * hw;
+    const int relu = kind == MX_BN16_INNER;
     float *x = alloc(total), *dy = alloc(total), *x16 = alloc(total), *dy16 = alloc(total), *y = alloc(total);
-    float *din = alloc(total), *st = alloc(8 * (size_t)c), *gb = alloc(4 * (size_t)c), *gamma = alloc(c), *beta = alloc(c);
+    float *din = alloc(total), *yn = alloc(total), *st = alloc(8 * (size_t)c), *gb = alloc(4 * (size_t)c);
+    float *gamma = alloc(c), *beta = alloc(c);
     uint16_t *y16 = calloc(total, 2), *din16 = calloc(total, 2);
     for (int j = 0; j < c; j++) gamma[j] = 0.5f + 0.01f * j, beta[j] = 0.05f * (j % 7) - 0.1f, st[2 * c + j] = st[6 * c + j] = 1;
     for (int i = 0; i < n; i++)
@@ -157,23 +161,30 @@ static void check_c16(mx_backend *be, int n, int c, int hw)
                 dy16[b] = dy[o] = (float)(2 * check_uniform(&rng) - 1);
             }
     /* st: mean, istd, running mean, running var (NCHW), then the same four (nChw16c) */
-    be->ops->batchnorm_relu_forward_train(be, n, c, hw, y, st, st + c, st + 2 * c, st + 3 * c, x, gamma, beta, 1e-5f, 0.9f);
-    be->ops->batchnorm_relu_backward(be, n, c, hw, din, gb, gb + c, dy, x, y, st, st + c, gamma);
-    const int ran = mx_cpu_bn_relu_c16_forward(be, n, c, hw, y16, st + 4 * c, st + 5 * c, st + 6 * c, st + 7 * c, x16,
-                                               gamma, beta, 1e-5f, 0.9f) &&
-                    mx_cpu_bn_relu_c16_backward(be, n, c, hw, din16, gb + 2 * c, gb + 3 * c, dy16, x16, y16, st + 4 * c,
-                                                st + 5 * c, gamma);
+    if (relu) {
+        be->ops->batchnorm_relu_forward_train(be, n, c, hw, y, st, st + c, st + 2 * c, st + 3 * c, x, gamma, beta, 1e-5f, 0.9f);
+        be->ops->batchnorm_relu_backward(be, n, c, hw, din, gb, gb + c, dy, x, y, st, st + c, gamma);
+    } else {
+        be->ops->batchnorm_forward_train(be, n, c, hw, y, st, st + c, st + 2 * c, st + 3 * c, x, gamma, beta, 1e-5f, 0.9f);
+        be->ops->batchnorm_backward(be, n, c, hw, din, gb, gb + c, dy, x, st, st + c, gamma);
+    }
+    const int ran = mx_cpu_bn_c16_forward(be, n, c, hw, kind, relu ? (void *)y16 : (void *)yn, st + 4 * c, st + 5 * c,
+                                          st + 6 * c, st + 7 * c, x16, gamma, beta, 1e-5f, 0.9f) &&
+                    mx_cpu_bn_c16_backward(be, n, c, hw, kind, din16, gb + 2 * c, gb + 3 * c, relu ? dy16 : dy, x16,
+                                           relu ? y16 : NULL, st + 4 * c, st + 5 * c, gamma);
     int bad = 0;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < c; j++)
             for (int p = 0; p < hw; p++) {
                 const size_t o = ((size_t)i * c + j) * hw + p, b = (((size_t)i * (c / 16) + j / 16) * hw + p) * 16 + j % 16;
-                bad += y16[b] != mx_f32_to_bf16(y[o]) || din16[b] != mx_f32_to_bf16(din[o]);
+                bad += (relu ? y16[b] != mx_f32_to_bf16(y[o]) : memcmp(&yn[o], &y[o], sizeof(float)) != 0) ||
+                       din16[b] != mx_f32_to_bf16(din[o]);
             }
     CHECK(ran && !bad && !memcmp(st, st + 4 * c, 4 * (size_t)c * sizeof(float)) &&
               !memcmp(gb, gb + 2 * c, 2 * (size_t)c * sizeof(float)),
-          "nChw16c, n %d c %d hw %d: %d values, or the statistics, differ from the NCHW kernels'", n, c, hw, bad);
-    free(x), free(dy), free(x16), free(dy16), free(y), free(din), free(st), free(gb), free(gamma), free(beta);
+          "nChw16c %s, n %d c %d hw %d: %d values, or the statistics, differ from the NCHW kernels'",
+          relu ? "with relu" : "to NCHW", n, c, hw, bad);
+    free(x), free(dy), free(x16), free(dy16), free(y), free(din), free(yn), free(st), free(gb), free(gamma), free(beta);
     free(y16), free(din16);
 }
 
@@ -193,7 +204,8 @@ int main(void)
     if (mx_cpu_bf16_native()) {
         static const int c16[][3] = {{2, 16, 1}, {3, 16, 7}, {2, 32, 16}, {4, 16, 17}, {3, 48, 49}, {2, 16, 1000},
                                      {70, 16, 16}, {8, 64, 196}};
-        for (size_t s = 0; s < sizeof c16 / sizeof *c16; s++) check_c16(two, c16[s][0], c16[s][1], c16[s][2]);
+        for (size_t s = 0; s < sizeof c16 / sizeof *c16; s++)
+            for (int kind = MX_BN16_INNER; kind <= MX_BN16_END; kind++) check_c16(two, c16[s][0], c16[s][1], c16[s][2], kind);
     } else {
         printf("test_batchnorm: the nChw16c kernels skipped: no avx512_bf16 here\n");
     }

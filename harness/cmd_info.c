@@ -38,8 +38,8 @@ int mx_cmd_info(int argc, char **argv)
            mx_exec_fusion_off()
                ? "off (MXBENCH_FUSE=off: every layer apart, AMP rounding every tensor)"
                : mx_cpu_conv_dnnl_on() ? "a relu before a max pooling runs in the pooling's pass, a residual block's inner batch "
-                        "norm and relu in one pass, and under AMP bf16 its first half (conv, batch norm, relu, "
-                        "conv) in oneDNN's nChw16c layout; AMP skips roundings and expansions that change "
+                        "norm and relu in one pass, and under AMP bf16 its main branch (conv, batch norm, relu, "
+                        "conv, batch norm) in oneDNN's nChw16c layout; AMP skips roundings and expansions that change "
                         "nothing (MXBENCH_FUSE=off: every layer apart)"
                       : "a relu before a max pooling runs in the pooling's pass, a residual block's inner batch "
                         "norm and relu in one pass; AMP skips roundings and expansions that change nothing "

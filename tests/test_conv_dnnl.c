@@ -131,7 +131,7 @@ static void check_reorders(mx_backend *be)
     }
 }
 
-/* Operands handed over in nChw16c (the residual block's first half, cpu_res_inner.c): the same
+/* Operands handed over in nChw16c (a residual block's main branch, cpu_res_branch.c): the same
  * primitives on the same values, so the same bits as the NCHW calls, forward and backward. */
 static void check_c16(mx_backend *be, const mx_conv_desc *d, int n)
 {

@@ -34,13 +34,13 @@
 #define C2_FWD (MX_DNNL_C16_IN | MX_DNNL_C16_OUT)
 #define C2_BWD (MX_DNNL_C16_IN | MX_DNNL_C16_DOUT | MX_DNNL_C16_DIN)
 
+/* mx_cpu_conv_path_dnnl's backward takes in its forward, and both the bf16 units and the
+ * channels in blocks of 16 that nChw16c needs. */
 static int applies(mx_backend *be, const mx_res_branch *r, int n)
 {
-    const mx_conv_desc *d1 = &r->c1, *d2 = &r->c2;
-    return mx_cpu_bf16_native() && d1->c % 16 == 0 && d1->oc % 16 == 0 && d2->oc % 16 == 0 &&
-           mx_cpu_conv_path_dnnl(be, d1, 0) && mx_cpu_conv_path_dnnl(be, d1, 1) && mx_cpu_conv_path_dnnl(be, d2, 0) &&
-           mx_cpu_conv_path_dnnl(be, d2, 1) && mx_cpu_conv_dnnl_takes_c16(be, d1, n, C1_FWD, C1_BWD) &&
-           mx_cpu_conv_dnnl_takes_c16(be, d2, n, C2_FWD, C2_BWD);
+    return mx_cpu_conv_path_dnnl(be, &r->c1, 1) && mx_cpu_conv_path_dnnl(be, &r->c2, 1) &&
+           mx_cpu_conv_dnnl_takes_c16(be, &r->c1, n, C1_FWD, C1_BWD) &&
+           mx_cpu_conv_dnnl_takes_c16(be, &r->c2, n, C2_FWD, C2_BWD);
 }
 
 static void refused(mx_backend *be) { mx_backend_fail(be, MX_ERUNTIME, "residual block: oneDNN refused a layout it had taken"); }

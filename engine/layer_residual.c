@@ -86,15 +86,33 @@ static int residual_setup(mx_layer *l, const mx_layer_spec *spec, mx_net_builder
     return MX_OK;
 }
 
-/* The block's main branch as a backend's residual_branch_* ops see it. */
-static mx_res_branch branch_of(const residual *r, const res_state *st)
+/* The block's main branch as a backend's residual_branch_* ops see it, and what they keep. */
+static mx_res_branch branch_of(const residual *r, const res_state *st, float *keep[4])
 {
     mx_res_branch b;
     mx_conv2d_tensors(&r->sub[C1], &b.c1, &b.w1, &b.dw1);
     mx_conv2d_tensors(&r->sub[C2], &b.c2, &b.w2, &b.dw2);
     mx_bn_tensors(&r->sub[B1], st->sub[B1], &b.bn1, &b.eps, &b.momentum);
     mx_bn_tensors(&r->sub[B2], st->sub[B2], &b.bn2, &b.eps, &b.momentum);
+    keep[0] = st->keep0, keep[1] = st->act[C1], keep[2] = st->act[R1], keep[3] = st->act[C2];
     return b;
+}
+
+/* Whether the backend ran the main branch (training only), its output in out. */
+static int branch_forward(const residual *r, const res_state *st, mx_backend *be, int n, float *out, const float *in)
+{
+    float *keep[4];
+    const mx_res_branch b = branch_of(r, st, keep);
+    return be->ops->residual_branch_forward(be, &b, n, out, in, keep);
+}
+
+/* Whether the backend ran the main branch's backward (as its forward did), from dout. */
+static int branch_backward(const residual *r, const res_state *st, mx_backend *be, int n, float *din,
+                           const float *dout, const float *in)
+{
+    float *keep[4];
+    const mx_res_branch b = branch_of(r, st, keep);
+    return be->ops->residual_branch_backward(be, &b, n, din, dout, in, (const float *const *)keep, st->g[2], st->g[1]);
 }
 
 static void sub_forward(residual *r, const res_state *st, int i, mx_backend *be, int n, const float *in,
@@ -111,9 +129,7 @@ static void residual_forward(mx_layer *l, mx_backend *be, void *state, int n, fl
     res_layout(l, n, state, &st);
     const size_t count = n * mx_shape_size(l->out);
     float *branch = st.g[0]; /* B2's output: free until backward */
-    const mx_res_branch rb = branch_of(r, &st);
-    float *keep[4] = {st.keep0, st.act[C1], st.act[R1], st.act[C2]};
-    if (!(training && r->branch && be->ops->residual_branch_forward(be, &rb, n, branch, in, keep))) {
+    if (!(training && r->branch && branch_forward(r, &st, be, n, branch, in))) {
         sub_forward(r, &st, C1, be, n, in, training);
         if (r->fuse) mx_bn_relu_forward(&r->sub[B1], be, st.sub[B1], n, st.act[R1], st.act[C1], training);
         else for (int i = B1; i <= R1; i++) sub_forward(r, &st, i, be, n, st.act[i - 1], training);
@@ -143,9 +159,7 @@ static void residual_backward(mx_layer *l, mx_backend *be, void *state, int n, f
     float *dsum = st.g[0], *ga = st.g[1], *gb = st.g[2];
     be->ops->relu_backward(be, count, dsum, dout, out);
     /* Main branch, last to first, alternating two workspaces. */
-    const mx_res_branch rb = branch_of(r, &st);
-    const float *keep[4] = {st.keep0, st.act[C1], st.act[R1], st.act[C2]};
-    if (r->branch && be->ops->residual_branch_backward(be, &rb, n, din, dsum, in, keep, gb, ga)) {
+    if (r->branch && branch_backward(r, &st, be, n, din, dsum, in)) {
         /* done in the backend's layouts */
     } else if (r->fuse) {
         sub_backward(r, &st, B2, be, n, ga, dsum, st.act[C2]);

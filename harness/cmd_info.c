@@ -34,15 +34,15 @@ int mx_cmd_info(int argc, char **argv)
         printf("  %-10s --amp bf16: emulated (f32 GEMM on bf16 values: this CPU lacks avx512_bf16, or "
                "MXBENCH_BF16=emulate)", "");
     printf("; --amp fp16: emulated (f32 GEMM on fp16 values)\n");
-    printf("  %-10s %s\n", "fusion",
-           mx_exec_fusion_off()
-               ? "off (MXBENCH_FUSE=off: every layer apart, AMP rounding every tensor)"
-               : mx_cpu_conv_dnnl_on() ? "a relu before a max pooling runs in the pooling's pass, a residual block's inner batch "
-                        "norm and relu in one pass, and under AMP bf16 its main branch (conv, batch norm, relu, "
-                        "conv, batch norm) in oneDNN's nChw16c layout; AMP skips roundings and expansions that change "
-                        "nothing (MXBENCH_FUSE=off: every layer apart)"
-                      : "a relu before a max pooling runs in the pooling's pass, a residual block's inner batch "
-                        "norm and relu in one pass; AMP skips roundings and expansions that change nothing "
-                        "(MXBENCH_FUSE=off: every layer apart)");
+    if (mx_exec_fusion_off())
+        printf("  %-10s off (MXBENCH_FUSE=off: every layer apart, AMP rounding every tensor)\n", "fusion");
+    else
+        printf("  %-10s a relu before a max pooling runs in the pooling's pass, a residual block's inner batch norm "
+               "and relu in one pass%s; AMP skips roundings and expansions that change nothing (MXBENCH_FUSE=off: "
+               "every layer apart)\n",
+               "fusion",
+               mx_cpu_conv_dnnl_on() ? ", and under AMP bf16 its main branch (conv, batch norm, relu, conv, batch "
+                                       "norm) in oneDNN's nChw16c layout"
+                                     : "");
     return 0;
 }

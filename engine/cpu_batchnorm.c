@@ -1,7 +1,7 @@
 /* CPU batch normalisation over (batch, h, w) per channel, one channel per thread, so results
  * do not depend on the thread count. A channel's sums run in VL float lanes that take each
- * row's whole vectors and are flushed into a double sum every FLUSH values a lane (no lane
- * sums more than FLUSH values in f32: a relative error of FLUSH * 2^-24 at worst, 4e-6),
+ * row's whole vectors and are flushed into a double sum every MX_BN_FLUSH values a lane (no
+ * lane sums more than that in f32: a relative error of MX_BN_FLUSH * 2^-24 at worst, 4e-6),
  * the rows' tails going into the double sum directly. The compiler keeps the lanes in
  * vector registers: the sums these replaced (eight double lanes, every value converted)
  * ran at 21-57 GB/s on resnet18's shapes, far below what the host's L3 gives, and took
@@ -11,7 +11,6 @@
 #include <math.h>
 
 #define VL 16 /* cpu_bn16.c's blocks of 16 channels reproduce these sums lane for lane */
-#define FLUSH MX_BN_FLUSH
 
 /* The lanes, added into *s and zeroed. */
 static inline void flush(float *restrict a, double *s)
@@ -19,16 +18,6 @@ static inline void flush(float *restrict a, double *s)
     double t = 0;
     for (int l = 0; l < VL; l++) t += a[l], a[l] = 0;
     *s += t;
-}
-
-/* Whether the lanes have taken FLUSH values each since their last flush, with one more row
- * of `vecs` vectors taken now. */
-static inline int due(int *since, int vecs)
-{
-    *since += vecs;
-    if (*since < FLUSH) return 0;
-    *since = 0;
-    return 1;
 }
 
 /* Rows of a channel are c * hw values apart, so each is a stream of its own that the
@@ -70,7 +59,7 @@ static inline __attribute__((always_inline)) double chan_sum(const float *x, int
         for (int p = 0; p < full; p += VL)
             for (int l = 0; l < VL; l++) a[l] += kind == SUM ? r[p + l] : (r[p + l] - mu) * (r[p + l] - mu);
         for (int p = full; p < hw; p++) s += kind == SUM ? r[p] : (double)(r[p] - mu) * (r[p] - mu);
-        if (due(&since, full / VL)) flush(a, &s);
+        if (mx_bn_flush_due(&since, full / VL)) flush(a, &s);
     }
     flush(a, &s);
     return s;
@@ -101,7 +90,7 @@ static inline __attribute__((always_inline)) void chan_grad_sums(const float *dy
             s += gv;
             t += (double)gv * (r[p] - mu);
         }
-        if (due(&since, full / VL)) flush(a, &s), flush(b, &t);
+        if (mx_bn_flush_due(&since, full / VL)) flush(a, &s), flush(b, &t);
     }
     flush(a, &s), flush(b, &t);
     *sdy = s, *sdyx = t;

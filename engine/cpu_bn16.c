@@ -52,14 +52,6 @@ TARGET static ALWAYS_INLINE void flush(__m512 *acc, dsum *s)
     s->hi = _mm512_add_pd(s->hi, t.hi);
 }
 
-static ALWAYS_INLINE int due(int *since, int vecs)
-{
-    *since += vecs;
-    if (*since < MX_BN_FLUSH) return 0;
-    *since = 0;
-    return 1;
-}
-
 /* Sum (SUM) or squared deviations from mu (SQDEV) of one block of 16 channels: sample i's
  * block at x + i * ss, hw pixels. */
 TARGET static ALWAYS_INLINE dsum block_sum(const float *x, int n, size_t ss, int hw, __m512 mu, int kind)
@@ -86,7 +78,7 @@ TARGET static ALWAYS_INLINE dsum block_sum(const float *x, int n, size_t ss, int
             if (kind == SUM) dsum_add(&s, v);
             else dsum_add_prod(&s, _mm512_sub_ps(v, mu), _mm512_sub_ps(v, mu));
         }
-        if (due(&since, full / 16)) flush(acc, &s);
+        if (mx_bn_flush_due(&since, full / 16)) flush(acc, &s);
     }
     flush(acc, &s);
     return s;
@@ -142,7 +134,7 @@ TARGET static ALWAYS_INLINE void block_grad_sums(const float *dy, const float *x
                 }
             }
         }
-        if (due(&since, full / 16)) flush(a, &s), flush(b, &t);
+        if (mx_bn_flush_due(&since, full / 16)) flush(a, &s), flush(b, &t);
     }
     flush(a, &s), flush(b, &t);
     *sdy = s, *sdyx = t;

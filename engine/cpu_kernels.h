@@ -223,6 +223,16 @@ void mx_cpu_batchnorm_backward(mx_backend *be, int n, int c, int hw, float *din,
                                const float *gamma);
 /* Batch norm's f32 lanes take this many values each between flushes into the double sums. */
 #define MX_BN_FLUSH 64
+/* Whether the lanes are due for a flush after `vecs` more values each (since: the count so
+ * far, reset when due); one rule for the NCHW and the nChw16c kernels, which keep the same
+ * lanes. */
+static inline int mx_bn_flush_due(int *since, int vecs)
+{
+    *since += vecs;
+    if (*since < MX_BN_FLUSH) return 0;
+    *since = 0;
+    return 1;
+}
 /* Batch norm's per-channel scalars, shared by the NCHW kernels (cpu_batchnorm.c) and the
  * nChw16c ones (cpu_bn16.c) so that both give the same bits. Forward, from the batch's mean
  * and (biased) variance: the saved mean and inverse deviation, the running statistics (the

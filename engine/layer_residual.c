@@ -158,20 +158,19 @@ static void residual_backward(mx_layer *l, mx_backend *be, void *state, int n, f
     const size_t count = n * mx_shape_size(l->out);
     float *dsum = st.g[0], *ga = st.g[1], *gb = st.g[2];
     be->ops->relu_backward(be, count, dsum, dout, out);
-    /* Main branch, last to first, alternating two workspaces. */
-    if (r->branch && branch_backward(r, &st, be, n, din, dsum, in)) {
-        /* done in the backend's layouts */
-    } else if (r->fuse) {
+    /* Main branch, last to first, alternating two workspaces (unless the backend ran it in
+     * its own layouts, as its forward did). */
+    if (!(r->branch && branch_backward(r, &st, be, n, din, dsum, in))) {
         sub_backward(r, &st, B2, be, n, ga, dsum, st.act[C2]);
         sub_backward(r, &st, C2, be, n, gb, ga, st.act[R1]);
-        mx_bn_relu_backward(&r->sub[B1], be, st.sub[B1], n, ga, gb, st.act[C1], st.act[R1]);
-        sub_backward(r, &st, C1, be, n, din, ga, in);
-    } else {
-        sub_backward(r, &st, B2, be, n, ga, dsum, st.act[C2]);
-        sub_backward(r, &st, C2, be, n, gb, ga, st.act[R1]);
-        sub_backward(r, &st, R1, be, n, ga, gb, st.act[B1]);
-        sub_backward(r, &st, B1, be, n, gb, ga, st.act[C1]);
-        sub_backward(r, &st, C1, be, n, din, gb, in);
+        if (r->fuse) {
+            mx_bn_relu_backward(&r->sub[B1], be, st.sub[B1], n, ga, gb, st.act[C1], st.act[R1]);
+            sub_backward(r, &st, C1, be, n, din, ga, in);
+        } else {
+            sub_backward(r, &st, R1, be, n, ga, gb, st.act[B1]);
+            sub_backward(r, &st, B1, be, n, gb, ga, st.act[C1]);
+            sub_backward(r, &st, C1, be, n, din, gb, in);
+        }
     }
     if (r->project) {
         sub_backward(r, &st, PB, be, n, ga, dsum, st.act[PC]);

@@ -5,9 +5,10 @@
  * shorter than a vector, not a whole number of vectors, and long enough for the lanes to be
  * flushed within a row and across rows; values offset from zero, so that the sums cancel
  * as a real layer's do. The thread count must not change a result: one thread and two
- * give the same bits. The nChw16c kernels give the NCHW ones' bits. The fused batch norm and relu (a residual block's inner pair) give the
- * bits of the two ops run apart, forward and backward. The layer's gradient check (test_layers) covers the maths of the
- * backward; this covers the kernels' sums. */
+ * give the same bits. The nChw16c kernels give the NCHW ones' bits. The fused batch norm and
+ * relu (a residual block's inner pair) give the bits of the two ops run apart, forward and
+ * backward. The layer's gradient check (test_layers) covers the maths of the backward; this
+ * covers the kernels' sums. */
 #include "engine/backend.h"
 #include "engine/cpu_kernels.h"
 #include "engine/dtype.h"

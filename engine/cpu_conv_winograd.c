@@ -42,7 +42,7 @@
 #include <omp.h>
 #include <string.h>
 
-/* A block's transform-domain work set (V and M), about. 2 MB, not the 8 MB that fitted one
+/* A block's transform-domain work set (V and M), about 2 MB, not the 8 MB that fitted one
  * device in the whole 32 MB L3: with 8 MB a device beside another (data parallelism, or any
  * other program) lost its blocks to the other's, and it was slower alone too. resnet18, batch 32,
  * f32, alternated rounds: one thread 276-304 against 293-329 ms a step (4 of 5 rounds faster),

@@ -254,6 +254,9 @@ void mx_records_derive_scaling(mx_run_record *recs, int n)
                  strcmp(recs[ref].kvstore, recs[i].kvstore) != 0))
                 ref = j;
         }
+        /* against one device only: a series that starts at more would be its own reference,
+         * at 1.0 and 100% on the ideal line, as if it scaled perfectly. Blank instead */
+        if (recs[ref].gpus != 1) continue;
         recs[i].speedup = recs[i].throughput / recs[ref].throughput;
         recs[i].efficiency = recs[i].speedup / ((double)recs[i].gpus / recs[ref].gpus);
     }

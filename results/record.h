@@ -118,8 +118,8 @@ typedef struct {
     double throughput_agg;      /* samples trained / seconds of training, all steps and repeats
                                  * (what MXNet's "Time cost" and epoch-level logs report) */
     double step_time_median;    /* seconds */
-    double speedup;             /* throughput / throughput of the same config at the smallest gpus */
-    double efficiency;          /* speedup / (gpus / smallest gpus) */
+    double speedup;             /* throughput / throughput of the same config on one device (NaN: none) */
+    double efficiency;          /* speedup / gpus */
     double final_test_acc;      /* last entry of test_acc */
     double time_to_acc;         /* seconds of training until test_acc >= target_acc */
     double wall_time;           /* seconds for the whole run, all repeats */
@@ -165,8 +165,9 @@ int mx_record_exchange_matches(const mx_run_record *a, const mx_run_record *b);
 
 /* Fills throughput*, step_time_median, final_test_acc, time_to_acc from the series. */
 void mx_record_derive(mx_run_record *r);
-/* Fills speedup and efficiency of every ok record against the ok record of the same series
- * with the smallest device count (of its own kvstore, where one without kvstore has as few). */
+/* Fills speedup and efficiency of every ok record against the ok one-device record of the
+ * same series (of its own kvstore, where one without kvstore is there too); NaN in a series
+ * without a one-device run. */
 void mx_records_derive_scaling(mx_run_record *recs, int n);
 
 #endif

@@ -1,19 +1,24 @@
 # Phase breakdown of a training step, one stacked bar per run: median time per step spent
-# in data loading, forward, backward, communication and the optimizer update; a marker
-# shows the median of the whole step (medians of the parts need not add up to it).
+# in each phase (data loading, forward, backward, communication, the optimizer update, gradient
+# compression: metrics.def's order); a marker shows the median of the whole step (medians of
+# the parts need not add up to it).
 # Input datafile (plot.c writes data/breakdown.dat): one row per run:
-#   1 run label (quoted)   2 data   3 forward   4 backward   5 comm   6 update
-#   7 whole step   (all in seconds, medians over the timed steps)
+#   1 run label (quoted)   2 .. stepcol-1: one column per phase, named by `phases`
+#   stepcol: whole step   (all in seconds, medians over the timed steps)
+# plot.c passes phases and stepcol from the table that writes the file, so the two cannot
+# drift apart; the defaults below are only for drawing an old data file by hand.
 # Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='breakdown.dat'; outbase='out/breakdown';
-#        term='png'" [-e "title='...'; nbars=6; maxlabel=30"] breakdown.gp
+#        term='png'" [-e "title='...'; nbars=6; maxlabel=30; phases='data forward ...'; stepcol=8"] breakdown.gp
 # maxlabel: the longest run label in characters (slanted labels need that much left margin).
 
-stats datafile using 7 nooutput
+if (!exists("phases")) { phases = 'data forward backward comm update compress' }
+if (!exists("stepcol")) { stepcol = words(phases) + 2 }
+stats datafile using stepcol nooutput
 if (!exists("nbars")) { nbars = STATS_records }
 # Seconds, milliseconds or microseconds, whichever keeps the tic labels short.
 yscale = STATS_max >= 1 ? 1 : (STATS_max >= 1e-3 ? 1e3 : 1e6)
 yunit = yscale == 1 ? 's' : (yscale == 1e3 ? 'ms' : 'us')
-nseries = 6
+nseries = words(phases)
 load 'style.gp'
 
 set title "Step time by phase\n" . title
@@ -46,6 +51,5 @@ if (maxlabel + 2 > (width / 7.0) / nbars) {
 pad = nbars < 3 ? (3 - nbars) / 2.0 : 0
 set xrange [-0.6 - pad : nbars - 0.4 + pad]
 
-phases = 'data forward backward comm update'
-plot for [c=2:6] datafile using (column(c)*yscale):xtic(1) lt c-1 title word(phases, c-1), \
-     datafile using 0:($7*yscale) with points pt 2 ps 1.6 lw 2 lc rgb '#000000' title 'whole step'
+plot for [c=2:stepcol-1] datafile using (column(c)*yscale):xtic(1) lt c-1 title word(phases, c-1), \
+     datafile using 0:(column(stepcol)*yscale) with points pt 2 ps 1.6 lw 2 lc rgb '#000000' title 'whole step'

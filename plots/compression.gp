@@ -12,7 +12,15 @@ if (!exists("nruns")) { stats datafile using 1 nooutput; nruns = STATS_records }
 nseries = 1
 load 'style.gp'
 
-set multiplot layout 2,1 title "Gradient bytes on the wire per step, and accuracy, per compression and precision\n" . title
+if (!exists("hasacc")) hasacc = 1
+heading = "Gradient bytes on the wire per step" . (hasacc ? ", and accuracy," : "") . " per compression and precision"
+# Without a test accuracy (runs of --steps) the bytes are the whole figure: an accuracy
+# panel would have no point to draw, which gnuplot refuses.
+if (hasacc) {
+    set multiplot layout 2,1 title heading . "\n" . title
+} else {
+    set title heading . " (no test accuracy: runs of --steps)\n" . title
+}
 set xrange [-0.6:nruns-0.4]
 set xtics rotate by -30 left font ',9'
 set bmargin 7
@@ -24,14 +32,10 @@ set yrange [0:*]
 set offsets 0, 0, graph 0.15, 0
 plot datafile using 1:3:xtic(2) with boxes lc rgb color(1) notitle, \
      '' using 1:3:(sprintf('%.3g', $4)) with labels offset 0,0.7 font ',9' notitle
-set ylabel 'final test accuracy'
-set yrange [*:*]
-set offsets 0, 0, graph 0.1, graph 0.1
-if (!exists("hasacc")) hasacc = 1
 if (hasacc) {
+    set ylabel 'final test accuracy'
+    set yrange [*:*]
+    set offsets 0, 0, graph 0.1, graph 0.1
     plot datafile using 1:5:6:7:xtic(2) with yerrorbars lc rgb color(2) pt 7 notitle
-} else {
-    set label 1 'no test accuracy (runs of --steps)' at graph 0.5, graph 0.5 center
-    plot datafile using 1:(NaN):xtic(2) notitle
+    unset multiplot
 }
-unset multiplot

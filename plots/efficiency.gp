@@ -1,8 +1,10 @@
-# Scaling efficiency against device count: speedup divided by the ratio of device counts
-# (1.0 = perfect linear scaling, drawn dashed), one line per series.
+# Scaling efficiency against device count: speedup over one device divided by the device
+# count (1.0 = perfect linear scaling, drawn dashed), one line per series; a series without
+# a one-device run has none and is not drawn.
 # Input datafile (plot.c writes data/scaling.dat): one block per series, blocks separated
 # by two blank lines, each opened by a line holding the series title in double quotes, then
 #   1 devices   2 speedup   3 scaling efficiency   4 noisy (1: drawn hollow)
+#   5 oversubscribed (1: crossed out)
 # Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='scaling.dat'; outbase='out/efficiency';
 #        term='png'" [-e "title='...'; devname='...'; gpus='1 2 4'"] efficiency.gp
 
@@ -24,4 +26,6 @@ plot 1 dt (8,6) lw 1.5 lc rgb '#888888' title 'ideal (1.0)', \
      for [i=0:nseries-1] datafile index i using 1:3 with linespoints lt i+1 dt dash(i) title columnheader(1), \
      for [i=0:nseries-1] datafile index i using 1:(noisy_at($3, $4)) with points pt filled_pt(i+1) lc rgb 'white' notitle, \
      for [i=0:nseries-1] datafile index i using 1:(noisy_at($3, $4)) with points pt hollow_pt(i+1) lt i+1 \
-         title (hasnoisy && i == 0 ? noisy_title : '')
+         title (hasnoisy && i == 0 ? noisy_title : ''), \
+     for [i=0:nseries-1] datafile index i using 1:(noisy_at($3, $5)) with points pt 2 ps 2.2 lw 1.5 lc rgb '#000000' \
+         title (hasoversub && i == 0 ? oversub_title : '')

@@ -14,7 +14,9 @@ load 'style.gp'
 if (exists("gpus")) { xvals = gpus }
 load 'intaxis.gp'
 
-set title "Memory per device (solid: peak during a step; dashed: parameters and gradients)\n" . title
+# The line styles are explained in the key, not the title: a long title is cut at the
+# canvas' edges.
+set title "Memory per device\n" . title
 set xlabel 'number of ' . devname
 set ylabel 'MB on the device holding most'
 set yrange [0:*]
@@ -22,4 +24,6 @@ set offsets 0, 0, graph 0.08, 0
 
 plot for [i=0:nseries-1] datafile index i using ($1*dodge(i)):2 with linespoints lt i+1 dt dash(i) \
          title columnheader(1), \
-     for [i=0:nseries-1] datafile index i using ($1*dodge(i)):3 with linespoints lt i+1 dt 2 pt 6 notitle
+     for [i=0:nseries-1] datafile index i using ($1*dodge(i)):3 with linespoints lt i+1 dt 2 pt 6 notitle, \
+     NaN with linespoints lw 2 dt 1 pt 7 lc rgb '#555555' title 'solid, filled: peak during a step', \
+     NaN with linespoints lw 2 dt 2 pt 6 lc rgb '#555555' title 'dashed, open: parameters and gradients'

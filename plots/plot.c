@@ -38,15 +38,21 @@ static void join_distinct(const run_set *s, const char *(*field)(const mx_run_re
 
 static const char *get_workload(const mx_run_record *r) { return r->workload; }
 static const char *get_device(const mx_run_record *r) { return r->device_type; }
+static const char *get_strategy(const mx_run_record *r) { return r->strategy; }
 
+/* The title names what every line shares (the labels leave it out): the workloads, the
+ * strategy where the study has one, the device type and its model. */
 static void describe_study(plot_ctx *c)
 {
-    char workloads[256], devices[64];
+    char workloads[256], devices[64], strategies[64];
     join_distinct(&c->set, get_workload, workloads, sizeof workloads);
     join_distinct(&c->set, get_device, devices, sizeof devices);
+    join_distinct(&c->set, get_strategy, strategies, sizeof strategies);
+    const int one_strategy = strategies[0] && !strchr(strategies, ',');
     const mx_results_meta *m = &c->res->meta;
     const char *model = strcmp(devices, "cuda") == 0 ? m->gpu_model : strcmp(devices, "cpu") == 0 ? m->cpu_model : "";
-    snprintf(c->title, sizeof c->title, "%s on %s%s%.60s%s", workloads[0] ? workloads : "(no runs)",
+    snprintf(c->title, sizeof c->title, "%s%s%s%s on %s%s%.60s%s", workloads[0] ? workloads : "(no runs)",
+             one_strategy ? ", " : "", one_strategy ? strategies : "", one_strategy ? "-parallel" : "",
              devices[0] ? devices : "?", model[0] ? " (" : "", model, model[0] ? ")" : "");
     for (char *p = c->title; *p; p++)
         if (*p == '"' || *p == '\n') *p = '\'';
@@ -80,11 +86,25 @@ int plot_setup_dirs(plot_ctx *c, const char *outdir, const char *scripts_dir, co
     return 0;
 }
 
+/* The runs as plotted: shallow copies (their series stay the caller's) whose speedup and
+ * efficiency are derived again, so that a file written under an older rule is drawn as the
+ * current one reads it (results/SCHEMA.md, Scaling). */
+static int rederive(plot_ctx *c, const mx_results *res)
+{
+    c->view = *res;
+    c->view.runs = calloc((size_t)(res->nruns > 0 ? res->nruns : 0) + 1, sizeof *c->view.runs);
+    if (!c->view.runs) return mx_error(MX_ENOMEM, "out of memory while plotting %d runs", res->nruns);
+    for (int i = 0; i < res->nruns; i++) c->view.runs[i] = res->runs[i];
+    mx_records_derive_scaling(c->view.runs, res->nruns);
+    c->res = &c->view;
+    return 0;
+}
+
 static int setup(plot_ctx *c, const mx_results *res, const char *outdir, const char *scripts_dir, int verbose)
 {
     MX_TRY(plot_setup_dirs(c, outdir, scripts_dir, mx_plot_names, MX_NPLOTS, verbose));
-    c->res = res;
-    MX_TRY(plot_series_build(&c->set, res));
+    MX_TRY(rederive(c, res));
+    MX_TRY(plot_series_build(&c->set, c->res));
     describe_study(c);
     return 0;
 }
@@ -141,6 +161,7 @@ int mx_plot_results_report(const mx_results *res, const char *outdir, const char
     if (rc == 0) rc = plot_write_counters(c);
     if (c->replot && fclose(c->replot) != 0 && rc == 0) rc = mx_error(MX_EIO, "error writing %s/replot.sh", c->datadir);
     plot_series_free(&c->set);
+    free(c->view.runs); /* the copies only: their series belong to res */
     free(c);
     return rc < 0 ? rc : rep->ndrawn;
 }

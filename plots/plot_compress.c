@@ -84,7 +84,7 @@ int plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         vars_int(v, "nruns", n);
         vars_int(v, "hasacc", hasacc);
         vars_int(v, "width", n > 8 ? 1150 : 900);
-        vars_int(v, "height", 760);
+        vars_int(v, "height", hasacc ? 760 : 560); /* compression.gp: one panel without accuracy */
     }
 done:
     free(runs), free(labels);
@@ -134,7 +134,7 @@ int plot_write_loss_scale(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     if (rc == 0) {
         rc = 1;
         vars_int(v, "nseries", n);
-        plot_canvas_vars(v, n);
+        plot_canvas_vars(v, n, plot_max_label((const char(*)[LABEL_MAX])labels, n));
     }
 done:
     free(runs), free(labels);

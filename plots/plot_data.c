@@ -42,12 +42,12 @@ int plot_close_data(plot_ctx *c, FILE *f, const char *name)
     return 0;
 }
 
-static const char block_doc[] =
+const char plot_block_doc[] =
     "# one block per line of the plot, blocks separated by two blank lines (gnuplot 'index'),\n"
     "# each opened by its title in double quotes (gnuplot 'columnheader(1)')\n";
 
 /* Space-separated ascending distinct values, for the x tics of integer axes. */
-static void distinct_ints(const int *x, int n, char *buf, size_t size)
+void plot_distinct_ints(const int *x, int n, char *buf, size_t size)
 {
     int *v = malloc(((size_t)n + 1) * sizeof *v);
     size_t len = 0;
@@ -73,13 +73,30 @@ static void distinct_ints(const int *x, int n, char *buf, size_t size)
 }
 
 
-/* Canvas size: wider with the key on the right, taller when it holds many lines. */
-void plot_canvas_vars(gp_vars *v, int nlines)
+/* Canvas size and the key's columns. The key sits below the plot, so the plot keeps the
+ * canvas' width whatever the labels' length. gnuplot gives every column of the key room for
+ * the longest label at about 8 px a character (png terminal, size 10) plus the sample line;
+ * the canvas widens (up to 1400 px) for as many columns as keep the key within 8 rows, and
+ * grows by a line of text for each row. */
+void plot_canvas_vars(gp_vars *v, int nlines, size_t maxlabel)
 {
-    int width = nlines > 6 ? 1150 : 900;
-    int height = nlines > 6 && 18 * nlines + 160 > 560 ? 18 * nlines + 160 : 560;
+    enum { MIN_W = 900, MAX_W = 1400, MARGIN = 100, ROWS = 8, ROW_H = 18 };
+    const int perlabel = 8 * (int)(maxlabel > 150 ? 150 : maxlabel) + 70;
+    int cols = (MAX_W - MARGIN) / perlabel, need = (nlines + ROWS - 1) / ROWS;
+    cols = cols < 1 ? 1 : cols > need ? (need > 0 ? need : 1) : cols;
+    int width = cols * perlabel + MARGIN;
+    width = width < MIN_W ? MIN_W : width > MAX_W ? MAX_W : width;
+    const int rows = nlines > 0 ? (nlines + cols - 1) / cols : 0;
     vars_int(v, "width", width);
-    vars_int(v, "height", height);
+    vars_int(v, "height", 500 + ROW_H * rows);
+    vars_int(v, "keycols", cols);
+}
+
+size_t plot_max_label(const char (*labels)[LABEL_MAX], int n)
+{
+    size_t m = 0;
+    for (int i = 0; i < n; i++) m = strlen(labels[i]) > m ? strlen(labels[i]) : m;
+    return m;
 }
 
 /* ---- one writer per data file: 1 = written, 0 = nothing to plot (why says so) ---- */
@@ -88,7 +105,8 @@ typedef int (*data_writer)(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 
 /* plot_internal.h */
 int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
-                           int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *))
+                           int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *),
+                           int extra_keys)
 {
     const run_set *s = &c->set;
     char(*labels)[LABEL_MAX] = plot_series_labels(s);
@@ -102,15 +120,19 @@ int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char
         free(labels), free(gpus);
         return MX_EIO;
     }
-    fputs(block_doc, f);
+    fputs(plot_block_doc, f);
     fprintf(f, "# columns: %s\n", columns);
     int blocks = 0, ngpus = 0, gbase = INT_MAX;
+    size_t maxlabel = 0;
     for (int si = 0; si < s->nseries; si++) {
         int rows = 0;
         for (int i = s->start[si]; i < s->start[si + 1]; i++) {
             const mx_run_record *r = s->runs[i];
             if (!keep(r)) continue;
-            if (rows++ == 0) fprintf(f, "%s\"%s\"\n", blocks++ ? "\n\n" : "", labels[si]);
+            if (rows++ == 0) {
+                fprintf(f, "%s\"%s\"\n", blocks++ ? "\n\n" : "", labels[si]);
+                maxlabel = strlen(labels[si]) > maxlabel ? strlen(labels[si]) : maxlabel;
+            }
             row(f, r);
             gpus[ngpus++] = r->gpus;
             if (r->gpus < gbase) gbase = r->gpus;
@@ -118,11 +140,11 @@ int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char
     }
     int rc = plot_close_data(c, f, name);
     char list[1024];
-    distinct_ints(gpus, ngpus, list, sizeof list);
+    plot_distinct_ints(gpus, ngpus, list, sizeof list);
     vars_int(v, "nseries", blocks);
     vars_str(v, "gpus", list);
     if (blocks) vars_int(v, "gbase", gbase);
-    plot_canvas_vars(v, blocks);
+    plot_canvas_vars(v, blocks + extra_keys, maxlabel);
     free(labels), free(gpus);
     return rc < 0 ? rc : blocks > 0;
 }
@@ -131,7 +153,21 @@ int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char
  * are never drawn as scaling or throughput against devices. */
 static int gpu_shared(const mx_run_record *r) { return r->oversubscribed && strcmp(r->device_type, "cuda") == 0; }
 
+/* plot_internal.h. The record's flag is the child's own count (its ranks x devices x threads
+ * against the cores it saw); a file whose rows predate the flag on CPU rows still has the
+ * cores the run saw (host_cores) and its devices and threads. */
+int plot_oversubscribed(const mx_run_record *r)
+{
+    if (r->oversubscribed) return 1;
+    const double cores = r->metrics[MX_COUNTER_HOST_CORES];
+    return strcmp(r->device_type, "cpu") == 0 && isfinite(cores) && cores > 0 && r->threads_per_device > 0 &&
+           (double)r->gpus * r->threads_per_device > cores;
+}
+
 static int keep_throughput(const mx_run_record *r) { return !gpu_shared(r) && isfinite(r->throughput) && r->gpus > 0; }
+
+/* The marks of a timing's point: noisy (drawn hollow), oversubscribed (crossed out). */
+static void put_marks(FILE *f, const mx_run_record *r) { fprintf(f, " %d %d\n", r->noisy, plot_oversubscribed(r)); }
 
 static void row_throughput(FILE *f, const mx_run_record *r)
 {
@@ -140,27 +176,31 @@ static void row_throughput(FILE *f, const mx_run_record *r)
     double hi = isfinite(r->throughput_ci_high) ? r->throughput_ci_high : r->throughput;
     fprintf(f, "%d", r->gpus);
     plot_put_num(f, r->throughput), plot_put_num(f, lo), plot_put_num(f, hi);
-    fprintf(f, " %d\n", r->noisy);
+    put_marks(f, r);
 }
 
-/* Whether some run kept by keep ran on a busy host (drawn hollow, with a key entry saying so). */
-static void noisy_var(const plot_ctx *c, gp_vars *v, int (*keep)(const mx_run_record *))
+/* Whether some run kept by keep ran on a busy host (drawn hollow) or oversubscribed its cores
+ * (crossed out): each gets a key entry saying so. */
+static void marks_vars(const plot_ctx *c, gp_vars *v, int (*keep)(const mx_run_record *))
 {
-    int any = 0;
-    for (int i = 0; i < c->set.nuniq; i++) any |= keep(c->set.uniq[i]) && c->set.uniq[i]->noisy;
-    vars_int(v, "hasnoisy", any);
+    int noisy = 0, over = 0;
+    for (int i = 0; i < c->set.nuniq; i++)
+        if (keep(c->set.uniq[i])) noisy |= c->set.uniq[i]->noisy, over |= plot_oversubscribed(c->set.uniq[i]);
+    vars_int(v, "hasnoisy", noisy);
+    vars_int(v, "hasoversub", over);
 }
 
 static int write_throughput(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     int rc = plot_write_series_file(c, v, "throughput.dat", "throughput against device count",
-                                    "devices throughput_samples_per_s ci95_low ci95_high noisy", keep_throughput,
-                                    row_throughput);
+                                    "devices throughput_samples_per_s ci95_low ci95_high noisy oversubscribed",
+                                    keep_throughput, row_throughput, 2);
     if (rc == 0) snprintf(why, nwhy, "no ok run has a throughput");
-    if (rc > 0) noisy_var(c, v, keep_throughput);
+    if (rc > 0) marks_vars(c, v, keep_throughput);
     return rc;
 }
 
+/* results/record.c leaves both NaN where the series has no one-device run to compare with */
 static int keep_scaling(const mx_run_record *r)
 {
     return !gpu_shared(r) && isfinite(r->speedup) && isfinite(r->efficiency) && r->gpus > 0 && r->speedup > 0;
@@ -170,118 +210,17 @@ static void row_scaling(FILE *f, const mx_run_record *r)
 {
     fprintf(f, "%d", r->gpus);
     plot_put_num(f, r->speedup), plot_put_num(f, r->efficiency);
-    fprintf(f, " %d\n", r->noisy);
+    put_marks(f, r);
 }
 
 static int write_scaling(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     int rc = plot_write_series_file(c, v, "scaling.dat",
                                     "speedup and scaling efficiency against device count (relative to the "
-                                    "fewest devices of each series)",
-                                    "devices speedup efficiency noisy", keep_scaling, row_scaling);
-    if (rc == 0) snprintf(why, nwhy, "no ok run has a speedup (derived against the fewest devices of its series)");
-    if (rc > 0) noisy_var(c, v, keep_scaling);
-    return rc;
-}
-
-/* Accuracy lines: one per lr-scaling rule, and per workload when the study has several. */
-static int keep_accuracy(const mx_run_record *r) { return isfinite(r->final_test_acc) && r->global_batch > 0; }
-
-static void accuracy_group(const mx_run_record *r, int by_workload, char *b, size_t n)
-{
-    if (by_workload)
-        snprintf(b, n, "%s, lr scaling %s", r->workload, r->lr_scaling);
-    else
-        snprintf(b, n, "lr scaling %s", r->lr_scaling);
-}
-
-/* The 95% interval of an accuracy measured on n test samples: Wilson's score interval, as
- * compare uses (results/stats.h); unlike the normal approximation it stays inside [0, 1] and
- * is not zero-width at 0 or 1. No samples: the point itself. */
-static void accuracy_interval(double p, int n, double *lo, double *hi)
-{
-    mx_stats_wilson_ci95(p, n, lo, hi);
-    if (!isfinite(*lo) || !isfinite(*hi)) *lo = *hi = p;
-}
-
-static void accuracy_row(FILE *f, const run_set *s, const char *group, int by_workload, int batch)
-{
-    double sum = 0, lo = INFINITY, hi = -INFINITY;
-    int m = 0;
-    char g[LABEL_MAX];
-    for (int i = 0; i < s->nuniq; i++) {
-        const mx_run_record *r = s->uniq[i];
-        if (!keep_accuracy(r) || r->global_batch != batch) continue;
-        accuracy_group(r, by_workload, g, sizeof g);
-        if (strcmp(g, group) != 0) continue;
-        double a, b;
-        accuracy_interval(r->final_test_acc, r->test_samples, &a, &b);
-        sum += r->final_test_acc, m++;
-        lo = fmin(lo, a), hi = fmax(hi, b);
-    }
-    if (!m) return;
-    fprintf(f, "%d", batch);
-    plot_put_num(f, sum / m), plot_put_num(f, fmax(lo, 0)), plot_put_num(f, fmin(hi, 1));
-    fprintf(f, " %d\n", m);
-}
-
-static int write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
-{
-    const run_set *s = &c->set;
-    const mx_run_record **acc = calloc((size_t)s->nuniq + 1, sizeof *acc);
-    int *batches = calloc((size_t)s->nuniq + 1, sizeof *batches);
-    char(*groups)[LABEL_MAX] = calloc((size_t)s->nuniq + 1, sizeof *groups);
-    if (!acc || !batches || !groups) {
-        free(acc), free(batches), free(groups);
-        return mx_error(MX_ENOMEM, "out of memory while plotting");
-    }
-    int n = 0;
-    for (int i = 0; i < s->nuniq; i++)
-        if (keep_accuracy(s->uniq[i])) batches[n] = s->uniq[i]->global_batch, acc[n++] = s->uniq[i];
-    int rc = 0;
-    if (n == 0) {
-        snprintf(why, nwhy, "no ok run has a test accuracy");
-        goto done;
-    }
-    int by_workload = (plot_varying_fields(acc, n, 0) >> F_WORKLOAD) & 1;
-    int ngroups = 0;
-    for (int i = 0; i < n; i++) {
-        char g[LABEL_MAX];
-        accuracy_group(acc[i], by_workload, g, sizeof g);
-        int seen = 0;
-        for (int j = 0; j < ngroups && !seen; j++) seen = strcmp(groups[j], g) == 0;
-        if (!seen) snprintf(groups[ngroups++], LABEL_MAX, "%s", g);
-    }
-    char list[2048];
-    distinct_ints(batches, n, list, sizeof list);
-    FILE *f = plot_open_data(c, "accuracy.dat", "final test accuracy against global batch size");
-    if (!f) {
-        rc = MX_EIO;
-        goto done;
-    }
-    fputs(block_doc, f);
-    fputs("# columns: global_batch test_acc_mean low high runs\n"
-          "# (accuracy as a fraction; low/high: lowest/highest run at that batch, widened by its 95%\n"
-          "#  95% Wilson interval on test_samples)\n",
-          f);
-    for (int gi = 0; gi < ngroups; gi++) {
-        fprintf(f, "%s\"%s\"\n", gi ? "\n\n" : "", groups[gi]);
-        for (const char *p = list; *p;) {
-            char *end;
-            int b = (int)strtol(p, &end, 10);
-            accuracy_row(f, s, groups[gi], by_workload, b);
-            p = *end ? end + 1 : end;
-        }
-    }
-    rc = plot_close_data(c, f, "accuracy.dat");
-    if (rc == 0) {
-        rc = 1;
-        vars_int(v, "nseries", ngroups);
-        vars_str(v, "batches", list);
-        plot_canvas_vars(v, ngroups);
-    }
-done:
-    free(acc), free(batches), free(groups);
+                                    "one-device run of each series)",
+                                    "devices speedup efficiency noisy oversubscribed", keep_scaling, row_scaling, 3);
+    if (rc == 0) snprintf(why, nwhy, "no ok run has a speedup (no series has a one-device run to compare with)");
+    if (rc > 0) marks_vars(c, v, keep_scaling);
     return rc;
 }
 
@@ -294,6 +233,9 @@ static double median_strided(const double *x, int n, int stride, double *scratch
         if (isfinite(x[(size_t)i * (size_t)stride])) scratch[m++] = x[(size_t)i * (size_t)stride];
     return m ? mx_stats_median(scratch, m) : NAN;
 }
+
+/* breakdown.dat: the label, a column per phase (metrics.def order), then the whole step */
+enum { BREAKDOWN_STEP_COLUMN = 2 + MX_NPHASES };
 
 static int keep_breakdown(const mx_run_record *r) { return r->nsteps > 0 && r->phase_time != NULL; }
 
@@ -323,11 +265,19 @@ static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         rc = MX_EIO;
         goto done;
     }
+    /* the columns are named here and handed to breakdown.gp (phases, stepcol), so that a
+     * phase added to metrics.def moves the script's step column with the file's */
+    char phases[256] = "";
+    size_t plen = 0;
     fputs("# columns: label", f);
-    for (int p = 0; p < MX_NPHASES; p++) fprintf(f, " %s_s", mx_phase_names[p]);
-    fputs(" step_s\n# (seconds, medians over the timed steps of all repeats; a phase never timed is 0;\n"
-          "#  step_s is the median of whole steps, or the sum of the phases where it is missing)\n",
-          f);
+    for (int p = 0; p < MX_NPHASES; p++) {
+        fprintf(f, " %s_s", mx_phase_names[p]);
+        int w = snprintf(phases + plen, sizeof phases - plen, "%s%s", p ? " " : "", mx_phase_names[p]);
+        if (w > 0 && (size_t)w < sizeof phases - plen) plen += (size_t)w;
+    }
+    fprintf(f, " step_s\n# (column %d: step_s; seconds, medians over the timed steps of all repeats; a phase "
+               "never timed is 0;\n#  step_s is the median of whole steps, or the sum of the phases where it is "
+               "missing)\n", BREAKDOWN_STEP_COLUMN);
     for (int i = 0; i < n; i++) {
         const mx_run_record *r = runs[i];
         fprintf(f, "\"%s\"", labels[i]);
@@ -350,12 +300,17 @@ static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         rc = 1;
         size_t maxlabel = 0;
         for (int i = 0; i < n; i++) maxlabel = strlen(labels[i]) > maxlabel ? strlen(labels[i]) : maxlabel;
+        vars_str(v, "phases", phases);
+        vars_int(v, "stepcol", BREAKDOWN_STEP_COLUMN);
         vars_int(v, "nbars", n);
         vars_int(v, "maxlabel", (long)maxlabel);
         /* One bar needs about 80 px for its slanted label to stay readable. */
         int width = 80 * n + 260;
         vars_int(v, "width", width < 900 ? 900 : width > 8000 ? 8000 : width);
-        vars_int(v, "height", 620);
+        /* the slanted labels take about 3.5 px of height a character: the bars keep theirs */
+        vars_int(v, "height", 460 + (int)(3.5 * (double)(maxlabel > 150 ? 150 : maxlabel)) > 620
+                                  ? 460 + (int)(3.5 * (double)(maxlabel > 150 ? 150 : maxlabel))
+                                  : 620);
     }
 done:
     free(runs), free(labels), free(scratch);
@@ -403,7 +358,7 @@ static int write_loss(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         rc = MX_EIO;
         goto done;
     }
-    fputs(block_doc, f);
+    fputs(plot_block_doc, f);
     fprintf(f, "# columns: step loss loss_moving_average (centred window of %d steps)\n", w);
     for (int i = 0; i < n; i++) {
         const mx_run_record *r = runs[i];
@@ -419,7 +374,7 @@ static int write_loss(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         rc = 1;
         vars_int(v, "nseries", n);
         vars_int(v, "smooth", w);
-        plot_canvas_vars(v, n);
+        plot_canvas_vars(v, n, plot_max_label((const char(*)[LABEL_MAX])labels, n));
     }
 done:
     free(runs), free(labels);
@@ -433,7 +388,7 @@ static const struct {
     [MX_PLOT_THROUGHPUT] = {"throughput.dat", write_throughput},
     [MX_PLOT_SPEEDUP] = {"scaling.dat", write_scaling},
     [MX_PLOT_EFFICIENCY] = {"scaling.dat", write_scaling},
-    [MX_PLOT_ACCURACY] = {"accuracy.dat", write_accuracy},
+    [MX_PLOT_ACCURACY] = {"accuracy.dat", plot_write_accuracy},
     [MX_PLOT_BREAKDOWN] = {"breakdown.dat", write_breakdown},
     [MX_PLOT_LOSS] = {"loss.dat", write_loss},
     [MX_PLOT_STALENESS] = {"staleness.dat", plot_write_staleness},
@@ -478,7 +433,7 @@ int plot_write_counters(plot_ctx *c)
     const int rc =
         plot_write_series_file(c, &unused, "counters.dat",
                                "the figures of the per-step counters (results/metrics.def) against device count",
-                               columns, has_counters, row_counters);
+                               columns, has_counters, row_counters, 0);
     return rc < 0 ? rc : 0;
 }
 

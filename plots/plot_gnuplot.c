@@ -134,43 +134,71 @@ int plot_run_script(plot_ctx *c, const char *name, const char *datafile, const c
     snprintf(script, sizeof script, "%s/%s.gp", c->scripts, name);
     int w = snprintf(outfile, noutfile, "%s/%s.%s", c->outdir, name, term);
     if (w < 0 || (size_t)w >= noutfile) return mx_error(MX_EINVAL, "output path too long: '%s'", c->outdir);
-    gp_vars e = {.len = 0};
-    vars_add(&e, "set loadpath '"); /* style.gp and intaxis.gp are loaded from here */
-    vars_quoted(&e, c->scripts);
-    vars_add(&e, "'");
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/%s", c->datadir, datafile);
-    vars_str(&e, "datafile", path);
-    snprintf(path, sizeof path, "%s/%s", c->outdir, name);
-    vars_str(&e, "outbase", path);
-    vars_str(&e, "term", term);
-    vars_add(&e, "; %s", vars);
-    if (e.overflow) return mx_error(MX_EINVAL, "gnuplot variables for %s too long", name);
+    /* gnuplot writes a figure as it draws it: a script that fails half way leaves half a
+     * figure. It draws under a temporary name in the same folder, renamed over the figure
+     * only once gnuplot has succeeded (a rename within a folder is atomic). replot.sh, for
+     * drawing by hand, names the figure itself. */
+    char base[PATH_MAX + 64], tmpbase[PATH_MAX + 64], tmp[PATH_MAX + 96];
+    snprintf(base, sizeof base, "%s/%s", c->outdir, name);
+    snprintf(tmpbase, sizeof tmpbase, "%s/.%s.tmp-%ld", c->outdir, name, (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s.%s", tmpbase, term);
+    gp_vars *e = malloc(2 * sizeof *e); /* e[0] runs, e[1] goes to replot.sh */
+    if (!e) return mx_error(MX_ENOMEM, "out of memory running gnuplot");
+    for (int k = 0; k < 2; k++) {
+        e[k].len = 0, e[k].overflow = 0;
+        vars_add(&e[k], "set loadpath '"); /* style.gp and intaxis.gp are loaded from here */
+        vars_quoted(&e[k], c->scripts);
+        vars_add(&e[k], "'");
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/%s", c->datadir, datafile);
+        vars_str(&e[k], "datafile", path);
+        vars_str(&e[k], "outbase", k ? base : tmpbase);
+        vars_str(&e[k], "term", term);
+        vars_add(&e[k], "; %s", vars);
+    }
+    if (e[0].overflow || e[1].overflow) {
+        free(e);
+        return mx_error(MX_EINVAL, "gnuplot variables for %s too long", name);
+    }
 
-    char *argv[] = {"gnuplot", "-e", e.text, script, NULL};
+    char *argv[] = {"gnuplot", "-e", e[0].text, script, NULL};
     fprintf(c->replot, "gnuplot -e ");
-    put_shell_quoted(c->replot, e.text);
+    put_shell_quoted(c->replot, e[1].text);
     fputc(' ', c->replot);
     put_shell_quoted(c->replot, script);
     fputc('\n', c->replot);
-    if (c->verbose) fprintf(stderr, "mxbench plot: gnuplot -e \"%s\" %s\n", e.text, script);
+    if (c->verbose) fprintf(stderr, "mxbench plot: gnuplot -e \"%s\" %s\n", e[0].text, script);
 
     long before = file_size(c->logpath);
     unlink(outfile); /* so a stale figure cannot pass for a fresh one */
+    unlink(tmp);
     int status;
-    MX_TRY(spawn_wait(c, argv, &status));
+    int spawned = spawn_wait(c, argv, &status);
+    free(e);
+    if (spawned != 0) {
+        unlink(tmp);
+        return spawned;
+    }
     char tail[600];
     log_tail(c->logpath, before < 0 ? 0 : before, tail, sizeof tail);
+    int rc = 0;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-            return mx_error(MX_EUNSUPPORTED, "%s", no_gnuplot);
-        return mx_error(MX_ERUNTIME, "gnuplot failed on %s for %s (%s %d): %s", script, outfile,
-                        WIFEXITED(status) ? "exit status" : "signal",
-                        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), tail[0] ? tail : "(no output)");
+            rc = mx_error(MX_EUNSUPPORTED, "%s", no_gnuplot);
+        else
+            rc = mx_error(MX_ERUNTIME, "gnuplot failed on %s for %s (%s %d): %s", script, outfile,
+                          WIFEXITED(status) ? "exit status" : "signal",
+                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), tail[0] ? tail : "(no output)");
+    } else if (file_size(tmp) <= 0) {
+        rc = mx_error(MX_ERUNTIME, "gnuplot ran %s but wrote no %s (is the %s terminal built in?): %s", script,
+                      outfile, strcmp(term, "png") == 0 ? "pngcairo" : term, tail[0] ? tail : "(no output)");
+    } else if (rename(tmp, outfile) != 0) {
+        rc = mx_error(MX_EIO, "cannot rename '%s' to '%s': %s", tmp, outfile, strerror(errno));
     }
-    if (file_size(outfile) <= 0)
-        return mx_error(MX_ERUNTIME, "gnuplot ran %s but wrote no %s (is the %s terminal built in?): %s", script,
-                        outfile, strcmp(term, "png") == 0 ? "pngcairo" : term, tail[0] ? tail : "(no output)");
+    if (rc != 0) {
+        unlink(tmp);
+        return rc;
+    }
     if (c->verbose && tail[0]) fprintf(stderr, "%s\n", tail);
     return 0;
 }

@@ -33,11 +33,12 @@ void plot_series_free(run_set *s);
 
 /* ---- labels: a run or series named by the configuration fields that vary in the plot */
 enum {
-    F_WORKLOAD, F_DATASET, F_DEVICE, F_STRATEGY, F_KVSTORE, F_SERVERS, F_MICRO, F_SCHEDULE, F_COMPRESSION, F_AMP,
-    F_BATCH, F_LR, F_LRSCALING, F_LENGTH, F_THREADS, F_SEED, F_WORKERS, F_GPUS, F_NFIELDS
+    F_WORKLOAD, F_DATASET, F_DEVICE, F_STRATEGY, F_KVSTORE, F_SERVERS, F_MICRO, F_SCHEDULE, F_PARTITION,
+    F_COMPRESSION, F_AMP, F_BATCH, F_LR, F_LRSCALING, F_LRSCHEDULE, F_MOMENTUM, F_WD, F_WARMUP, F_LENGTH, F_THREADS,
+    F_REPEATS, F_SEED, F_WORKERS, F_GPUS, F_NFIELDS
 };
-/* Bit f set when field f differs among runs[0..n) (the strategy always; the device, worker
- * and server counts, which vary along a series, only with_gpus). */
+/* Bit f set when field f differs among runs[0..n) (the device, worker and server counts,
+ * which vary along a series, only with_gpus); the strategy when nothing does. */
 unsigned plot_varying_fields(const mx_run_record *const *runs, int n, int with_gpus);
 /* Labels for items whose representative runs are reps[0..n), made unique. */
 void plot_unique_labels(const mx_run_record *const *reps, int n, int with_gpus, char (*labels)[LABEL_MAX]);
@@ -47,7 +48,8 @@ char (*plot_series_labels(const run_set *s))[LABEL_MAX];
 /* ---- the plotting context ---- */
 
 typedef struct {
-    const mx_results *res;
+    const mx_results *res; /* &view in mx_plot_results_report */
+    mx_results view;       /* the caller's runs, copied shallowly, their scaling derived again */
     run_set set;
     char outdir[PATH_MAX];
     char datadir[PATH_MAX + 8];
@@ -90,14 +92,28 @@ int plot_run_script(plot_ctx *c, const char *name, const char *datafile, const c
 /* ---- data files (plot_data.c) */
 /* Writes one series-blocked data file (name) of the ok runs that keep() accepts, row()
  * formatting each; sets nseries, the x tics (gpus), the fewest devices (gbase) and the canvas
- * for the script. 1 written, 0 no run kept, or a negative MX_E*. */
+ * for the script, whose key has extra_keys entries besides the series (the ideal line, the
+ * marks of noisy and oversubscribed runs). 1 written, 0 no run kept, or a negative MX_E*. */
 int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
-                           int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *));
+                           int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *),
+                           int extra_keys);
 /* data/<name> opened for writing with its header (what it holds, the study), and closed
- * with a check for write errors (0 or MX_EIO); the canvas size for nlines in the key. */
+ * with a check for write errors (0 or MX_EIO); the canvas size and key columns for nlines
+ * key entries of at most maxlabel characters (the key is below the plot). */
 FILE *plot_open_data(plot_ctx *c, const char *name, const char *what);
 int plot_close_data(plot_ctx *c, FILE *f, const char *name);
-void plot_canvas_vars(gp_vars *v, int nlines);
+void plot_canvas_vars(gp_vars *v, int nlines, size_t maxlabel);
+/* The longest of labels[0..n), in characters. */
+size_t plot_max_label(const char (*labels)[LABEL_MAX], int n);
+/* The header lines of a file of blocks (one per line of the plot, opened by its title). */
+extern const char plot_block_doc[];
+/* Space-separated ascending distinct values of x[0..n), for the x tics of integer axes. */
+void plot_distinct_ints(const int *x, int n, char *buf, size_t size);
+/* 1 when the run had more devices x threads than its host's cores (recorded, or from the
+ * cores it saw): its timings are drawn apart, crossed out, as noisy ones are drawn hollow. */
+int plot_oversubscribed(const mx_run_record *r);
+/* data/accuracy.dat (plot_accuracy.c): final test accuracy per series, a data writer */
+int plot_write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* " %.9g", or " NaN" for a value that is not finite */
 void plot_put_num(FILE *f, double x);
 /* data/staleness.dat (plot_dist.c): the staleness figures of dist_async runs per series

@@ -70,11 +70,13 @@ static int write_data(plot_ctx *c, const mx_projection *pr, int n, gp_vars *v)
           "# title in double quotes: block 2i its measured points, 2i+1 the model at the counts drawn\n"
           "# columns: devices samples/s efficiency fitted(1: fitted, 0: held out, -1: the model)\n", f);
     int blocks = 0, xs[MX_PROJ_MAX_POINTS * 8], nx = 0;
+    size_t maxlabel = 0;
     double ytop = 1;
     for (int i = 0; i < n; i++) {
         const mx_projection *p = &pr[i];
         if (p->skipped[0] || p->npoints == 0) continue;
         fprintf(f, "%s\"%s\"\n", blocks ? "\n\n" : "", p->label);
+        maxlabel = strlen(p->label) > maxlabel ? strlen(p->label) : maxlabel;
         for (int j = 0; j < p->npoints; j++) {
             const mx_proj_point *pt = &p->pt[j];
             if (nx < (int)(sizeof xs / sizeof *xs)) xs[nx++] = pt->gpus;
@@ -102,7 +104,7 @@ static int write_data(plot_ctx *c, const mx_projection *pr, int n, gp_vars *v)
     vars_int(v, "nseries", blocks);
     vars_str(v, "gpus", list);
     vars_add(v, "; ytop=%.3g", ytop * 1.1 > 1.15 ? ytop * 1.1 : 1.15);
-    plot_canvas_vars(v, blocks + 2);
+    plot_canvas_vars(v, blocks + 2, maxlabel);
     return rc < 0 ? rc : blocks;
 }
 

@@ -3,6 +3,7 @@
 #include "plot_internal.h"
 
 #include "engine/status.h"
+#include "results/axes.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -27,18 +28,26 @@ static int cmp_gpus(const void *a, const void *b)
 
 static int is_none_kv(const mx_run_record *r) { return strcmp(r->kvstore, "none") == 0; }
 
-/* 1 when the series of ok[rep] (key keys[rep], its kvstore) has a run of its own kvstore at
+/* The exchange of a run with a kvstore: its kvstore and its compressor (whose settings are in
+ * the series key). Two runs of one series key are one series exactly when these agree; the
+ * series key leaves them out only because a one-device run has neither. */
+static int same_exchange(const mx_run_record *a, const mx_run_record *b)
+{
+    return strcmp(a->kvstore, b->kvstore) == 0 && strcmp(a->compression, b->compression) == 0;
+}
+
+/* 1 when the series of ok[rep] (key keys[rep], its exchange) has a run of its own exchange at
  * the device count of ok[j] */
 static int has_own(const mx_run_record **ok, int nok, char (*keys)[KEY_MAX], int j, int rep)
 {
     for (int m = 0; m < nok; m++)
-        if (ok[m]->gpus == ok[j]->gpus && !strcmp(ok[m]->kvstore, ok[rep]->kvstore) && !strcmp(keys[m], keys[rep]))
-            return 1;
+        if (ok[m]->gpus == ok[j]->gpus && same_exchange(ok[m], ok[rep]) && !strcmp(keys[m], keys[rep])) return 1;
     return 0;
 }
 
-/* Series: runs with one series key and matching kvstores (mx_record_exchange_matches: each
- * kvstore mode, dist_* ones included, is a series of its own). A one-device run uses no
+/* Series: runs with one series key and matching exchanges (mx_record_exchange_matches: each
+ * kvstore mode, dist_* ones included, and each compressor is a series of its own; every other
+ * setting that tells rows apart is in the series key). A one-device run uses no
  * kvstore, so it starts the series of every kvstore it shares a key with, and is listed in
  * each of them, but for a series that has a run of its own at that device count (a dist_*
  * series' one worker): one point per device count. */
@@ -66,7 +75,7 @@ int plot_series_build(run_set *s, const mx_results *res)
             if (is_none_kv(ok[i]) != pass) continue;
             int found = 0;
             for (int k = 0; k < nrep && !found; k++)
-                found = strcmp(keys[i], keys[rep[k]]) == 0 && (pass ? 1 : !strcmp(ok[i]->kvstore, ok[rep[k]]->kvstore));
+                found = strcmp(keys[i], keys[rep[k]]) == 0 && (pass ? 1 : same_exchange(ok[i], ok[rep[k]]));
             if (!found) rep[nrep++] = i;
         }
     for (int k = 0; k < nrep; k++) {
@@ -85,73 +94,129 @@ int plot_series_build(run_set *s, const mx_results *res)
 }
 
 
-static void field_text(int f, const mx_run_record *r, char *b, size_t n)
+/* ---- the fields a label may name: one text function each. A field's text is "" where it
+ * does not apply to the run (the pipeline's settings on a data run): it then names nothing. */
+
+static int is_model(const mx_run_record *r) { return strcmp(r->strategy, "model") == 0; }
+
+static void t_workload(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%s", r->workload); }
+static void t_dataset(const mx_run_record *r, char *b, size_t n)
 {
-    const char *slash;
-    switch (f) {
-    case F_WORKLOAD: snprintf(b, n, "%s", r->workload); break;
-    case F_DATASET:
-        slash = strrchr(r->dataset, '/');
-        snprintf(b, n, "%s", slash && slash[1] ? slash + 1 : r->dataset);
-        break;
-    case F_DEVICE: snprintf(b, n, "%s", r->device_type); break;
-    case F_STRATEGY: snprintf(b, n, "%s-parallel", r->strategy); break;
-    case F_KVSTORE: /* model and layer use none: nothing to say */
-        if (strcmp(r->strategy, "data") == 0) snprintf(b, n, "kv %s", r->kvstore);
-        else b[0] = '\0';
-        break;
-    case F_MICRO: /* the pipeline's settings name model series only */
-        if (strcmp(r->strategy, "model") == 0) snprintf(b, n, "m=%d", r->micro_batches);
-        else b[0] = '\0';
-        break;
-    case F_SCHEDULE:
-        if (strcmp(r->strategy, "model") == 0) snprintf(b, n, "%s", r->schedule);
-        else b[0] = '\0';
-        break;
-    case F_SERVERS: snprintf(b, n, "%d server%s", r->servers, r->servers == 1 ? "" : "s"); break;
-    case F_COMPRESSION: snprintf(b, n, "compr %s", r->compression); break;
-    case F_AMP: snprintf(b, n, "amp %s", r->amp); break;
-    case F_BATCH:
-        if (strcmp(r->batch_mode, "global") == 0)
-            snprintf(b, n, "bs %d global", r->batch);
-        else
-            snprintf(b, n, "bs %d/dev", r->batch);
-        break;
-    case F_LR: snprintf(b, n, "lr %g", r->base_lr); break;
-    case F_LRSCALING: snprintf(b, n, "lr scaling %s", r->lr_scaling); break;
-    case F_LENGTH:
-        if (r->epochs > 0)
-            snprintf(b, n, "%d epochs", r->epochs);
-        else
-            snprintf(b, n, "%d steps", r->steps);
-        break;
-    case F_THREADS: snprintf(b, n, "%d thr/dev", r->threads_per_device); break;
-    case F_SEED: snprintf(b, n, "seed %d", r->seed); break;
-    case F_WORKERS: snprintf(b, n, "%d worker%s", r->workers, r->workers == 1 ? "" : "s"); break;
-    case F_GPUS: snprintf(b, n, "%d dev", r->gpus); break;
-    default: b[0] = '\0';
-    }
+    const char *slash = strrchr(r->dataset, '/');
+    snprintf(b, n, "%s", slash && slash[1] ? slash + 1 : r->dataset);
+}
+static void t_device(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%s", r->device_type); }
+static void t_strategy(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%s-parallel", r->strategy); }
+static void t_kvstore(const mx_run_record *r, char *b, size_t n) /* model and layer use none */
+{
+    snprintf(b, n, "%s%s", strcmp(r->strategy, "data") == 0 ? "kv " : "", strcmp(r->strategy, "data") == 0 ? r->kvstore : "");
+}
+static void t_servers(const mx_run_record *r, char *b, size_t n) /* dist_* runs with parameter servers */
+{
+    if (r->servers > 0) snprintf(b, n, "%d server%s", r->servers, r->servers == 1 ? "" : "s");
+    else b[0] = '\0';
+}
+static void t_micro(const mx_run_record *r, char *b, size_t n)
+{
+    if (is_model(r)) snprintf(b, n, "m=%d", r->micro_batches);
+    else b[0] = '\0';
+}
+static void t_schedule(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%s", is_model(r) ? r->schedule : ""); }
+static void t_partition(const mx_run_record *r, char *b, size_t n)
+{
+    if (is_model(r)) snprintf(b, n, "cut %s", r->partition);
+    else b[0] = '\0';
+}
+static void t_compression(const mx_run_record *r, char *b, size_t n) /* with the compressor's setting */
+{
+    if (strcmp(r->compression, "2bit") == 0) snprintf(b, n, "compr 2bit thr %g", r->gc_threshold);
+    else if (strcmp(r->compression, "topk") == 0) snprintf(b, n, "compr topk %g", r->gc_topk_ratio);
+    else snprintf(b, n, "compr %s", r->compression);
+}
+static void t_amp(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "amp %s", r->amp); }
+static void t_batch(const mx_run_record *r, char *b, size_t n)
+{
+    snprintf(b, n, "bs %d%s", r->batch, strcmp(r->batch_mode, "global") == 0 ? " global" : "/dev");
+}
+static void t_lr(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "lr %g", r->base_lr); }
+static void t_lrscaling(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "lr scaling %s", r->lr_scaling); }
+static void t_lrschedule(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%s lr", r->lr_schedule); }
+static void t_momentum(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "momentum %g", r->momentum); }
+static void t_wd(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "wd %g", r->wd); }
+static void t_warmup(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "warmup %g epochs", r->warmup_epochs); }
+static void t_length(const mx_run_record *r, char *b, size_t n)
+{
+    if (r->epochs > 0) snprintf(b, n, "%d epochs", r->epochs);
+    else snprintf(b, n, "%d steps", r->steps);
+}
+static void t_threads(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%d thr/dev", r->threads_per_device); }
+static void t_repeats(const mx_run_record *r, char *b, size_t n)
+{
+    snprintf(b, n, "%d repeat%s", r->repeats, r->repeats == 1 ? "" : "s");
+}
+static void t_seed(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "seed %d", r->seed); }
+static void t_workers(const mx_run_record *r, char *b, size_t n) /* one per device says nothing more */
+{
+    if (r->workers > 1 && r->workers != r->gpus) snprintf(b, n, "%d workers", r->workers);
+    else b[0] = '\0';
+}
+static void t_gpus(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%d dev", r->gpus); }
+
+/* In label order. quiet: the axis (axes.c) whose default a label leaves unsaid: a series
+ * differs from the others in what it names, and one that names nothing for the field ran
+ * the default ("kv device, compr fp16" beside "kv device"). Labels stay distinct: two series
+ * that differ in such a field cannot both hold its default. NULL: named whenever it varies. */
+static const struct {
+    void (*text)(const mx_run_record *, char *, size_t);
+    const char *quiet;
+} fields[F_NFIELDS] = {
+    [F_WORKLOAD] = {t_workload, NULL},       [F_DATASET] = {t_dataset, NULL},
+    [F_DEVICE] = {t_device, NULL},           [F_STRATEGY] = {t_strategy, NULL},
+    [F_KVSTORE] = {t_kvstore, NULL},         [F_SERVERS] = {t_servers, NULL},
+    [F_MICRO] = {t_micro, NULL},             [F_SCHEDULE] = {t_schedule, NULL},
+    [F_PARTITION] = {t_partition, "partition"}, [F_COMPRESSION] = {t_compression, "compression"},
+    [F_AMP] = {t_amp, "amp"},                [F_BATCH] = {t_batch, NULL},
+    [F_LR] = {t_lr, "base_lr"},              [F_LRSCALING] = {t_lrscaling, "lr_scaling"},
+    [F_LRSCHEDULE] = {t_lrschedule, "lr_schedule"}, [F_MOMENTUM] = {t_momentum, "momentum"},
+    [F_WD] = {t_wd, "wd"},                   [F_WARMUP] = {t_warmup, "warmup_epochs"},
+    [F_LENGTH] = {t_length, NULL},           [F_THREADS] = {t_threads, NULL},
+    [F_REPEATS] = {t_repeats, "repeats"},    [F_SEED] = {t_seed, "seed"},
+    [F_WORKERS] = {t_workers, NULL},         [F_GPUS] = {t_gpus, NULL},
+};
+
+/* 1 when run r holds the default of field f that its label leaves unsaid */
+static int quiet_default(int f, const mx_run_record *r)
+{
+    const mx_axis *a = fields[f].quiet ? mx_axis_find(fields[f].quiet) : NULL;
+    if (!a) return 0;
+    mx_run_record def = *r; /* the run with only this field at its default */
+    mx_axis_set(a, &def, a->def);
+    char mine[LABEL_MAX], dflt[LABEL_MAX];
+    fields[f].text(r, mine, sizeof mine);
+    fields[f].text(&def, dflt, sizeof dflt);
+    return strcmp(mine, dflt) == 0;
 }
 
-/* Bit f set when field f differs among runs[0..n); the strategy is always named because
- * every figure compares strategies. The device, worker and server counts vary along a series,
- * so they name only runs (with_gpus), never a series. */
+/* Bit f set when field f differs among runs[0..n): a label says only what tells its line
+ * from the others (the title names the study's workload, device and, when there is one,
+ * strategy). The strategy alone names a lone line. The device, worker and server counts vary
+ * along a series, so they name only runs (with_gpus), never a series. */
 unsigned plot_varying_fields(const mx_run_record *const *runs, int n, int with_gpus)
 {
-    unsigned mask = 1u << F_STRATEGY;
+    unsigned mask = 0;
     for (int f = 0; f < F_NFIELDS; f++) {
         if ((f == F_GPUS || f == F_WORKERS || f == F_SERVERS) && !with_gpus) continue;
         char first[LABEL_MAX], other[LABEL_MAX];
-        field_text(f, runs[0], first, sizeof first);
+        fields[f].text(runs[0], first, sizeof first);
         for (int i = 1; i < n; i++) {
-            field_text(f, runs[i], other, sizeof other);
+            fields[f].text(runs[i], other, sizeof other);
             if (strcmp(first, other) != 0) {
                 mask |= 1u << f;
                 break;
             }
         }
     }
-    return mask;
+    return mask ? mask : 1u << F_STRATEGY;
 }
 
 /* Data-file labels are double-quoted gnuplot strings: a '"' would end one early. */
@@ -159,15 +224,18 @@ static void label_of(const mx_run_record *r, unsigned mask, char *b, size_t n)
 {
     size_t len = 0;
     b[0] = '\0';
-    for (int f = 0; f < F_NFIELDS; f++) {
-        if (!(mask & (1u << f))) continue;
-        char t[LABEL_MAX];
-        field_text(f, r, t, sizeof t);
-        if (!t[0]) continue; /* a field that does not apply to this run */
-        int w = snprintf(b + len, n - len, "%s%s", len ? ", " : "", t);
-        if (w < 0 || (size_t)w >= n - len) break;
-        len += (size_t)w;
-    }
+    /* a run at every quiet default (the baseline of a study of compressors) names them all */
+    for (int quiet = 1; quiet >= 0 && len == 0; quiet--)
+        for (int f = 0; f < F_NFIELDS; f++) {
+            if (!(mask & (1u << f))) continue;
+            char t[LABEL_MAX];
+            fields[f].text(r, t, sizeof t);
+            if (!t[0] || (quiet && quiet_default(f, r))) continue; /* does not apply, or the default */
+            int w = snprintf(b + len, n - len, "%s%s", len ? ", " : "", t);
+            if (w < 0 || (size_t)w >= n - len) break;
+            len += (size_t)w;
+        }
+    if (len == 0) t_strategy(r, b, n); /* nothing that varies applies to this run */
     for (char *p = b; *p; p++)
         if (*p == '"' || *p == '\n' || *p == '\\') *p = '\'';
 }

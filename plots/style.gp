@@ -1,7 +1,7 @@
 # Shared look of every mxbench plot, loaded by plots/*.gp once their variables are set.
 # Variables read: term ('png' -> pngcairo, 'svg'), outbase (output path without the
 # extension), width and height (pixels), title (workload(s) and device type), devname,
-# nseries (lines in the key).
+# nseries (lines in the key), keycols (columns of the key).
 
 if (!exists("term")) term = 'png'
 if (!exists("outbase")) outbase = 'plot'
@@ -43,6 +43,10 @@ hollow_pt(i) = int(word('6 4 8 10 12 14 4 6', (int(i) - 1) % 8 + 1))
 noisy_at(y, n) = n > 0 ? y : NaN
 if (!exists("hasnoisy")) hasnoisy = 0
 noisy_title = 'hollow: host busy (noisy)'
+# A run with more devices x threads than cores (its data file's oversubscribed column 1) is
+# crossed out: its timings measure the cores taking turns, not the strategy.
+if (!exists("hasoversub")) hasoversub = 0
+oversub_title = 'crossed: oversubscribed (devices x threads > cores)'
 
 set border 3 lw 1 lc rgb '#555555'
 set tics nomirror out scale 0.6 textcolor rgb '#222222'
@@ -50,12 +54,11 @@ set style line 100 lc rgb '#dddddd' lw 1 dt solid
 set grid xtics ytics ls 100, ls 100
 set errorbars 1.5
 # Shifts line i (from 0) sideways on a log2 x axis so that error bars at the same x do not
-# hide one another: a few per cent, far less than the gap between tics.
-dodge(i) = 2 ** (0.025 * (i - (nseries - 1) / 2.0))
+# hide one another: a few per cent each, at most 10% either way in all, far less than the
+# gap between tics.
+dodge(i) = 2 ** ((nseries > 8 ? 0.2 / nseries : 0.025) * (i - (nseries - 1) / 2.0))
 
-# The key never covers data: under the x label, or on the right when there are many lines.
-if (exists("nseries") && nseries > 6) {
-    set key outside right top vertical Left reverse font ',9' samplen 2 spacing 1.0 width 1
-} else {
-    set key below center horizontal Left reverse samplen 2.5 spacing 1.1 width 2 height 1
-}
+# The key never covers data and never takes the plot's width: below the x label, in keycols
+# columns (plot.c sizes the canvas for its rows).
+if (!exists("keycols")) keycols = 3
+set key below center horizontal Left reverse maxcols keycols maxrows 1000 samplen 2.5 spacing 1.1 width 1

@@ -4,6 +4,7 @@
 # Input datafile (plot.c writes data/throughput.dat): one block per series, blocks separated
 # by two blank lines, each opened by a line holding the series title in double quotes, then
 #   1 devices   2 throughput (samples/s, median)   3 CI low   4 CI high   5 noisy (1: drawn hollow)
+#   6 oversubscribed (1: crossed out)
 # Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='throughput.dat'; outbase='out/throughput';
 #        term='png'" [-e "title='lenet on cpu'; devname='CPU workers'; gpus='1 2 4'"] throughput.gp
 
@@ -23,4 +24,6 @@ plot for [i=0:nseries-1] datafile index i using ($1*dodge(i)):2:3:4 \
      for [i=0:nseries-1] datafile index i using ($1*dodge(i)):(noisy_at($2, $5)) \
      with points pt filled_pt(i+1) lc rgb 'white' notitle, \
      for [i=0:nseries-1] datafile index i using ($1*dodge(i)):(noisy_at($2, $5)) \
-     with points pt hollow_pt(i+1) lt i+1 title (hasnoisy && i == 0 ? noisy_title : '')
+     with points pt hollow_pt(i+1) lt i+1 title (hasnoisy && i == 0 ? noisy_title : ''), \
+     for [i=0:nseries-1] datafile index i using ($1*dodge(i)):(noisy_at($2, $6)) \
+     with points pt 2 ps 2.2 lw 1.5 lc rgb '#000000' title (hasoversub && i == 0 ? oversub_title : '')

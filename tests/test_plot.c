@@ -6,6 +6,7 @@
 #include "engine/status.h"
 #include "plots/plot.h"
 #include "results/results.h"
+#include "plot_fixture.h"
 
 #include <ftw.h>
 #include <math.h>
@@ -13,96 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* Deterministic noise in [-1, 1): the figures must not depend on the run. */
-static double noise(unsigned *state)
-{
-    *state = *state * 1664525u + 1013904223u;
-    return (double)(*state >> 8) / (1u << 23) - 1.0;
-}
-
-/* One synthetic run: step time falls with devices less than linearly (comm grows). */
-static void make_run(mx_run_record *r, int idx, const char *strategy, const char *lr_scaling, int gpus)
-{
-    mx_record_init(r);
-    unsigned seed = 17u + (unsigned)idx;
-    snprintf(r->id, sizeof r->id, "r%04d", idx);
-    snprintf(r->workload, sizeof r->workload, "lenet");
-    snprintf(r->dataset, sizeof r->dataset, "fashion-mnist");
-    snprintf(r->strategy, sizeof r->strategy, "%s", strategy);
-    snprintf(r->kvstore, sizeof r->kvstore, "device");
-    snprintf(r->lr_scaling, sizeof r->lr_scaling, "%s", lr_scaling);
-    r->gpus = gpus, r->batch = 64, r->global_batch = 64 * gpus;
-    r->base_lr = 0.05, r->lr = strcmp(lr_scaling, "linear") == 0 ? 0.05 * gpus : 0.05;
-    r->epochs = 3, r->repeats = 1, r->seed = 1, r->test_samples = 10000, r->threads_per_device = 1;
-    r->nsteps = 40;
-    r->step_time = malloc(sizeof(double) * (size_t)r->nsteps);
-    r->phase_time = malloc(sizeof(double) * (size_t)r->nsteps * MX_NPHASES);
-    double comm = gpus > 1 ? 0.004 * log2(gpus) : 0;
-    double part[MX_NPHASES] = {0.002, 0.010, 0.020, comm, 0.003};
-    for (int i = 0; i < r->nsteps; i++) {
-        double sum = 0;
-        for (int p = 0; p < MX_NPHASES; p++) {
-            double t = part[p] * (1 + 0.05 * noise(&seed));
-            r->phase_time[i * MX_NPHASES + p] = t;
-            sum += t;
-        }
-        r->step_time[i] = sum * (1 + 0.02 * noise(&seed)) + 0.001;
-    }
-    r->nloss = 300;
-    r->loss = malloc(sizeof(float) * (size_t)r->nloss);
-    for (int i = 0; i < r->nloss; i++)
-        r->loss[i] = (float)(0.35 + 2.0 * exp(-i / (60.0 + 10 * gpus)) + 0.08 * noise(&seed));
-    r->nepochs = 3;
-    r->test_acc = malloc(sizeof(double) * 3);
-    r->epoch_time = malloc(sizeof(double) * 3);
-    for (int e = 0; e < 3; e++) {
-        r->test_acc[e] = 0.80 + 0.03 * e - (strcmp(lr_scaling, "none") == 0 ? 0.01 * log2(gpus) : 0.004 * gpus);
-        r->epoch_time[e] = 5.0 * (e + 1) / gpus;
-    }
-    /* memory on every device count, bytes moved from two devices, a bubble on model rows */
-    r->metrics[MX_COUNTER_MEM_PEAK] = 20e6 / (strcmp(strategy, "model") == 0 ? gpus : 1);
-    r->metrics[MX_COUNTER_MEM_PARAMS] = 2e6 / (strcmp(strategy, "model") == 0 ? gpus : 1);
-    if (gpus > 1) r->metrics[strcmp(strategy, "model") == 0 ? MX_COUNTER_STAGE_BYTES : MX_COUNTER_BYTES] = 1e6 * gpus;
-    if (strcmp(strategy, "model") == 0) {
-        r->metrics[MX_COUNTER_BUBBLE] = (gpus - 1) / (gpus + 3.0) + 0.02;
-        r->metrics[MX_COUNTER_BUBBLE_THEORY] = (gpus - 1) / (gpus + 3.0);
-        r->micro_batches = 4;
-    }
-    mx_record_derive(r);
-}
-
-static int is_png(const char *path)
-{
-    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    unsigned char buf[8] = {0};
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    return n == sizeof buf && memcmp(buf, sig, sizeof sig) == 0;
-}
-
-/* Whole file into a NUL-terminated buffer (the caller frees), or NULL. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    if (buf) buf[got] = '\0';
-    fclose(f);
-    return buf;
-}
-
-static int file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
 
 #define BIT(p) (1u << (p))
 /* The figures a study has nothing for (staleness without dist_async runs, the bubble without
@@ -137,16 +48,6 @@ static void check_figures(const char *outdir, const mx_plot_report *rep, unsigne
         CHECK(text && strstr(text, "<svg"), "%s is not an SVG", svg);
         free(text);
     }
-}
-
-static int count_lines(const char *path, const char *prefix)
-{
-    char *text = slurp(path);
-    int rows = 0;
-    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n"))
-        if (strncmp(line, prefix, strlen(prefix)) == 0) rows++;
-    free(text);
-    return rows;
 }
 
 static int build_study_file(const char *path)
@@ -202,8 +103,11 @@ static void test_study(const char *dir, mx_plot_report *rep)
     free(text);
     snprintf(path, sizeof path, "%s/data/accuracy.dat", outdir);
     text = slurp(path);
-    CHECK(text && strstr(text, "\"lr scaling linear\"") && strstr(text, "\"lr scaling none\""),
-          "%s: expected one line per lr-scaling rule", path);
+    /* a line per series (data with linear lr scaling, model at the default none), each with
+     * its own points against the global batch, which grows with the devices */
+    CHECK(text && count_lines(path, "\"") == 2 && strstr(text, "lr scaling linear\"\n64 ") &&
+              strstr(text, "\"model-parallel, m=4, gpipe\"\n64 ") && count_lines(path, "256 ") == 2,
+          "%s: expected one line per series against the global batch:\n%s", path, text ? text : "");
     free(text);
     /* the pipeline's figure has the model series only, measured above theory as made */
     snprintf(path, sizeof path, "%s/data/bubble.dat", outdir);
@@ -279,15 +183,15 @@ static void test_dist(const char *dir, mx_plot_report *rep)
     check_figures(outdir, rep, BIT(MX_PLOT_BUBBLE) | BIT(MX_PLOT_COMPRESSION) | BIT(MX_PLOT_LOSS_SCALE));
     snprintf(path, sizeof path, "%s/data/staleness.dat", outdir);
     char *text = slurp(path);
-    CHECK(text && strstr(text, "\"data-parallel, kv dist_async\"") && !strstr(text, "dist_sync") &&
+    CHECK(text && strstr(text, "\"kv dist_async\"") && !strstr(text, "dist_sync") &&
               strstr(text, "\n4 2 2 8 12\n"),
           "%s: expected the dist_async series only, with its figures at 4 devices:\n%s", path, text ? text : "");
     free(text);
     snprintf(path, sizeof path, "%s/data/throughput.dat", outdir);
     text = slurp(path);
     /* two series, each from one device (rows sorted by device count), one point per count */
-    const char *sync = text ? strstr(text, "\"data-parallel, kv dist_sync\"\n") : NULL;
-    const char *async = text ? strstr(text, "\"data-parallel, kv dist_async\"\n") : NULL;
+    const char *sync = text ? strstr(text, "\"kv dist_sync\"\n") : NULL;
+    const char *async = text ? strstr(text, "\"kv dist_async\"\n") : NULL;
     CHECK(sync && async && strncmp(strchr(sync, '\n'), "\n1 ", 3) == 0 && strncmp(strchr(async, '\n'), "\n1 ", 3) == 0 &&
               count_lines(path, "1 ") == 2 && !strstr(text, "kv none"),
           "%s: expected a series per kvstore mode, each from the one-device run:\n%s", path, text ? text : "");

@@ -155,6 +155,7 @@ void mx_cpu_conv_direct_backward(mx_backend *be, const mx_conv_desc *d, int n, f
  * primitives (be->ctx). */
 int mx_cpu_dnnl_available(void);
 const char *mx_cpu_dnnl_version(void); /* NULL without oneDNN */
+const char *mx_cpu_dnnl_isa(void);     /* its kernels' instruction set here; NULL without oneDNN */
 int mx_cpu_conv_dnnl_applies(const mx_backend *be, const mx_conv_desc *d);
 int mx_cpu_conv_dnnl_applies_backward(const mx_backend *be, const mx_conv_desc *d);
 int mx_cpu_conv_path_dnnl(const mx_backend *be, const mx_conv_desc *d, int backward);
@@ -176,7 +177,9 @@ int mx_cpu_conv_dnnl_backward_c16(mx_backend *be, const mx_conv_desc *d, int n, 
  * layouts fwd_c16 and bwd_c16 ask for (the primitives are made, nothing runs). */
 int mx_cpu_conv_dnnl_takes_c16(mx_backend *be, const mx_conv_desc *d, int n, unsigned fwd_c16, unsigned bwd_c16);
 void mx_cpu_dnnl_close(mx_backend *be);
-/* A residual block's main branch in nChw16c (cpu_res_branch.c): backend.h's residual_branch_*. */
+/* A residual block's main branch in nChw16c (cpu_res_branch.c): backend.h's residual_branch_*;
+ * _probe: whether resnet18's first-stage block takes that path here (1, 0; -1: cannot ask). */
+int mx_cpu_residual_branch_c16_probe(void);
 int mx_cpu_residual_branch_forward(mx_backend *be, const mx_res_branch *r, int n, float *out, const float *in,
                                    float *const keep[4]);
 int mx_cpu_residual_branch_backward(mx_backend *be, const mx_res_branch *r, int n, float *din, const float *dout,

@@ -80,3 +80,19 @@ int mx_cpu_residual_branch_backward(mx_backend *be, const mx_res_branch *r, int 
     if (!mx_cpu_conv_dnnl_backward_c16(be, d1, n, din, r->dw1, dbn, in16, r->w1, C1_BWD)) refused(be);
     return 1;
 }
+
+/* Whether resnet18's first-stage block (64 channels, 28x28, batch 2) runs its main branch in
+ * nChw16c under bf16 on this machine: the layouts oneDNN's primitives take depend on the
+ * kernels it picks for the CPU (its AMX kernels may keep their own), so `mxbench info` asks
+ * rather than assumes. 1: in nChw16c; 0: layer by layer; -1: no device to ask. */
+int mx_cpu_residual_branch_c16_probe(void)
+{
+    mx_backend *be = NULL;
+    if (mx_backend_create(&be, "cpu", 0, 1) < 0) return -1;
+    be->math = MX_BF16;
+    const mx_conv_desc c = {.c = 64, .h = 28, .w = 28, .oc = 64, .k = 3, .stride = 1, .pad = 1, .oh = 28, .ow = 28};
+    const mx_res_branch r = {.c1 = c, .c2 = c};
+    const int on = applies(be, &r, 2);
+    mx_backend_destroy(be);
+    return on;
+}

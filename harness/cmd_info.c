@@ -42,7 +42,18 @@ int mx_cmd_info(int argc, char **argv)
                "every layer apart)\n",
                "fusion",
                mx_cpu_conv_dnnl_on() ? ", and under AMP bf16 its main branch (conv, batch norm, relu, conv, batch "
-                                       "norm) in oneDNN's nChw16c layout"
+                                       "norm) in oneDNN's nChw16c layout where oneDNN's kernels take it"
                                      : "");
+    if (mx_cpu_conv_dnnl_on()) {
+        /* oneDNN picks its kernels from cpuid (ONEDNN_MAX_CPU_ISA caps them); the layouts they
+         * take follow, so which path the residual branch runs is asked, not assumed */
+        const int c16 = mx_cpu_residual_branch_c16_probe();
+        printf("  %-10s oneDNN's kernels: %s (ONEDNN_MAX_CPU_ISA caps them); resnet18's residual branch under AMP "
+               "bf16: %s\n",
+               "dnnl", mx_cpu_dnnl_isa(),
+               c16 > 0    ? "in nChw16c"
+               : c16 == 0 ? "layer by layer (oneDNN's kernels here keep layouts of their own)"
+                          : "unknown (no CPU device)");
+    }
     return 0;
 }

@@ -4,20 +4,42 @@
 # under cachegrind against results/baseline-counts.h5, and a deliberate regression caught),
 # the sanitizer build (scripts/sanitize.sh: unit tests and CLI error cases under ASan
 # and UBSan) and each fuzz target for MXBENCH_FUZZ_SECONDS (30) seconds (scripts/fuzz.sh).
+# Every step runs even when one before it failed, and the summary at the end names each
+# failure, so one broken test does not hide what the others would have found; the exit status
+# is 1 when any step failed (only a failed install or build stops the script early: nothing
+# after it could run).
 # Extra arguments go to ctest (e.g. -L unit, -R test_layers) and then only the CTest suite
 # runs: a narrowed run is for a developer, the whole one for CI.
-set -euo pipefail
+set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh -DMXBENCH_WERROR=ON
-(cd build && ctest --output-on-failure --timeout 900 "$@")
-[ $# -eq 0 ] || exit 0
-t=$(date +%s)
-scripts/ci-regress.sh
-echo "test.sh: instruction-count gate $(($(date +%s) - t)) s"
-t=$(date +%s)
-scripts/sanitize.sh
-echo "test.sh: sanitizer step $(($(date +%s) - t)) s"
-t=$(date +%s)
-scripts/fuzz.sh "${MXBENCH_FUZZ_SECONDS:-30}"
-echo "test.sh: fuzzing step $(($(date +%s) - t)) s"
+scripts/install-deps.sh || exit 1
+scripts/build.sh -DMXBENCH_WERROR=ON || { echo "test.sh: the build failed: nothing was tested" >&2; exit 1; }
+
+failed=()
+step() { # NAME COMMAND...: runs one step, timed, and notes a failure without stopping
+    local name=$1 t rc=0
+    shift
+    t=$(date +%s)
+    "$@" || rc=$?
+    if ((rc == 0)); then
+        echo "test.sh: $name: ok ($(($(date +%s) - t)) s)"
+    else
+        echo "test.sh: $name: FAILED (exit $rc, $(($(date +%s) - t)) s)" >&2
+        failed+=("$name (exit $rc)")
+    fi
+}
+ctest_suite() { (cd build && ctest --output-on-failure --timeout 900 "$@"); }
+
+step "CTest suite" ctest_suite "$@"
+if [ $# -eq 0 ]; then
+    step "instruction-count gate" scripts/ci-regress.sh
+    step "sanitizer step" scripts/sanitize.sh
+    step "fuzzing step" scripts/fuzz.sh "${MXBENCH_FUZZ_SECONDS:-30}"
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "test.sh: ${#failed[@]} step(s) failed:" >&2
+    printf '  %s\n' "${failed[@]}" >&2
+    exit 1
+fi
+echo "test.sh: every step passed"

@@ -14,7 +14,12 @@
  * Beyond agreement: every output is written (NaN beforehand), a weight gradient that does not
  * depend on whether the input gradient is asked for, a second call (primitives from the
  * device's cache) giving the same bits, the shapes and maths oneDNN does not take, and more
- * shapes than a device caches (oneDNN declines the rest, which run on mxbench's kernels). */
+ * shapes than a device caches (oneDNN declines the rest, which run on mxbench's kernels).
+ *
+ * Which kernels oneDNN picks, and so whether it takes a shape at all or takes operands in
+ * nChw16c, is its choice from cpuid (AVX-512 bf16, AMX, or none under ONEDNN_MAX_CPU_ISA=AVX2):
+ * the test asserts that whichever path runs is right, that a refusal writes nothing, and that
+ * `mxbench info`'s probe says what runs; CTest runs it again with the ISA capped. */
 #include "engine/backend.h"
 #include "engine/cpu_kernels.h"
 #include "engine/dtype.h"
@@ -28,6 +33,7 @@
 
 static uint64_t rng = 4242;
 static double worst;
+static int shapes_taken, shapes_seen;
 
 /* uniform values rounded to bf16, as AMP's operands are */
 static float *bf16_values(size_t n)
@@ -46,9 +52,10 @@ static mx_conv_desc desc(int c, int oc, int h, int w, int stride, int pad)
 }
 
 /* One shape on device be (bf16 math): oneDNN (called directly, so also where the dispatch
- * keeps the backward on mxbench's kernels; expect_taken: it takes the shape) or, where it
- * does not take it, the dispatch, against the reference. */
-static void check_shape(mx_backend *be, mx_backend *ref, const mx_conv_desc *d, int n, int expect_taken)
+ * keeps the backward on mxbench's kernels) or, where it does not take the shape, the
+ * dispatch, against the reference. may_take 0: the device's cache is full, oneDNN must not
+ * take it; 1: oneDNN's kernels here decide. Returns whether oneDNN took it. */
+static int check_shape(mx_backend *be, mx_backend *ref, const mx_conv_desc *d, int n, int may_take)
 {
     const size_t nin = (size_t)n * d->c * d->h * d->w, nout = (size_t)n * d->oc * d->oh * d->ow;
     const size_t nw = (size_t)d->oc * d->c * 9;
@@ -60,8 +67,9 @@ static void check_shape(mx_backend *be, mx_backend *ref, const mx_conv_desc *d, 
     memset(out, 0xff, sizeof(float) * nout); /* NaN: every output must be written */
     memset(din, 0xff, sizeof(float) * nin);
     const int taken = mx_cpu_conv_dnnl_forward(be, d, n, out, x, w);
-    CHECK(taken == expect_taken, "n %d c %d %dx%d oc %d: oneDNN %s", n, d->c, d->h, d->w, d->oc,
-          expect_taken ? "takes it" : "does not take it (the device's cache is full)");
+    CHECK(may_take || !taken, "n %d c %d %dx%d oc %d: oneDNN does not take it (the device's cache is full)", n, d->c,
+          d->h, d->w, d->oc);
+    shapes_taken += taken, shapes_seen++;
     if (!taken) mx_cpu_conv2d_forward(be, d, n, out, x, w);
     if (!mx_cpu_conv_dnnl_backward(be, d, n, din, dw, g, x, w)) mx_cpu_conv2d_backward(be, d, n, din, dw, g, x, w);
     mx_cpu_conv2d_forward_gemm(ref, d, n, rout, x, w);
@@ -82,6 +90,7 @@ static void check_shape(mx_backend *be, mx_backend *ref, const mx_conv_desc *d, 
     CHECK(memcmp(dw, dw2, sizeof(float) * nw) == 0, "the weight gradient does not depend on din");
     CHECK(mx_backend_error(be) == 0, "no device error");
     free(x), free(w), free(g), free(dw0), free(out), free(rout), free(din), free(rdin), free(dw), free(rdw), free(dw2);
+    return taken;
 }
 
 /* The dispatch (mx_cpu_conv2d_*: oneDNN's forward and input gradient, and its weight gradient
@@ -145,9 +154,20 @@ static void check_c16(mx_backend *be, const mx_conv_desc *d, int n)
     const int hw = d->h * d->w, ohw = d->oh * d->ow;
     mx_cpu_nchw_to_c16_bf16(be, n, d->c, hw, x16, x);
     mx_cpu_nchw_to_c16_bf16(be, n, d->oc, ohw, g16, g);
-    CHECK(mx_cpu_conv_dnnl_takes_c16(be, d, n, MX_DNNL_C16_IN | MX_DNNL_C16_OUT,
-                                     MX_DNNL_C16_IN | MX_DNNL_C16_DOUT | MX_DNNL_C16_DIN),
-          "c %d %dx%d stride %d: oneDNN takes nChw16c operands", d->c, d->h, d->w, d->stride);
+    const unsigned fwd = MX_DNNL_C16_IN | MX_DNNL_C16_OUT, bwd = MX_DNNL_C16_IN | MX_DNNL_C16_DOUT | MX_DNNL_C16_DIN;
+    if (!mx_cpu_conv_dnnl_takes_c16(be, d, n, fwd, bwd)) {
+        /* oneDNN's kernels here lay the operands out otherwise: the calls refuse, writing nothing */
+        memset(o16, 0x7f, sizeof(float) * nout), memcpy(back, o16, sizeof(float) * nout);
+        memset(d16, 0x7f, sizeof(float) * nin), memcpy(dback, d16, sizeof(float) * nin);
+        const int ran = mx_cpu_conv_dnnl_forward_c16(be, d, n, o16, x16, w, fwd) ||
+                        mx_cpu_conv_dnnl_backward_c16(be, d, n, d16, dw16, g16, x16, w, bwd);
+        CHECK(!ran && !memcmp(o16, back, sizeof(float) * nout) && !memcmp(d16, dback, sizeof(float) * nin),
+              "c %d %dx%d stride %d: nChw16c operands not taken, and the calls write nothing", d->c, d->h, d->w,
+              d->stride);
+        printf("c %d %dx%d stride %d: oneDNN's %s kernels keep layouts of their own (nChw16c calls refused)\n", d->c,
+               d->h, d->w, d->stride, mx_cpu_dnnl_isa());
+        goto out;
+    }
     int ok = mx_cpu_conv_dnnl_forward(be, d, n, out, x, w) &&
              mx_cpu_conv_dnnl_forward_c16(be, d, n, o16, x16, w, MX_DNNL_C16_IN | MX_DNNL_C16_OUT) &&
              mx_cpu_conv_dnnl_backward(be, d, n, din, dw, g, x, w) &&
@@ -158,6 +178,7 @@ static void check_c16(mx_backend *be, const mx_conv_desc *d, int n)
     ok = ok && !memcmp(out, back, sizeof(float) * nout) && !memcmp(din, dback, sizeof(float) * nin) &&
          !memcmp(dw, dw16, sizeof(float) * nw);
     CHECK(ok, "c %d %dx%d stride %d: nChw16c operands give other bits than NCHW ones", d->c, d->h, d->w, d->stride);
+out:
     free(x), free(w), free(g), free(out), free(o16), free(back), free(din), free(d16), free(dback), free(dw), free(dw16);
     free(x16), free(g16);
 }
@@ -208,14 +229,27 @@ int main(void)
     mx_backend *full = NULL;
     if (mx_backend_create(&full, "cpu", 0, 1) < 0) return 1;
     full->math = MX_BF16;
+    int cached = 0;
     for (int i = 0; i < 70; i++) {
         const mx_conv_desc d = desc(16, 16, 4 + i % 5, 3 + i / 5, 1, 1);
-        check_shape(full, ref, &d, 1, i < 64);
+        cached += check_shape(full, ref, &d, 1, i < 64);
         cases++;
     }
     mx_backend_destroy(full);
-    printf("oneDNN bf16 vs im2col + bf16 GEMM: %d shapes, largest relative difference %.2g (bound %.0g)\n", cases,
-           worst, TOL);
+    printf("oneDNN bf16 (its %s kernels took %d of %d shapes) vs im2col + bf16 GEMM: %d shapes, largest relative "
+           "difference %.2g (bound %.0g)\n",
+           mx_cpu_dnnl_isa(), shapes_taken, shapes_seen, cases, worst, TOL);
+    CHECK(cached == 0 || cached == 64, "a device caches 64 shapes of a kind oneDNN takes (took %d)", cached);
+    /* what `mxbench info` says of the residual branch is what the layouts of its shape give */
+    mx_backend *probe = NULL;
+    if (mx_backend_create(&probe, "cpu", 0, 1) < 0) return 1;
+    probe->math = MX_BF16;
+    const unsigned in_out = MX_DNNL_C16_IN | MX_DNNL_C16_OUT, in_dout = MX_DNNL_C16_IN | MX_DNNL_C16_DOUT;
+    const int branch = mx_cpu_conv_dnnl_takes_c16(probe, &r18, 2, in_out, in_dout) &&
+                       mx_cpu_conv_dnnl_takes_c16(probe, &r18, 2, in_out, in_dout | MX_DNNL_C16_DIN);
+    CHECK(mx_cpu_residual_branch_c16_probe() == branch, "mxbench info's residual-branch line says what runs (%s)",
+          branch ? "nChw16c" : "layer by layer");
+    mx_backend_destroy(probe);
 
     /* what it does not take; the backward only on 32+ output pixels */
     const mx_conv_desc last = desc(512, 512, 4, 4, 1, 1), s3 = desc(256, 256, 7, 7, 1, 1);

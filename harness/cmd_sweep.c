@@ -147,6 +147,10 @@ static int parse_args(sweep_args *a, int argc, char **argv)
     if (a->retry_failed && !a->resume) return mx_usage_error(spec.cmd, "--retry-failed goes with --resume");
     if (!mx_opts_seen(&spec, "warmup-steps")) IVAL(a, "warmup_steps") = IVAL(a, "steps") ? 5 : 0;
     if (!mx_opts_seen(&spec, "threads-per-device")) IVAL(a, "threads_per_device") = 0; /* auto, once gpus are known */
+    /* the pipeline's axes, when not given, take the pipeline's own defaults per row (which
+     * depend on the row's devices and batch): no list, so the plan resolves them (derive) */
+    if (!mx_opts_seen(&spec, "micro-batches")) a->text[mx_sweep_axis_index("micro_batches")] = NULL;
+    if (!mx_opts_seen(&spec, "schedule")) a->text[mx_sweep_axis_index("schedule")] = NULL;
     return MX_OPTS_OK;
 }
 
@@ -183,7 +187,7 @@ static int fill_axes(sweep_args *a, mx_sweep_axes *ax)
         const mx_axis *x = &mx_axes[i];
         if (!x->option) continue;
         if (x->loop > 0) {
-            if (fill_list(x, a->text[i], ax, i) < 0) return MX_OPTS_BAD;
+            if (a->text[i] && fill_list(x, a->text[i], ax, i) < 0) return MX_OPTS_BAD;
             continue;
         }
         ax->n[i] = 1;

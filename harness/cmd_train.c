@@ -2,10 +2,12 @@
  * the run is also written as a results file (how sweep children report back). */
 #include "buildinfo.h"
 #include "commands.h"
+#include "engine/paths.h"
 #include "engine/status.h"
 #include "opts.h"
 #include "results/results.h"
 #include "engine/limits.h"
+#include "train_launch.h"
 #include "trainer.h"
 #include "dist.h"
 #include "strategies/kvstore.h"
@@ -26,14 +28,16 @@ typedef struct {
     int oversubscribe, tf32; /* --oversubscribe, --tf32 */
     int oversubscribe_env;   /* MXBENCH_OVERSUBSCRIBE=1: a sweep's --oversubscribe (CUDA rows only) */
     int servers; /* --servers; -1: not given */
+    int np;      /* --np: ranks to launch through mpirun; 0: none */
 } train_args;
 
 static const char *summary_text =
     "Trains one configuration and prints, per epoch, the training loss, test accuracy,\n"
     "samples/s and seconds; with --steps, runs that many steps for throughput only.\n"
     "Without a GPU, devices are CPU workers (threads), each with its own replica.\n"
-    "The dist_* kvstores run as an MPI job, every rank this command under mpirun:\n"
-    "  mpirun -np 4 mxbench train --kvstore dist_sync --batch 64   (2 workers, 2 servers)\n"
+    "The dist_* kvstores run as an MPI job, every rank this command; --np N starts it here:\n"
+    "  mxbench train --np 4 --kvstore dist_sync --batch 64   (2 workers, 2 servers)\n"
+    "(or mpirun -np 4 ... yourself, across machines with --hostfile).\n"
     "Each worker trains --gpus devices on its own --batch (the global batch is workers x\n"
     "batch); parameter-server modes start as many servers as workers unless --servers S\n"
     "(or DMLC_NUM_SERVER) says otherwise; DMLC_ROLE set per rank assigns roles instead.";
@@ -61,6 +65,7 @@ static int parse(train_args *a, int argc, char **argv)
         {"oversubscribe", MX_OPT_FLAG, &a->oversubscribe, NULL, "cuda: allow more devices than GPUs, several logical devices per GPU (separate streams), to test code paths; recorded oversubscribed, never plotted as scaling", NULL},
         {"tf32", MX_OPT_FLAG, &a->tf32, NULL, "cuda: let f32 GEMMs and convolutions run as TF32 on the tensor cores (default: strict f32)", NULL},
         {"kvstore", MX_OPT_STRING, &c->kvstore, "MODE", "gradient aggregation: local, device (one process), dist_sync, dist_device_sync, dist_async, dist_allreduce (under mpirun) (default device)", MX_KV_MODES_ALL},
+        {"np", MX_OPT_INT, &a->np, "N", "dist_*: start this command as N MPI ranks on this machine through mpirun, with what the sweep adds (--oversubscribe, --bind-to none, root allowed, each rank cores/N threads)", NULL, 1, MX_MAX_DEVICES + MX_MAX_SERVERS},
         {"servers", MX_OPT_INT, &a->servers, "S", "dist_sync/dist_device_sync/dist_async: server ranks (default: as many as workers, as MXNet)", NULL, 1, MX_MAX_SERVERS},
         {"bucket-mb", MX_OPT_DOUBLE, &c->bucket_mb, "X", "dist_allreduce: gradients are all-reduced in buckets of X MiB, filled in backward order (default 25, as PyTorch DDP); device: the same, asked for (default: each key alone, as MXNet)", NULL, 0, MX_MAX_BUCKET_MB},
         {"partition", MX_OPT_STRING, &c->partition, "CUT", "model: auto (stages balanced by a short per-layer profile) or top-level layers per stage, e.g. 6,3,3 (default auto)", NULL},
@@ -139,8 +144,9 @@ static int check_config(train_args *a, int launching)
     mx_train_config *c = &a->c;
     const int dist = mx_kv_mode_is_dist(c->kvstore);
     if (dist && !launching && !mx_cluster_launched() && mx_choice_ok(mx_kv_modes(), c->kvstore)) {
-        fprintf(stderr, "mxbench train: --kvstore %s runs as an MPI job: start every rank with mpirun, e.g.\n"
-                "  mpirun -np 4 mxbench train --kvstore %s ...   (%s)\n"
+        fprintf(stderr, "mxbench train: --kvstore %s runs as an MPI job: start its ranks with --np, e.g.\n"
+                "  mxbench train --np 4 --kvstore %s ...   (%s)\n"
+                "(or under mpirun yourself, across machines)\n"
                 "or let `mxbench sweep --kvstore %s` launch it\n", c->kvstore, c->kvstore,
                 strcmp(c->kvstore, "dist_allreduce") == 0 ? "4 workers" : "2 workers and 2 servers; --servers S sets the servers",
                 c->kvstore);
@@ -342,6 +348,15 @@ int mx_cmd_train(int argc, char **argv)
     mx_train_config_defaults(&a.c);
     int rc = parse(&a, argc, argv);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
+    if (a.np > 0) {
+        if (!mx_kv_mode_is_dist(a.c.kvstore)) {
+            fprintf(stderr, "mxbench train: --np %d starts an MPI job, for the dist_* kvstores; --kvstore %s is one "
+                    "process (accepted with --np: dist_sync, dist_device_sync, dist_async, dist_allreduce)\n", a.np,
+                    a.c.kvstore);
+            return 2;
+        }
+        return mx_train_launch(a.np, a.threads_given, argc, argv);
+    }
     if ((rc = check_config(&a, 0)) != 0) return rc;
     mx_cluster *cl = NULL;
     int done;

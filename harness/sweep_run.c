@@ -104,6 +104,8 @@ static void adopt(mx_run_record *r, mx_run_record *got)
     r->oversubscribed = r->oversubscribed || got->oversubscribed;
     r->noisy = got->noisy;
     r->host_others = got->host_others, r->host_load = got->host_load, r->host_steal = got->host_steal;
+    /* what the child found about its machine: which kernels AMP ran on */
+    snprintf(r->amp_kernels, sizeof r->amp_kernels, "%s", got->amp_kernels);
     snprintf(r->status, sizeof r->status, "%s", got->status);
     snprintf(r->reason, sizeof r->reason, "%s", got->reason);
     mx_record_derive(r);

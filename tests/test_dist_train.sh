@@ -140,7 +140,7 @@ expect2() { # expect2 WHAT NEEDLE CMD...: exit 2 with NEEDLE in stderr
     else fail "$what: exit $rc, stderr:"; indent "$T/e.err"; fi
 }
 T1=(train --workload mlp --dataset synthetic --steps 2 --batch 16 --quiet)
-expect2 "dist_sync without mpirun" "mpirun -np 4" "$MX" "${T1[@]}" --kvstore dist_sync
+expect2 "dist_sync without mpirun" "train --np 4" "$MX" "${T1[@]}" --kvstore dist_sync
 expect2 "odd rank count, no --servers" "give --servers" "${MPI[@]}" -np 3 "$MX" "${T1[@]}" --kvstore dist_sync
 expect2 "--servers leaving no worker" "accepted 1..2" "${MPI[@]}" -np 3 "$MX" "${T1[@]}" --kvstore dist_sync --servers 3
 expect2 "--servers with dist_allreduce" "accepted 0" "${MPI[@]}" -np 2 "$MX" "${T1[@]}" --kvstore dist_allreduce --servers 1

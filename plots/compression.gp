@@ -19,7 +19,7 @@ heading = "Gradient bytes on the wire per step" . (hasacc ? ", and accuracy," : 
 if (hasacc) {
     set multiplot layout 2,1 title heading . "\n" . title
 } else {
-    set title heading . " (no test accuracy: runs of --steps)\n" . title
+    set title heading . "\n" . title . ": no test accuracy (runs of --steps)"
 }
 set xrange [-0.6:nruns-0.4]
 set xtics rotate by -30 left font ',9'

@@ -27,6 +27,9 @@
  * mean loss 1.5 times that of a uniform guess means a model confidently wrong, which SGD at a
  * workable learning rate does not produce. */
 #define MX_DIVERGE_FACTOR 1.5
+/* On synthetic data (random labels) the rule's factor: only a blow-up marks a run diverged
+ * there, a wandering loss is a note (trainer.c) */
+#define MX_DIVERGE_SYNTHETIC_FACTOR 10.0
 #define MX_DIVERGE_MIN_STEPS 5
 #define MX_DIVERGE_SAMPLES 160
 

@@ -11,4 +11,19 @@ int mx_mkdir_p(const char *dir);
  * folder needs none. */
 int mx_mkdir_parent(const char *path);
 
+/* A path built as printf builds text, in memory of its own size (free it): no path is ever
+ * cut to fit a buffer, so a name with a suffix ("<out>.run-<pid>.h5") never comes back as
+ * another file's name. NULL only when out of memory. */
+char *mx_path_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The kind of file st describes, for messages: "a directory", "a FIFO", "a character
+ * device", ... */
+const char *mx_file_kind(unsigned mode);
+
+/* A file mxbench is about to write (results, --record, --save-params): MX_EINVAL, naming
+ * what (e.g. "--record") and path, for an empty path or one that exists and is not a
+ * regular file (a device, a FIFO, a directory: replacing it would destroy it, writing into
+ * it would hang or lose the data). A missing file, or a regular one, is MX_OK. */
+int mx_path_check_output(const char *path, const char *what);
+
 #endif

@@ -5,6 +5,7 @@
  * regression beyond the threshold. Two sweeps minutes apart differ by up to 30% on a shared
  * 2-core machine; adjacent runs of one job differ far less, which is what makes a 5% gate
  * possible there (README, "Regression tracking"). */
+#include "engine/paths.h"
 #include "engine/status.h"
 #include "harness/ab_report.h"
 #include "harness/commands.h"
@@ -15,6 +16,7 @@
 #include "results/results.h"
 #include "results/stats.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,18 +29,24 @@ static const char *const default_train[] = {"--workload", "lenet", "--dataset", 
 typedef struct {
     const char *bin[2]; /* base, new */
     mx_train_args train;     /* the user's train options (argv of the child from index 2) */
-    char record[4200];       /* the child's --record file: the temporary directory + "/run.h5" */
+    char *record;            /* the child's --record file: the temporary directory + "/run.h5" */
     const char *keep;        /* directory for base.h5 and new.h5, or NULL */
-    char keep_path[2][4096];
+    char *keep_path[2];      /* DIR/base.h5 and DIR/new.h5 (malloc'd) */
     int kept;                /* the keep files exist (created at the first ok run) */
     int kept_runs[2];
     double timeout;
 } ab_job;
 
 /* One run of side s: `BIN train OPTIONS --record FILE --force --quiet`, its record loaded.
- * MX_ERUNTIME with the child's last words when it fails. */
-static int run_one(ab_job *j, int s, mx_results *res)
+ * MX_ERUNTIME with the child's last words when it fails, and when it exits 0 without
+ * writing a record. round: for messages ("warm-up round 1", "round 3"). */
+static int run_one(ab_job *j, int s, const char *round, mx_results *res)
 {
+    /* the previous run's record is removed first: a binary that exits 0 without writing one
+     * (not mxbench, or one that lost its --record) would otherwise be scored with it */
+    if (unlink(j->record) != 0 && errno != ENOENT)
+        return mx_error(MX_ERUNTIME, "%s: cannot remove the previous run's record before the %s run of %s: %s",
+                        j->record, round, j->bin[s], strerror(errno));
     char *argv[MX_TRAIN_ARGS_MAX + 16];
     int n = 0;
     argv[n++] = (char *)j->bin[s];
@@ -57,6 +65,10 @@ static int run_one(ab_job *j, int s, mx_results *res)
     if (cr.exit_status != 0)
         return mx_error(MX_ERUNTIME, "%s train exited with %d%s; its last words:\n%s", j->bin[s], cr.exit_status,
                         cr.timed_out ? " (timed out: see --timeout)" : "", cr.stderr_tail);
+    if (access(j->record, F_OK) != 0)
+        return mx_error(MX_ERUNTIME, "%s (%s) exited 0 in %s but wrote no record (its --record %s is missing): "
+                        "is it an mxbench binary, or a script that passes its arguments to one?", j->bin[s],
+                        s ? "NEW" : "BASE", round, j->record);
     MX_TRY(mx_results_load(j->record, res));
     if (res->nruns != 1 || strcmp(res->runs[0].status, "ok") != 0 || !(res->runs[0].throughput > 0)) {
         int rc = mx_error(MX_ERUNTIME, "%s train recorded %s: %s", j->bin[s],
@@ -87,11 +99,13 @@ static int keep_run(ab_job *j, int s, mx_results *res)
 /* One round of both sides, left out: the first runs of a job can be far slower than the rest
  * (measured here: a first lenet run at 830 samples/s, the next ones at 3400), which would
  * make round 1 an outlier on one side. */
-static int warmup_round(ab_job *j, int quiet)
+static int warmup_round(ab_job *j, int w, int quiet)
 {
+    char round[48];
+    snprintf(round, sizeof round, "warm-up round %d", w + 1);
     for (int s = 0; s < 2; s++) {
         mx_results res;
-        MX_TRY(run_one(j, s, &res));
+        MX_TRY(run_one(j, s, round, &res));
         mx_results_free(&res);
     }
     if (!quiet) fprintf(stderr, "mxbench ab: warm-up round done (left out)\n");
@@ -104,7 +118,9 @@ static int run_rounds(ab_job *j, int rounds, double *thr, int *noisy, char *conf
         for (int k = 0; k < 2; k++) {
             const int s = r % 2 == 0 ? k : 1 - k;
             mx_results res;
-            MX_TRY(run_one(j, s, &res));
+            char round[48];
+            snprintf(round, sizeof round, "round %d/%d", r + 1, rounds);
+            MX_TRY(run_one(j, s, round, &res));
             thr[2 * r + s] = res.runs[0].throughput;
             noisy[2 * r + s] = res.runs[0].noisy;
             if (r == 0 && s == 0) mx_compare_describe(&res.runs[0], config, nconfig);
@@ -153,7 +169,12 @@ static int check_bins(ab_job *j)
         }
     if (!j->keep) return MX_OPTS_OK;
     for (int s = 0; s < 2; s++) {
-        snprintf(j->keep_path[s], sizeof j->keep_path[s], "%s/%s.h5", j->keep, s ? "new" : "base");
+        /* built to its own length: a name cut to fit would be another file */
+        j->keep_path[s] = mx_path_fmt("%s/%s.h5", j->keep, s ? "new" : "base");
+        if (!j->keep_path[s]) {
+            fprintf(stderr, "mxbench ab: out of memory\n");
+            return MX_OPTS_BAD;
+        }
         if (access(j->keep_path[s], F_OK) == 0) {
             fprintf(stderr, "mxbench ab: --keep: %s exists; give a directory without base.h5 and new.h5\n",
                     j->keep_path[s]);
@@ -206,22 +227,28 @@ int mx_cmd_ab(int argc, char **argv)
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : MX_OPTS_BAD;
     j.bin[0] = pos[0], j.bin[1] = pos[1];
     const double threshold = mx_parse_fraction("mxbench ab", "threshold", threshold_s);
-    if (threshold < 0 || check_bins(&j) != MX_OPTS_OK || check_train(&j) != MX_OPTS_OK) return MX_OPTS_BAD;
-
+    const int bad = threshold < 0 || check_bins(&j) != MX_OPTS_OK || check_train(&j) != MX_OPTS_OK;
     char tdir[4096];
-    if (mx_make_temp_dir("ab", tdir, sizeof tdir) != 0) return 1;
-    snprintf(j.record, sizeof j.record, "%s/run.h5", tdir);
+    if (bad || mx_make_temp_dir("ab", tdir, sizeof tdir) != 0) {
+        free(j.keep_path[0]);
+        free(j.keep_path[1]);
+        return bad ? MX_OPTS_BAD : 1;
+    }
+    j.record = mx_path_fmt("%s/run.h5", tdir);
     double *thr = malloc((size_t)rounds * 2 * sizeof *thr);
     int *noisy = calloc((size_t)rounds * 2, sizeof *noisy);
     char config[256] = "";
     mx_ab_result res = {.rounds = rounds};
-    rc = thr && noisy ? MX_OK : mx_error(MX_ENOMEM, "out of memory");
+    rc = thr && noisy && j.record ? MX_OK : mx_error(MX_ENOMEM, "out of memory");
     mx_child_trap_signals();
-    for (int w = 0; rc == MX_OK && w < warmup_rounds; w++) rc = warmup_round(&j, quiet);
+    for (int w = 0; rc == MX_OK && w < warmup_rounds; w++) rc = warmup_round(&j, w, quiet);
     if (rc == MX_OK) rc = run_rounds(&j, rounds, thr, noisy, config, sizeof config, quiet);
     if (rc == MX_OK) rc = decide(thr, rounds, threshold, &res);
-    unlink(j.record);
+    if (j.record) unlink(j.record);
     rmdir(tdir);
+    free(j.record);
+    free(j.keep_path[0]);
+    free(j.keep_path[1]);
     if (rc == MX_OK) {
         for (int i = 0; i < 2 * rounds; i++) res.noisy += noisy[i];
         mx_ab_print(format, j.bin, config, thr, &res);

@@ -19,6 +19,7 @@
 #include "workloads/dataset.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -65,7 +66,9 @@ static const char *help_text =
     "1 thread per device unless --threads-per-device. On one machine (no --hostfile) mpirun gets\n"
     "--oversubscribe --bind-to none --mca btl self,tcp (TCP, as between hosts); rows whose ranks\n"
     "x threads exceed the cores are warned of once and recorded oversubscribed.\n"
+    "A sweep plans at most 10000 rows (the product of the lists' lengths); more is refused.\n"
     "Example: mxbench sweep --strategies data --gpus 1,2 --workload lenet --epochs 1";
+_Static_assert(MX_SWEEP_MAX_ROWS == 10000, "the help text states the bound on a sweep's rows");
 
 enum { MAX_OPTS = MX_AXES_MAX + 24 };
 
@@ -216,9 +219,27 @@ static int fill_axes(sweep_args *a, mx_sweep_axes *ax)
     return MX_OPTS_OK;
 }
 
+/* One sweep at a time writes a file: two would each replace it with their own version. */
+static mx_results_lock out_lock = {-1, NULL};
+
 static int prepare_file(const sweep_args *a, int argc, char **argv, mx_results *existing)
 {
     memset(existing, 0, sizeof *existing);
+    /* the runs' record, <out>.run-<pid>.h5 made absolute (run_sweep), must be a name the
+     * system takes: refused here, before anything is written, rather than every run failing */
+    char *cwd = a->out[0] != '/' ? getcwd(NULL, 0) : NULL;
+    const size_t longest = (cwd ? strlen(cwd) + 1 : 0) + strlen(a->out) + sizeof ".run-2147483647.h5";
+    free(cwd);
+    if (longest > PATH_MAX) {
+        fprintf(stderr, "mxbench sweep: --out %s: %zu characters with the directory and the suffix of its runs' "
+                "record (.run-<pid>.h5); accepted: at most %d\n", a->out, longest - 1, PATH_MAX - 1);
+        return 2;
+    }
+    if (mx_path_check_output(a->out, "--out") < 0 || mx_mkdir_parent(a->out) < 0 ||
+        mx_results_lock_take(&out_lock, a->out) < 0) {
+        fprintf(stderr, "mxbench sweep: %s\n", mx_last_error());
+        return 2;
+    }
     struct stat st;
     const int exists = stat(a->out, &st) == 0;
     /* A sweep killed with SIGKILL leaves its per-run record (<out>.run-<pid>.h5) and maybe a
@@ -286,10 +307,16 @@ static void print_plan(mx_run_record *runs, int n)
 static int run_sweep(const sweep_args *a, const mx_sweep_mpi *mpi, mx_run_record *runs, int n,
                      const mx_results *existing)
 {
-    /* absolute: a dist_* row's rank 0 may run in another directory (another machine) */
-    char tmp_path[1100], cwd[512] = "";
-    if (a->out[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
-    snprintf(tmp_path, sizeof tmp_path, "%s%s%s.run-%d.h5", cwd, cwd[0] ? "/" : "", a->out, (int)getpid());
+    /* absolute: a dist_* row's rank 0 may run in another directory (another machine). Built
+     * to its own length: cut to fit, it could come back as the name of --out itself, which
+     * each run removes first */
+    char *cwd = a->out[0] != '/' ? getcwd(NULL, 0) : NULL;
+    char *tmp_path = mx_path_fmt("%s%s%s.run-%d.h5", cwd ? cwd : "", cwd ? "/" : "", a->out, (int)getpid());
+    free(cwd);
+    if (!tmp_path) {
+        fprintf(stderr, "mxbench sweep: out of memory for the runs' record name\n");
+        return 1;
+    }
     mx_progress pg;
     mx_progress_start(&pg, n);
     int failed = 0, next_id = existing->nruns;
@@ -305,11 +332,12 @@ static int run_sweep(const sweep_args *a, const mx_sweep_mpi *mpi, mx_run_record
             continue;
         }
         const int skipped = strcmp(r->status, "skipped") == 0;
-        char trace[1100]; /* named by the id the row gets below */
-        if (a->trace && retry) snprintf(trace, sizeof trace, "%s/%s.json", a->trace, existing->runs[row].id);
-        else if (a->trace) snprintf(trace, sizeof trace, "%s/r%04d.json", a->trace, next_id);
+        char *trace = NULL; /* named by the id the row gets below */
+        if (a->trace && retry) trace = mx_path_fmt("%s/%s.json", a->trace, existing->runs[row].id);
+        else if (a->trace) trace = mx_path_fmt("%s/r%04d.json", a->trace, next_id);
         if (!skipped)
-            mx_sweep_execute(r, mpi, tmp_path, a->trace ? trace : NULL, a->timeout, on_tick, &pg, &interrupted);
+            mx_sweep_execute(r, mpi, tmp_path, trace, a->timeout, on_tick, &pg, &interrupted);
+        free(trace);
         if (interrupted) break;
         /* a retried run takes the place (and id) of its failed row */
         if (retry)
@@ -319,6 +347,7 @@ static int run_sweep(const sweep_args *a, const mx_sweep_mpi *mpi, mx_run_record
         if ((retry ? mx_results_replace(a->out, r) : mx_results_append(a->out, r)) < 0) {
             fprintf(stderr, "mxbench sweep: cannot record run %s in %s: %s\n", r->id, a->out, mx_last_error());
             unlink(tmp_path);
+            free(tmp_path);
             return 1;
         }
         failed += strcmp(r->status, "failed") == 0 || strcmp(r->status, "diverged") == 0;
@@ -326,6 +355,7 @@ static int run_sweep(const sweep_args *a, const mx_sweep_mpi *mpi, mx_run_record
         mx_progress_end(&pg, outcome, !skipped);
     }
     unlink(tmp_path);
+    free(tmp_path);
     if (interrupted) {
         fprintf(stderr, "\nmxbench sweep: interrupted by SIG%s; %s keeps every finished run (complete it with "
                 "--resume)\n", sigabbrev_np(interrupted) ? sigabbrev_np(interrupted) : "?", a->out);
@@ -400,9 +430,9 @@ int mx_cmd_sweep(int argc, char **argv)
     if (fill_axes(&a, &ax) != MX_OPTS_OK || check_dist_options(&a, &ax) != MX_OPTS_OK) return 2;
     mx_run_record *runs;
     int n;
-    if (mx_sweep_plan(&ax, &runs, &n) < 0) {
+    if ((rc = mx_sweep_plan(&ax, &runs, &n)) < 0) {
         fprintf(stderr, "mxbench sweep: %s\n", mx_last_error());
-        return 1;
+        return rc == MX_EINVAL ? 2 : 1; /* too many rows is bad usage; out of memory is not */
     }
     int ndist = 0;
     for (int i = 0; i < n; i++) ndist += mx_kv_mode_is_dist(runs[i].kvstore) && strcmp(runs[i].status, "skipped") != 0;
@@ -441,6 +471,7 @@ int mx_cmd_sweep(int argc, char **argv)
                 printf("\nresults: %s\nplots:   mxbench plot %s --out out/plots\n", a.out, a.out);
             }
         }
+        mx_results_lock_release(&out_lock);
     }
     for (int i = 0; i < n; i++) mx_record_free(&runs[i]);
     free(runs);

@@ -262,8 +262,14 @@ static void print_summary(const train_args *a, const mx_run_record *r, double fl
     else printf(" %d epoch(s), test acc %.4f", c->epochs, r->final_test_acc);
     /* the median describes a typical step; the aggregate (samples over the time of all timed
      * steps) is what the run delivered, slow steps included: both, as they can differ a lot */
-    printf(", %.1f samples/s median (step %.2f ms, 95%% CI %.1f-%.1f), %.1f aggregate", r->throughput,
-           1e3 * r->step_time_median, r->throughput_ci_low, r->throughput_ci_high, r->throughput_agg);
+    /* an interval needs two timed steps or more: with fewer it is undefined, and says so */
+    char ci[96];
+    if (isfinite(r->throughput_ci_low) && isfinite(r->throughput_ci_high))
+        snprintf(ci, sizeof ci, "%.1f-%.1f", r->throughput_ci_low, r->throughput_ci_high);
+    else
+        snprintf(ci, sizeof ci, "n/a (%d timed step%s)", r->nsteps, r->nsteps == 1 ? "" : "s");
+    printf(", %.1f samples/s median (step %.2f ms, 95%% CI %s), %.1f aggregate", r->throughput,
+           1e3 * r->step_time_median, ci, r->throughput_agg);
     if (flops > 0) printf(", %.1f GFLOP/s", 3 * flops * r->throughput * 1e-9);
     if (isfinite(r->time_to_acc)) printf(", %.1f s to acc %.3f", r->time_to_acc, c->target_acc);
     printf(", %.1f s%s", r->wall_time, strcmp(r->status, "diverged") == 0 ? ", DIVERGED" : "");
@@ -276,8 +282,16 @@ static void print_summary(const train_args *a, const mx_run_record *r, double fl
 /* Creates the --record file before training, so that a bad path fails at once and not
  * after the run. An existing file is refused unless --force: a mistyped path must not
  * destroy a file (results or not); sweep children get a path the sweep has just cleared. */
+static mx_results_lock record_lock = {-1, NULL}; /* held from creating the file to the run's write */
+
 static int create_record(const char *path, int argc, char **argv)
 {
+    /* an empty path, or a device or FIFO (--force included: as root, replacing /dev/full
+     * would destroy the device node) */
+    if (mx_path_check_output(path, "--record") < 0 || mx_results_lock_take(&record_lock, path) < 0) {
+        fprintf(stderr, "mxbench train: %s\n", mx_last_error());
+        return MX_EINVAL;
+    }
     if (!record_force && access(path, F_OK) == 0) {
         fprintf(stderr, "mxbench train: --record %s: the file exists; pass --force to overwrite it, or name a new "
                 "file\n", path);
@@ -300,17 +314,18 @@ static int check_trace_path(const char *path)
         fprintf(stderr, "mxbench train: --trace %s: is a directory; name a file (e.g. %s/trace.json)\n", path, path);
         return MX_EINVAL;
     }
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
+    char *dir = mx_path_fmt("%s", strchr(path, '/') ? path : "."); /* its own length: never another folder */
+    if (!dir) return mx_error(MX_ENOMEM, "--trace: out of memory");
     char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = 0;
-    else *slash = 0;
+    if (slash == dir) dir[1] = 0;
+    else if (slash) *slash = 0;
+    int rc = MX_OK;
     if (access(dir, W_OK | X_OK) != 0) {
         fprintf(stderr, "mxbench train: --trace %s: cannot write in directory %s: %s\n", path, dir, strerror(errno));
-        return MX_EIO;
+        rc = MX_EIO;
     }
-    return MX_OK;
+    free(dir);
+    return rc;
 }
 
 /* A dist_* rank: servers serve and end here (*done set, the exit status returned); workers
@@ -367,6 +382,7 @@ int mx_cmd_train(int argc, char **argv)
     a.c.flops_out = &flops;
     if ((a.c.trace && (!cl || cl->index == 0) && (rc = check_trace_path(a.c.trace)) < 0) ||
         (a.record && (rc = create_record(a.record, argc, argv)) < 0)) {
+        mx_results_lock_release(&record_lock);
         mx_dist_abort(cl, mx_exit_status(rc)); /* the other ranks would wait for this one */
         return mx_exit_status(rc);
     }

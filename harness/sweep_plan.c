@@ -116,15 +116,34 @@ static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
     return strategy_refuses(r, buf, n);
 }
 
-/* 1 when runs[0..n) already holds r's configuration (one-device rows of several kvstores). */
-static int planned_before(const mx_run_record *runs, int n, const mx_run_record *r)
+/* The configuration keys of the rows planned so far, in an open-addressing hash table: a
+ * plan of MX_SWEEP_MAX_ROWS rows would take minutes comparing every row with every earlier
+ * one key by key. */
+enum { KEY = 1024 };
+typedef struct {
+    char (*keys)[KEY];
+    int *slot;   /* index into keys, -1 empty */
+    size_t nslots;
+    int n;
+} key_set;
+
+static unsigned long long key_hash(const char *s)
 {
-    char a[1024], b[1024];
-    mx_record_config_key(r, a, sizeof a);
-    for (int i = 0; i < n; i++) {
-        mx_record_config_key(&runs[i], b, sizeof b);
-        if (strcmp(a, b) == 0) return 1;
-    }
+    unsigned long long h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* 1 when the set already holds r's configuration (one-device rows of several kvstores), else
+ * adds it and returns 0. */
+static int planned_before(key_set *ks, const mx_run_record *r)
+{
+    char *key = ks->keys[ks->n];
+    mx_record_config_key(r, key, KEY);
+    size_t i = (size_t)(key_hash(key) % ks->nslots);
+    for (; ks->slot[i] >= 0; i = (i + 1) % ks->nslots)
+        if (strcmp(ks->keys[ks->slot[i]], key) == 0) return 1;
+    ks->slot[i] = ks->n++;
     return 0;
 }
 
@@ -174,15 +193,37 @@ int mx_sweep_plan(const mx_sweep_axes *ax, mx_run_record **runs, int *n)
     /* the list axes by rank: outer loops first, the last one varies fastest */
     int order[MX_AXES_MAX], nloop = 0;
     long total = 1;
+    double product = 1; /* for the message: the exact count may not fit a long */
+    char lists[512] = "";
     for (int i = 0; i < mx_naxes; i++) {
         if (mx_axes[i].loop <= 0 || ax->n[i] <= 0) continue;
         int j = nloop++;
         for (; j > 0 && mx_axes[order[j - 1]].loop > mx_axes[i].loop; j--) order[j] = order[j - 1];
         order[j] = i;
-        total *= ax->n[i];
+        product *= ax->n[i];
+        if (ax->n[i] > 1) {
+            const size_t len = strlen(lists);
+            snprintf(lists + len, sizeof lists - len, "%s%d %s", len ? " x " : "", ax->n[i],
+                     mx_axes[i].option ? mx_axes[i].option : mx_axes[i].name);
+        }
+        /* checked before multiplying: the bound, not the arithmetic, ends a huge plan */
+        if (total <= MX_SWEEP_MAX_ROWS) total = total > MX_SWEEP_MAX_ROWS / ax->n[i] ? MX_SWEEP_MAX_ROWS + 1L
+                                                                                      : total * ax->n[i];
     }
-    mx_run_record *out = calloc((size_t)(total ? total : 1), sizeof *out);
-    if (!out) return mx_error(MX_ENOMEM, "out of memory planning %ld runs", total);
+    /* refused before anything is allocated or planned (a product of long axes reaches
+     * billions of rows: gigabytes, and minutes even for --dry-run) */
+    if (total > MX_SWEEP_MAX_ROWS)
+        return mx_error(MX_EINVAL, "the axes make %.0f rows (%s); a sweep plans at most %d rows: shorten the lists, "
+                        "or split the study into several sweeps (--resume adds to one file)", product, lists,
+                        MX_SWEEP_MAX_ROWS);
+    const size_t cap = (size_t)(total ? total : 1);
+    mx_run_record *out = calloc(cap, sizeof *out);
+    key_set ks = {malloc(cap * KEY), malloc(2 * cap * sizeof(int)), 2 * cap, 0};
+    if (!out || !ks.keys || !ks.slot) {
+        free(out), free(ks.keys), free(ks.slot);
+        return mx_error(MX_ENOMEM, "out of memory planning %ld runs", total);
+    }
+    for (size_t i = 0; i < ks.nslots; i++) ks.slot[i] = -1;
     int idx[MX_AXES_MAX] = {0}, k = 0;
     char why[256];
     for (long row = 0; row < total; row++) {
@@ -198,12 +239,14 @@ int mx_sweep_plan(const mx_sweep_axes *ax, mx_run_record **runs, int *n)
             snprintf(r->status, sizeof r->status, "skipped");
             snprintf(r->reason, sizeof r->reason, "%s", why);
         }
-        if (planned_before(out, k - 1, r)) mx_record_free(r), k--;
+        if (planned_before(&ks, r)) mx_record_free(r), k--;
         for (int j = nloop - 1; j >= 0; j--) {
             if (++idx[order[j]] < ax->n[order[j]]) break;
             idx[order[j]] = 0;
         }
     }
+    free(ks.keys);
+    free(ks.slot);
     *runs = out;
     *n = k;
     return MX_OK;

@@ -9,6 +9,10 @@
 
 #define MX_AXIS_MAX 32  /* values of one axis */
 #define MX_AXES_MAX 64  /* entries of mx_axes */
+/* Rows a sweep plans at most (the product of its list axes' lengths, before one-device rows
+ * of several kvstores fold into one): each row is a training run, so 10000 is days of work
+ * already, and the plan itself stays a few megabytes. README's sweep section says it. */
+#define MX_SWEEP_MAX_ROWS 10000
 
 /* The values of every entry of mx_axes, as text (mx_axis_set reads them into a record):
  * n[i] values for a list axis, 1 for a single value, 0 for a derived field (the planner sets
@@ -33,6 +37,8 @@ int mx_sweep_axis_index(const char *name);
  * one-device row too is a real one-worker job), servers (ax->servers, else G) for the
  * parameter-server modes, none for dist_allreduce, ax->dist_threads threads per device. */
 int mx_sweep_plan(const mx_sweep_axes *ax, mx_run_record **runs, int *n);
+/* (mx_sweep_plan returns MX_EINVAL, before allocating anything, naming the count and the axes,
+ * when the product of the list axes exceeds MX_SWEEP_MAX_ROWS.) */
 
 /* The learning rate of a run: base lr times the scaling rule's factor, where the factor is
  * the run's global batch over the global batch at the first device count (linear) or its

@@ -43,24 +43,34 @@ typedef struct {
     size_t size, used;
     char **argv;
     int argc;
+    int full; /* an argument did not fit in store: the list is unusable (never cut short) */
 } arg_list;
 
 static void arg(arg_list *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void arg(arg_list *l, const char *fmt, ...)
 {
+    if (l->full) return;
     va_list ap;
     va_start(ap, fmt);
-    l->argv[l->argc++] = l->store + l->used;
-    l->used += (size_t)vsnprintf(l->store + l->used, l->size - l->used, fmt, ap) + 1;
+    const int n = vsnprintf(l->store + l->used, l->size - l->used, fmt, ap);
     va_end(ap);
+    /* a cut argument would be another value (a --record path cut back to a results file's
+     * own name): it is refused, and nothing past the store is written */
+    if (n < 0 || (size_t)n >= l->size - l->used || l->argc >= 62) {
+        l->full = 1;
+        return;
+    }
+    l->argv[l->argc++] = l->store + l->used;
+    l->used += (size_t)n + 1;
     l->argv[l->argc] = NULL;
 }
 
 /* Every entry of the axes table with a train option, as its child rule says; a string outside
  * the entry's choices goes to its other option (a --data directory instead of --dataset). */
-void mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *store, size_t storesize, char **argv)
+int mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *store, size_t storesize, char **argv)
 {
-    arg_list l = {store, storesize, 0, argv, 0};
+    arg_list l = {store, storesize, 0, argv, 0, 0};
+    argv[0] = NULL;
     arg(&l, "/proc/self/exe");
     arg(&l, "train");
     /* a dist_* row: every worker rank trains one device on its share of the global batch */
@@ -80,6 +90,7 @@ void mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *
     if (dist && r->servers > 0) arg(&l, "--servers"), arg(&l, "%d", r->servers);
     arg(&l, "--record"), arg(&l, "%s", record_path);
     arg(&l, "--quiet");
+    return l.full ? -1 : 0;
 }
 
 /* Moves the child's measurements into the planned record, whose configuration (with the
@@ -163,14 +174,21 @@ static void fail(mx_run_record *r, const mx_child_result *cr, const char *why)
 void mx_sweep_execute(mx_run_record *r, const mx_sweep_mpi *m, const char *tmp_path, const char *trace_path,
                       double timeout, mx_child_tick_fn tick, void *user, const volatile sig_atomic_t *interrupted)
 {
-    char store[4096], *train_argv[64], mstore[256], *argv[128], trace_opt[] = "--trace", trace[1100];
-    mx_sweep_child_argv(r, tmp_path, store, sizeof store, train_argv);
+    /* the axes' options fit in 4096 bytes; the record's path is added at its own length */
+    const size_t nstore = 4096 + strlen(tmp_path);
+    char *store = malloc(nstore), *train_argv[64], mstore[256], *argv[128], trace_opt[] = "--trace";
+    if (!store || mx_sweep_child_argv(r, tmp_path, store, nstore, train_argv) < 0) {
+        mx_child_result cr = {.exit_status = -1};
+        snprintf(cr.stderr_tail, sizeof cr.stderr_tail, "%s", store ? "the command line does not fit" : "out of memory");
+        fail(r, &cr, "could not start the run");
+        free(store);
+        return;
+    }
     if (trace_path) { /* the child's own option, after those of the axes */
         int argc = 0;
         while (train_argv[argc]) argc++;
-        snprintf(trace, sizeof trace, "%s", trace_path);
         if (argc + 2 < (int)(sizeof train_argv / sizeof train_argv[0]))
-            train_argv[argc] = trace_opt, train_argv[argc + 1] = trace, train_argv[argc + 2] = NULL;
+            train_argv[argc] = trace_opt, train_argv[argc + 1] = (char *)trace_path, train_argv[argc + 2] = NULL;
     }
     const int dist = mx_kv_mode_is_dist(r->kvstore);
     if (dist) mx_sweep_mpi_argv(m, r, train_argv, mstore, sizeof mstore, argv);
@@ -183,8 +201,10 @@ void mx_sweep_execute(mx_run_record *r, const mx_sweep_mpi *m, const char *tmp_p
         cr.exit_status = -1;
         snprintf(cr.stderr_tail, sizeof cr.stderr_tail, "%s", mx_last_error());
         fail(r, &cr, "could not start the run");
+        free(store);
         return;
     }
+    free(store); /* the child has its copy */
     if (cr.timed_out || cr.term_signal || *interrupted) {
         fail(r, &cr, *interrupted ? "interrupted" : "the run failed");
         unlink(tmp_path);
@@ -211,7 +231,12 @@ int mx_sweep_check_runs(const mx_run_record *runs, int n)
     for (int i = 0; i < n; i++) {
         if (strcmp(runs[i].status, "skipped") == 0) continue;
         char store[4096], *argv[64], label[256];
-        mx_sweep_child_argv(&runs[i], "unused.h5", store, sizeof store, argv);
+        if (mx_sweep_child_argv(&runs[i], "unused.h5", store, sizeof store, argv) < 0) {
+            mx_sweep_run_label(&runs[i], label, sizeof label);
+            fprintf(stderr, "mxbench sweep: run %d of %d (%s): its options are longer than %zu characters; nothing "
+                    "was run\n", i + 1, n, label, sizeof store);
+            return 2;
+        }
         int argc = 0;
         while (argv[argc]) argc++;
         if (mx_train_validate_argv(argc - 1, argv + 1) != 0) {

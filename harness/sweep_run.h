@@ -16,9 +16,10 @@ void mx_sweep_run_label(const mx_run_record *r, char *buf, size_t n);
 
 /* The child's command line, `/proc/self/exe train ... --record record_path --quiet`, from the
  * axes table (results/axes.h): argv[] (NULL-terminated, at most 63 entries) points into
- * store (4096 bytes suffice). A dist_* row's is one rank's: --gpus 1, --batch the global
- * batch / workers, --servers S for the parameter-server modes. */
-void mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *store, size_t storesize, char **argv);
+ * store (4096 bytes and record_path's length suffice). A dist_* row's is one rank's: --gpus 1,
+ * --batch the global batch / workers, --servers S for the parameter-server modes. 0, or -1
+ * when an argument does not fit in store (none is ever cut short). */
+int mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *store, size_t storesize, char **argv);
 
 /* Checks the child command line of every run that is not skipped as `mxbench train` would
  * (mx_train_validate_argv), so that a sweep refuses bad input before its first child starts.

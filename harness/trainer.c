@@ -426,6 +426,12 @@ static int run_repeat(run_state *st)
 /* What only the data set decides: the steps an epoch run takes in all. */
 static int check_length(const mx_train_config *c, int n_train)
 {
+    /* a batch beyond the training set would train one partial batch per "epoch", and its
+     * samples/s would count samples that were never there */
+    if (global_batch(c) > n_train)
+        return mx_error(MX_EINVAL, "a global batch of %d samples%s is larger than the %d training samples of %s: "
+                        "accepted a --batch of at most %d", global_batch(c), c->cluster ? " (all workers)" : "",
+                        n_train, c->data_dir ? c->data_dir : c->dataset, n_train / workers(c));
     const long long per_epoch = steps_per_epoch(c, n_train);
     if (per_epoch < 1)
         return mx_error(MX_EINVAL, "a global batch of %d samples over %d device(s) does not fit the %d training "

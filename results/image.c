@@ -10,6 +10,7 @@
  * returns is checked. The price is memory: about twice the file's size while appending. */
 #include "store.h"
 
+#include "engine/paths.h"
 #include "engine/status.h"
 
 #include <errno.h>
@@ -43,10 +44,11 @@ hid_t mx_mem_open(const char *path, const void *image, size_t size)
     /* The name is only a label: with no backing store, the core driver neither reads nor
      * creates a file of that name. It must not exist, though: given an image, the driver
      * refuses a name that does ("file already exists"). */
-    char label[4200];
-    snprintf(label, sizeof label, "%s.in-memory-%ld", path, (long)getpid());
+    char *label = mx_path_fmt("%s.in-memory-%ld", path, (long)getpid());
+    ok = ok && label;
     hid_t fid = !ok ? -1 : image ? H5Fopen(label, H5F_ACC_RDWR, fapl) : H5Fcreate(label, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (fapl >= 0) H5Pclose(fapl);
+    free(label);
     if (fid < 0)
         return mx_error(image ? MX_EFORMAT : MX_ENOMEM, "%s: HDF5 cannot %s it in memory%s", path,
                         image ? "open" : "create", image ? " (truncated or corrupt?)" : " (out of memory?)");
@@ -82,10 +84,13 @@ int mx_file_read_all(const char *path, void **data, size_t *size)
 {
     *data = NULL;
     *size = 0;
-    int fd = open(path, O_RDONLY);
+    /* O_NONBLOCK: a FIFO put in the file's place opens at once, and is refused below */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) return mx_error(MX_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     int rc = fstat(fd, &st) == 0 ? MX_OK : mx_error(MX_EIO, "%s: cannot stat: %s", path, strerror(errno));
+    if (rc == MX_OK && !S_ISREG(st.st_mode))
+        rc = mx_error(MX_EIO, "%s: not a regular file (it is %s)", path, mx_file_kind(st.st_mode));
     if (rc == MX_OK && (st.st_size <= 0 || (uintmax_t)st.st_size > SIZE_MAX))
         rc = mx_error(MX_EFORMAT, "%s: %lld bytes is no results file", path, (long long)st.st_size);
     char *buf = rc == MX_OK ? malloc((size_t)st.st_size) : NULL;
@@ -128,11 +133,12 @@ static int write_all(int fd, const char *buf, size_t n)
  * effort: some file systems refuse to fsync a directory, and the file itself is complete. */
 static void sync_dir(const char *path)
 {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
+    char *dir = mx_path_fmt("%s", path);
+    if (!dir) return;
     char *slash = strrchr(dir, '/');
     if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
     int fd = open(slash ? dir : ".", O_RDONLY);
+    free(dir);
     if (fd < 0) return;
     (void)fsync(fd);
     close(fd);
@@ -140,12 +146,22 @@ static void sync_dir(const char *path)
 
 int mx_image_commit(const char *path, const void *image, size_t size)
 {
-    char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= sizeof tmp)
-        return mx_error(MX_EIO, "%s: path too long (accepted: up to %zu characters)", path, sizeof tmp - 20);
-    /* opened with plain open(2), whose errno says why a path is unusable */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) return mx_error(MX_EIO, "%s: cannot create the working copy %s: %s", path, tmp, strerror(errno));
+    /* the rename below would put a regular file in place of a device or a FIFO (as root, in
+     * /dev): whatever is not a regular file is refused, whoever asked to replace it */
+    MX_TRY(mx_path_check_output(path, "output"));
+    /* the working copy's name is path and a suffix, never cut to fit: a name cut back to path
+     * itself would make the cleanup below remove the file it was to replace */
+    char *tmp = mx_path_fmt("%s.tmp-%ld", path, (long)getpid());
+    if (!tmp) return mx_error(MX_ENOMEM, "%s: out of memory for the working copy's name", path);
+    /* opened with plain open(2), whose errno says why a path is unusable; O_EXCL: the name is
+     * this process's own, and nothing else's file is ever truncated through it */
+    unlink(tmp); /* this pid's own leftover, from a process that had it before */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0) {
+        int rc = mx_error(MX_EIO, "%s: cannot create the working copy %s: %s", path, tmp, strerror(errno));
+        free(tmp);
+        return rc;
+    }
     int rc = MX_OK;
     /* each step reports its own errno: a full disk shows in write, or only in fsync or close
      * on file systems that allocate late (NFS, some FUSE) */
@@ -158,10 +174,9 @@ int mx_image_commit(const char *path, const void *image, size_t size)
     /* rename() is atomic: a reader, or a crash, sees the old file or the new one, never a mix */
     if (rc == MX_OK && rename(tmp, path) != 0)
         rc = mx_error(MX_EIO, "%s: cannot replace it with the updated copy: %s", path, strerror(errno));
-    if (rc != MX_OK) {
-        unlink(tmp);
-        return rc;
-    }
+    if (rc != MX_OK) unlink(tmp);
+    free(tmp);
+    if (rc != MX_OK) return rc;
     sync_dir(path);
     return MX_OK;
 }

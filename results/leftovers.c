@@ -4,6 +4,7 @@
  * them, so once their process is gone they are removed. */
 #include "results.h"
 
+#include "engine/paths.h"
 #include "engine/status.h"
 
 #include <dirent.h>
@@ -36,16 +37,21 @@ static int gone(long pid) { return pid != (long)getpid() && kill((pid_t)pid, 0) 
 
 int mx_results_remove_leftovers(const char *path, const char *const *tags, int ntags, const char *who)
 {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
+    /* a copy of its own size: a folder name cut to fit a buffer would list another folder */
+    char *dir = mx_path_fmt("%s", path);
+    if (!dir) return mx_error(MX_ENOMEM, "%s: out of memory", path);
     char *slash = strrchr(dir, '/');
     const char *base = slash ? path + (slash - dir) + 1 : path;
     if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
     DIR *d = opendir(slash ? dir : ".");
-    if (!d && errno == ENOENT) return 0; /* nothing written there yet */
+    if (!d && errno == ENOENT) {
+        free(dir);
+        return 0; /* nothing written there yet */
+    }
     if (!d) {
         int rc = mx_error(MX_EIO, "%s: cannot list %s: %s", path, slash ? dir : ".", strerror(errno));
         fprintf(stderr, "%s: warning: not looking for leftovers of killed runs: %s\n", who, mx_last_error());
+        free(dir);
         return rc;
     }
     int removed = 0;
@@ -53,17 +59,22 @@ int mx_results_remove_leftovers(const char *path, const char *const *tags, int n
         long pid = 0;
         for (int t = 0; t < ntags && !pid; t++) pid = leftover_pid(e->d_name, base, tags[t]);
         if (!pid || !gone(pid)) continue;
-        char file[8300];
         struct stat st;
-        snprintf(file, sizeof file, "%s%s%s", slash ? dir : "", slash && slash != dir ? "/" : "", e->d_name);
-        if (lstat(file, &st) != 0 || !S_ISREG(st.st_mode)) continue; /* only files we could have written */
+        char *file = mx_path_fmt("%s%s%s", slash ? dir : "", slash && slash != dir ? "/" : "", e->d_name);
+        if (!file) break;
+        if (lstat(file, &st) != 0 || !S_ISREG(st.st_mode)) { /* only files we could have written */
+            free(file);
+            continue;
+        }
         if (unlink(file) == 0) {
             removed++;
             fprintf(stderr, "%s: removed %s, left by process %ld, which no longer runs\n", who, file, pid);
         } else {
             fprintf(stderr, "%s: warning: cannot remove %s (left by process %ld): %s\n", who, file, pid, strerror(errno));
         }
+        free(file);
     }
     closedir(d);
+    free(dir);
     return removed;
 }

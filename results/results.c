@@ -4,6 +4,7 @@
  * The layout is documented field by field in results/SCHEMA.md. */
 #include "results.h"
 
+#include "engine/paths.h"
 #include "engine/status.h"
 #include "store.h"
 
@@ -145,7 +146,10 @@ static int file_check(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0) return mx_error(MX_EIO, "%s: cannot open: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return mx_error(MX_EIO, "%s: not a regular file", path);
+    /* a FIFO or a device would block the reader or feed it endless bytes */
+    if (!S_ISREG(st.st_mode))
+        return mx_error(MX_EIO, "%s: not a regular file (it is %s); accepted: an mxbench results file", path,
+                        mx_file_kind(st.st_mode));
     if (access(path, R_OK) != 0) return mx_error(MX_EIO, "%s: cannot read: %s", path, strerror(errno));
     if (H5Fis_hdf5(path) <= 0) return mx_error(MX_EFORMAT, "%s: not an HDF5 file, so not an mxbench results file", path);
     return MX_OK;
@@ -238,6 +242,7 @@ static int finish(hid_t fid, const char *path, int rc)
 int mx_results_create(const char *path, const mx_results_meta *meta, int force)
 {
     quiet_hdf5();
+    MX_TRY(mx_path_check_output(path, "output"));
     if (!force && access(path, F_OK) == 0)
         return mx_error(MX_EIO, "%s: already exists; pass --force to overwrite it or --resume to continue it",
                         path);

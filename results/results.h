@@ -54,6 +54,19 @@ int mx_results_replace(const char *path, const mx_run_record *rec);
  * stderr: the caller may go on). */
 int mx_results_remove_leftovers(const char *path, const char *const *tags, int ntags, const char *who);
 
+/* The lock a process holds on a results file while it writes it (lock.c): two writers of
+ * one file would each replace it with their own version, losing the other's runs. */
+typedef struct {
+    int fd;     /* the locked "<path>.lock"; -1 when none is held */
+    char *path;
+} mx_results_lock;
+
+/* Locks path for this process (flock on "<path>.lock", created). Another process holding it:
+ * MX_EINVAL at once (no waiting), naming path and the holder ("pid 123: mxbench sweep ..."). */
+int mx_results_lock_take(mx_results_lock *l, const char *path);
+/* Removes the lock file and releases the lock; nothing when none is held. */
+void mx_results_lock_release(mx_results_lock *l);
+
 /* Reads a whole file. A file that is not HDF5, or HDF5 without our schema_version
  * attribute, or of a newer schema, gives MX_EFORMAT naming the file and the problem. */
 int mx_results_load(const char *path, mx_results *out);

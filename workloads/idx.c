@@ -10,15 +10,18 @@
 #include "workloads/dataset.h"
 #include "workloads/idx_file.h"
 
+#include "engine/paths.h"
 #include "engine/status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define IDX_IMAGES_MAGIC 0x00000803u
@@ -103,25 +106,37 @@ static int idx_open(idx_file *f, const char *path)
     f->sized = 0;
     f->size = 0;
     MX_TRY(resolve_path(path, &f->path));
+    /* O_NONBLOCK: a FIFO opens at once (without it, open blocks until a writer comes, for
+     * ever); what was opened is then checked, not the name, so nothing can be swapped in
+     * between. A data file must be a regular file: its size bounds what a header may claim,
+     * and a FIFO or a device would block or feed endless bytes. */
+    int fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
-    if (stat(f->path, &st) != 0) {
-        int rc = mx_error(MX_EIO, "'%s': cannot open: %s", f->path, strerror(errno));
-        free(f->path);
-        f->path = NULL;
-        return rc;
-    }
-    f->sized = S_ISREG(st.st_mode);
-    f->size = (uint64_t)st.st_size;
-    errno = 0;
-    f->gz = gzopen(f->path, "rb");
-    if (!f->gz) {
-        int rc = errno ? mx_error(MX_EIO, "'%s': cannot open: %s", f->path, strerror(errno))
+    int rc = fd < 0 || fstat(fd, &st) != 0 ? mx_error(MX_EIO, "'%s': cannot open: %s", f->path, strerror(errno))
+             : !S_ISREG(st.st_mode)
+                 ? mx_error(MX_EIO, "'%s': is %s, not a regular file; accepted: an IDX file (raw or gzip)", f->path,
+                            mx_file_kind(st.st_mode))
+                 : MX_OK;
+    /* reads block as usual from here on (a regular file never waits anyway) */
+    if (rc == MX_OK && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+        rc = mx_error(MX_EIO, "'%s': cannot open: %s", f->path, strerror(errno));
+    if (rc == MX_OK) {
+        f->sized = 1;
+        f->size = (uint64_t)st.st_size;
+        errno = 0;
+        f->gz = gzdopen(fd, "rb"); /* owns fd from here: gzclose closes it */
+        if (!f->gz)
+            rc = errno ? mx_error(MX_EIO, "'%s': cannot open: %s", f->path, strerror(errno))
                        : mx_error(MX_ENOMEM, "'%s': out of memory opening it", f->path);
+        else
+            fd = -1;
+    }
+    if (fd >= 0) close(fd);
+    if (rc != MX_OK) {
         free(f->path);
         f->path = NULL;
-        return rc;
     }
-    return MX_OK;
+    return rc;
 }
 
 static void idx_close(idx_file *f)

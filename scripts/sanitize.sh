@@ -2,7 +2,7 @@
 # Builds mxbench with AddressSanitizer and UndefinedBehaviorSanitizer (gcc) into build-asan/
 # and runs under them: the unit tests (ctest -L unit, which includes the fuzz regression
 # replays) and the CLI error cases (tests/test_cli.sh, tests/test_bad_data.sh when present,
-# tests/fuzz/cli_bad_inputs.sh). Any sanitizer report fails the step.
+# tests/test_bad_input.sh, tests/fuzz/cli_bad_inputs.sh). Any sanitizer report fails the step.
 # Extra arguments go to the unit-test ctest (e.g. -R test_results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,7 +53,7 @@ reports() {
         status=1
     done
 }
-for t in tests/test_cli.sh tests/test_bad_data.sh tests/fuzz/cli_bad_inputs.sh; do
+for t in tests/test_cli.sh tests/test_bad_data.sh tests/test_bad_input.sh tests/fuzz/cli_bad_inputs.sh; do
     [ -f "$t" ] || continue
     echo "== sanitized: $t"
     rc=0

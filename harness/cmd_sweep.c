@@ -221,6 +221,9 @@ static int fill_axes(sweep_args *a, mx_sweep_axes *ax)
 
 /* One sweep at a time writes a file: two would each replace it with their own version. */
 static mx_results_lock out_lock = {-1, NULL};
+/* this sweep created --out (it holds no run of an earlier process): removed again when not
+ * even its first run can be written (a full disk), so no empty file is left behind */
+static int out_created;
 
 static int prepare_file(const sweep_args *a, int argc, char **argv, mx_results *existing)
 {
@@ -273,6 +276,7 @@ static int prepare_file(const sweep_args *a, int argc, char **argv, mx_results *
         fprintf(stderr, "mxbench sweep: %s\n", mx_last_error());
         return 2;
     }
+    out_created = 1;
     return 0;
 }
 
@@ -346,6 +350,8 @@ static int run_sweep(const sweep_args *a, const mx_sweep_mpi *mpi, mx_run_record
             snprintf(r->id, sizeof r->id, "r%04d", next_id++);
         if ((retry ? mx_results_replace(a->out, r) : mx_results_append(a->out, r)) < 0) {
             fprintf(stderr, "mxbench sweep: cannot record run %s in %s: %s\n", r->id, a->out, mx_last_error());
+            if (out_created && next_id - 1 == 0 && !retry && unlink(a->out) == 0)
+                fprintf(stderr, "mxbench sweep: removed %s, which this sweep created and holds no run\n", a->out);
             unlink(tmp_path);
             free(tmp_path);
             return 1;

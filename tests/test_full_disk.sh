@@ -5,8 +5,9 @@
 # configuration runs. It must exit 1 (not crash) naming the file and "No space left on
 # device", and the file must stay byte for byte the last good one: `mxbench report` and
 # h5dump read it, with exactly the 2 runs, and no working copy is left beside it. Once space
-# is freed, --resume completes the study. Needs root (mount); skipped (77) where mounting a
-# tmpfs is not permitted.
+# is freed, --resume completes the study. Then `train --record` on a disk with room for an
+# empty record but not for its run: exit 1, and no 0-run file left (which the next run would
+# refuse as existing). Needs root (mount); skipped (77) where mounting a tmpfs is not permitted.
 # usage: test_full_disk.sh MXBENCH SOURCE_DIR BUILD_DIR
 set -u
 
@@ -90,6 +91,33 @@ rc=$?
 n=$(runs "$F")
 [ $rc -eq 0 ] && [ "$n" = 3 ] && pass "with space again, --resume adds the missing run (3 runs)" ||
     { fail "--resume after freeing space: expected exit 0 and 3 runs, saw exit $rc, $n runs"; indent "$T/s4.err"; }
+
+# ---- 4. train --record on a full disk: room for the new file, none for its run. The file
+# this run created holds no run and must not stay (the next run would refuse it as existing)
+"$MX" train "${STUDY[@]:0:12}" --record "$T/one.h5" --quiet >/dev/null 2>&1 || fail "train --record off the tmpfs"
+one=$(( ($(stat -c %s "$T/one.h5") + 4095) / 4096 * 4096 ))
+R=$M/rec.h5
+avail=$(($(stat -f -c '%a * %S' "$M")))
+fill=$((avail - one - 4096)) # the run's file and its lock file fit, not the empty file beside the run's
+[ $fill -gt 0 ] && head -c "$fill" /dev/zero >"$M/fill" 2>/dev/null
+echo "a record with its run takes $one bytes; $(($(stat -f -c '%a * %S' "$M"))) bytes left"
+for attempt in first second; do
+    "$MX" train "${STUDY[@]:0:12}" --record "$R" --quiet >"$T/t.out" 2>"$T/t.err"
+    rc=$?
+    [ $rc -eq 1 ] && grep -q "No space left on device" "$T/t.err" &&
+        pass "$attempt train --record on the full disk: exit 1, 'No space left on device'" ||
+        { fail "$attempt train --record on the full disk: expected exit 1 and 'No space left on device', saw exit $rc"; indent "$T/t.err" | tail -4; }
+    [ ! -e "$R" ] && pass "$attempt attempt: no empty record left behind" ||
+        fail "$attempt attempt: $R left behind ($(runs "$R") runs)"
+done
+left_over=$(ls "$M" | grep -c '^rec\.h5\.')
+[ "$left_over" = 0 ] && pass "no working copy or lock file of the record left" ||
+    fail "left on the disk: $(ls "$M" | grep '^rec\.h5\.' | tr '\n' ' ')"
+rm -f "$M/fill"
+"$MX" train "${STUDY[@]:0:12}" --record "$R" --quiet >"$T/t.out" 2>"$T/t.err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(runs "$R")" = 1 ] && pass "with space again, train --record writes its run" ||
+    { fail "train --record after freeing space: exit $rc, $(runs "$R") runs"; indent "$T/t.err" | tail -4; }
 
 echo "test_full_disk: $npass passed, $nfail failed"
 [ $nfail -eq 0 ]

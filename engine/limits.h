@@ -24,6 +24,18 @@
 #define MX_MAX_BUCKET_MB 2047         /* dist_allreduce --bucket-mb (MPI counts are ints: below 2 GiB) */
 #define MX_MAX_SERVERS 64             /* --servers: parameter-server ranks */
 #define MX_MAX_MICRO_BATCHES 4096     /* --micro-batches: each holds its activations */
+
+/* The pipeline's default micro-batches (strategies/strategy.h says why): 4 per stage on 2 or
+ * more stages, at most the batch's samples, 1 on one stage. Here, below strategies/, so that
+ * results/ can tell a default from a chosen count (a series of the default spans device
+ * counts whose counts differ). */
+#define MX_PIPELINE_MICRO_PER_STAGE 4
+static inline int mx_pipeline_default_micro_batches(int stages, int batch)
+{
+    if (stages <= 1) return 1;
+    const int m = MX_PIPELINE_MICRO_PER_STAGE * stages;
+    return batch >= 1 && m > batch ? batch : m;
+}
 #define MX_MAX_GC_THRESHOLD 1e6       /* --threshold of 2bit compression */
 /* gradient compression's defaults: MXNet's 2bit threshold, Deep Gradient Compression's 1% */
 #define MX_GC_THRESHOLD_DEFAULT 0.5

@@ -228,8 +228,9 @@ static int print_table(const char *path, const mx_results *res, int md)
         table_print_text(&t, stdout);
     printf("\n");
     printf("batch/dev and global: samples per device and per step; samples/s: median over timed steps and\n"
-           "repeats, with its 95%% confidence interval; speedup and efficiency: against the smallest device\n"
-           "count of the same configuration (results/SCHEMA.md); note: why a run is not ok.\n");
+           "repeats, with its 95%% confidence interval; speedup and efficiency: against the one-device run\n"
+           "of the same configuration, blank (-) where there is none (results/SCHEMA.md); note: why a run\n"
+           "is not ok.\n");
     if (shown.procs) printf("workers, servers: the processes of a dist_* run's MPI job.\n");
     for (int k = 0; k < MX_NCOUNTERS; k++)
         if (shown.counter[k]) printf("%s: %s.\n", mx_counters[k].head, mx_counters[k].help);

@@ -1,6 +1,7 @@
 /* The run record: lifetime (init/free/copy), the canonical configuration keys that match runs
  * across files, and the figures derived from a run's series (see record.h, SCHEMA.md). */
 #include "record.h"
+#include "engine/limits.h"
 
 #include "axes.h"
 #include "engine/status.h"
@@ -148,6 +149,11 @@ static void record_key(const mx_run_record *r, char *buf, size_t n, int series)
         if (a->type == MX_AXIS_STR) snprintf(val, sizeof val, "%.*s", (int)a->size, p);
         else if (a->type == MX_AXIS_INT) snprintf(val, sizeof val, "%d", *(const int *)p);
         else snprintf(val, sizeof val, "%.6g", *(const double *)p);
+        /* a model series at the pipeline's default spans device counts whose micro-batch
+         * counts differ (1 on one device, 4 per stage beyond): one series, "auto" */
+        if (series && p == (const char *)&r->micro_batches && strcmp(r->strategy, "model") == 0 &&
+            r->micro_batches == mx_pipeline_default_micro_batches(r->gpus, r->global_batch))
+            snprintf(val, sizeof val, "auto");
         if (!a->in_v1) {
             char def[128];
             mx_axis_set(a, &defaults, mx_axis_absent(a));

@@ -134,7 +134,6 @@ int mx_model_check(const mx_strategy_config *cfg);
  * samples, and 1 on one stage (nothing to overlap). Schedule:
  * requested, else 1f1b (stage r holds at most k-r micro-batches: the memory a pipeline is
  * for; GPipe holds all m). */
-#define MX_PIPELINE_MICRO_PER_STAGE 4
 int mx_pipeline_micro_batches(int requested, int stages, int batch);
 const char *mx_pipeline_schedule(const char *requested);
 int mx_layer_check(const mx_strategy_config *cfg);

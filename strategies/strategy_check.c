@@ -9,10 +9,8 @@
 
 int mx_pipeline_micro_batches(int requested, int stages, int batch)
 {
-    if (requested > 0) return requested;
-    if (stages <= 1) return 1; /* no pipeline: splitting the batch would only shrink the GEMMs */
-    const int m = MX_PIPELINE_MICRO_PER_STAGE * stages;
-    return batch >= 1 && m > batch ? batch : m;
+    /* one stage: no pipeline, and splitting the batch would only shrink the GEMMs */
+    return requested > 0 ? requested : mx_pipeline_default_micro_batches(stages, batch);
 }
 
 const char *mx_pipeline_schedule(const char *requested) { return requested ? requested : "1f1b"; }

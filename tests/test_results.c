@@ -542,6 +542,18 @@ static void test_keys_and_derive(void)
     CHECK(fabs(a.throughput - a.global_batch / a.step_time_median) < 0.01 * a.throughput, "throughput %g vs %g",
           a.throughput, a.global_batch / a.step_time_median);
     CHECK(a.throughput_ci_low < a.throughput && a.throughput < a.throughput_ci_high && a.throughput_iqr > 0, "CI");
+
+    /* model rows at the pipeline's default (1 micro-batch on one device, 4 per stage beyond)
+     * are one series; a chosen count is a series of its own */
+    snprintf(a.strategy, sizeof a.strategy, "model"), snprintf(b.strategy, sizeof b.strategy, "model");
+    a.gpus = 1, a.global_batch = 128, a.micro_batches = 1;
+    b.gpus = 2, b.global_batch = 128, b.micro_batches = 8;
+    mx_record_series_key(&a, sa, sizeof sa);
+    mx_record_series_key(&b, sb, sizeof sb);
+    CHECK(strcmp(sa, sb) == 0 && strstr(sa, "micro_batches=auto"), "model series at the default: %s / %s", sa, sb);
+    b.micro_batches = 2;
+    mx_record_series_key(&b, sb, sizeof sb);
+    CHECK(strcmp(sa, sb) != 0 && strstr(sb, "micro_batches=2"), "model series of 2 micro-batches: %s", sb);
     mx_record_free(&a);
     mx_record_free(&b);
 }

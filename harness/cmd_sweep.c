@@ -11,6 +11,7 @@
 #include "progress.h"
 #include "results/results.h"
 #include "sweep_child.h"
+#include "sweep_cores.h"
 #include "sweep_mpi.h"
 #include "sweep_plan.h"
 #include "sweep_run.h"
@@ -238,8 +239,11 @@ static int prepare_file(const sweep_args *a, int argc, char **argv, mx_results *
                 "record (.run-<pid>.h5); accepted: at most %d\n", a->out, longest - 1, PATH_MAX - 1);
         return 2;
     }
-    if (mx_path_check_output(a->out, "--out") < 0 || mx_mkdir_parent(a->out) < 0 ||
-        mx_results_lock_take(&out_lock, a->out) < 0) {
+    if (mx_mkdir_parent(a->out) < 0) { /* the lock file goes beside the file */
+        fprintf(stderr, "mxbench sweep: --out %s: %s\n", a->out, mx_last_error());
+        return 2;
+    }
+    if (mx_path_check_output(a->out, "--out") < 0 || mx_results_lock_take(&out_lock, a->out) < 0) {
         fprintf(stderr, "mxbench sweep: %s\n", mx_last_error());
         return 2;
     }
@@ -304,7 +308,7 @@ static void print_plan(mx_run_record *runs, int n)
                    mx_sweep_mpi_ranks(&runs[i]), runs[i].workers, runs[i].servers, runs[i].threads_per_device,
                    runs[i].oversubscribed ? ", oversubscribed" : "");
         else
-            printf("%3d  %s\n", i + 1, label);
+            printf("%3d  %s%s\n", i + 1, label, runs[i].oversubscribed ? "  [oversubscribed]" : "");
     }
 }
 
@@ -397,31 +401,29 @@ static int check_dist_options(const sweep_args *a, const mx_sweep_axes *ax)
     return MX_OPTS_OK;
 }
 
-/* Before the first dist_* row: Open MPI's switches when root, the oversubscribed rows (each
- * recorded so), said once each. */
-static void prepare_dist(const mx_sweep_mpi *mpi, mx_run_record *runs, int n, int say)
+/* The GPUs the rows run on, 0 when they are CPU workers: the runs choose as `train --device
+ * auto` does, CUDA where built and present (MXBENCH_DEVICE=cpu: a sweep's --device cpu). */
+static int gpus_in_use(const mx_cuda_info *cu)
 {
-    int ndist = 0, nover = 0, worst = 0, threads = 0;
-    for (int i = 0; i < n; i++) {
-        mx_run_record *r = &runs[i];
-        if (!mx_kv_mode_is_dist(r->kvstore) || strcmp(r->status, "skipped") == 0) continue;
-        ndist++;
-        r->oversubscribed = mx_sweep_mpi_oversubscribed(mpi, r);
-        nover += r->oversubscribed;
-        if (r->oversubscribed && mx_sweep_mpi_ranks(r) * r->threads_per_device > worst * threads)
-            worst = mx_sweep_mpi_ranks(r), threads = r->threads_per_device;
-    }
-    if (!ndist || !say) return;
-    if (geteuid() == 0) {
+    const char *dev = getenv("MXBENCH_DEVICE");
+    return cu->count > 0 && mx_backend_find("cuda") && !(dev && strcmp(dev, "cpu") == 0) ? cu->count : 0;
+}
+
+/* Before the first row: every row's oversubscribed flag (more threads than cores, or
+ * devices than GPUs: sweep_cores.h) and Open MPI's switches when root, each said once. */
+static void prepare_rows(const mx_sweep_mpi *mpi, mx_run_record *runs, int n, int gpus, int say)
+{
+    int ndist = 0;
+    for (int i = 0; i < n; i++) ndist += mx_kv_mode_is_dist(runs[i].kvstore) && strcmp(runs[i].status, "skipped") != 0;
+    mx_sweep_mark_oversubscribed(mpi, runs, n, gpus);
+    if (!say) return;
+    if (ndist && geteuid() == 0) {
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
         fprintf(stderr, "mxbench sweep: running as root: Open MPI's allow-run-as-root switches are set for the "
                 "dist_* rows\n");
     }
-    if (nover)
-        fprintf(stderr, "mxbench sweep: warning: %d dist_* row(s) run more ranks x threads than the %d cores of this "
-                "machine (up to %d ranks x %d thread(s)): their timings are not meaningful (each is recorded "
-                "oversubscribed; use them for correctness)\n", nover, mpi->cores, worst, threads);
+    mx_sweep_warn_oversubscribed(mpi, runs, n, gpus);
 }
 
 int mx_cmd_sweep(int argc, char **argv)
@@ -443,20 +445,18 @@ int mx_cmd_sweep(int argc, char **argv)
     int ndist = 0;
     for (int i = 0; i < n; i++) ndist += mx_kv_mode_is_dist(runs[i].kvstore) && strcmp(runs[i].status, "skipped") != 0;
     static mx_sweep_mpi mpi;
+    mx_cuda_info cu;
+    mx_cuda_probe(&cu);
     if ((rc = mx_sweep_check_runs(runs, n)) != 0) {
     } else if ((rc = mx_sweep_mpi_setup(&mpi, a.mpirun, a.hostfile, a.mpirun_args, a.bucket_mb, ndist > 0)) != 0) {
     } else if (a.dry_run) {
-        prepare_dist(&mpi, runs, n, 0);
+        prepare_rows(&mpi, runs, n, gpus_in_use(&cu), 1);
         print_plan(runs, n);
     } else {
         mx_results existing;
         rc = prepare_file(&a, argc, argv, &existing);
         if (rc == 0) {
-            mx_cuda_info cu;
-            mx_cuda_probe(&cu);
-            /* the runs choose as `train --device auto` does: CUDA where built and present */
-            const char *dev = getenv("MXBENCH_DEVICE");
-            if (cu.count > 0 && mx_backend_find("cuda") && !(dev && strcmp(dev, "cpu") == 0))
+            if (gpus_in_use(&cu) > 0)
                 fprintf(stderr, "mxbench sweep: %d runs into %s; devices are GPUs: %d x %s%s\n", n, a.out, cu.count,
                         cu.model, a.oversubscribe ? " (rows with more devices than GPUs share them: --oversubscribe)" : "");
             else
@@ -466,7 +466,7 @@ int mx_cmd_sweep(int argc, char **argv)
                 fprintf(stderr, "mxbench sweep: %d dist_* row(s), each its own %s job of one worker rank per device "
                         "(%d thread(s) each) and its servers, %s\n", ndist, mpi.mpirun, ax.dist_threads,
                         mpi.hostfile ? "on the hosts of --hostfile" : "on this machine over TCP");
-            prepare_dist(&mpi, runs, n, 1);
+            prepare_rows(&mpi, runs, n, gpus_in_use(&cu), 1);
             signal(SIGINT, on_signal);
             signal(SIGTERM, on_signal);
             rc = run_sweep(&a, &mpi, runs, n, &existing);

@@ -388,5 +388,19 @@ else
     fail "(e) needs the file of (d)"
 fi
 
+# (f) rows that ask for more threads than cores are warned of once, before the plan, by row
+many=$(($(nproc) * 2))
+"$MX" sweep --workload mlp --dataset synthetic --steps 8 --kvstore local,device --gpus 1,$many --dry-run \
+    >"$T/over.out" 2>"$T/over.err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c 'warning: 2 of 3 rows ask for more than' "$T/over.err")" = 1 ] &&
+    grep -q "rows 2 ($many devices x 1 thread), 3 ($many devices x 1 thread)" "$T/over.err" &&
+    [ "$(grep -c '\[oversubscribed\]' "$T/over.out")" = 2 ]; then
+    pass "--gpus 1,$many on $(nproc) cores: one warning naming rows 2 and 3, both marked in the plan"
+else
+    fail "--gpus 1,$many on $(nproc) cores: expected one warning naming rows 2 and 3 and two marked rows (exit $rc)"
+    sed 's/^/    /' "$T/over.err" "$T/over.out"
+fi
+
 echo "test_sweep: $npass passed, $nfail failed"
 [ $nfail -eq 0 ]

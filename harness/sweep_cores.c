@@ -1,0 +1,54 @@
+/* Which rows of a sweep ask for more than the machine has (sweep_cores.h). */
+#include "sweep_cores.h"
+#include "strategies/kvstore.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* What a row asks of this machine, in the unit it is short of: CPU threads (devices or ranks
+ * x threads per device) against cores, or devices against GPUs. */
+static int asks(const mx_sweep_mpi *mpi, const mx_run_record *r, int gpus)
+{
+    if (gpus > 0) return r->gpus;
+    if (mx_kv_mode_is_dist(r->kvstore)) return mpi->one_machine ? mx_sweep_mpi_ranks(r) * r->threads_per_device : 0;
+    return r->gpus * r->threads_per_device;
+}
+
+int mx_sweep_mark_oversubscribed(const mx_sweep_mpi *mpi, mx_run_record *runs, int n, int gpus)
+{
+    const int have = gpus > 0 ? gpus : mpi->cores;
+    int nover = 0;
+    for (int i = 0; i < n; i++) {
+        mx_run_record *r = &runs[i];
+        if (strcmp(r->status, "skipped") == 0) continue;
+        r->oversubscribed = have > 0 && asks(mpi, r, gpus) > have;
+        nover += r->oversubscribed;
+    }
+    return nover;
+}
+
+void mx_sweep_warn_oversubscribed(const mx_sweep_mpi *mpi, const mx_run_record *runs, int n, int gpus)
+{
+    char list[512] = "";
+    size_t len = 0;
+    int nover = 0, shown = 0;
+    for (int i = 0; i < n; i++) {
+        const mx_run_record *r = &runs[i];
+        if (!r->oversubscribed || strcmp(r->status, "skipped") == 0) continue;
+        nover++;
+        if (shown == 8 || len >= sizeof list - 80) continue; /* the first eight name the pattern */
+        const int dist = mx_kv_mode_is_dist(r->kvstore);
+        int k = gpus > 0 ? snprintf(list + len, sizeof list - len, "%s%d (%d devices)", shown ? ", " : "", i + 1,
+                                    r->gpus)
+                         : snprintf(list + len, sizeof list - len, "%s%d (%d %s x %d thread%s)", shown ? ", " : "",
+                                    i + 1, dist ? mx_sweep_mpi_ranks(r) : r->gpus, dist ? "ranks" : "devices",
+                                    r->threads_per_device, r->threads_per_device == 1 ? "" : "s");
+        len += k > 0 ? (size_t)k : 0;
+        shown++;
+    }
+    if (!nover) return;
+    fprintf(stderr, "mxbench sweep: warning: %d of %d rows ask for more than this machine's %d %s: row%s %s%s. "
+            "Their timings are not a scaling result: each is recorded oversubscribed and drawn apart in the plots "
+            "(use them for correctness)\n", nover, n, gpus > 0 ? gpus : mpi->cores, gpus > 0 ? "GPUs" : "cores",
+            nover == 1 ? "" : "s", list, nover > shown ? ", ..." : "");
+}

@@ -121,9 +121,13 @@ static int write_record(count_job *j, const mx_counts *c, const char *out, char 
     mx_record_derive(r);
     r->throughput_agg = r->speedup = r->efficiency = NAN;
     mx_compare_describe(r, desc, ndesc);
-    int rc = out ? next_id(out, r->id, sizeof r->id) : MX_OK;
+    /* one writer at a time: the id chosen below must still be free when the run is added */
+    mx_results_lock lock = {-1, NULL};
+    int rc = out ? mx_results_lock_take(&lock, out) : MX_OK;
+    if (rc == MX_OK && out) rc = next_id(out, r->id, sizeof r->id);
     if (rc == MX_OK && out && access(out, F_OK) != 0) rc = mx_results_create(out, &res.meta, 0);
     if (rc == MX_OK && out) rc = mx_results_append(out, r);
+    mx_results_lock_release(&lock);
     mx_results_free(&res);
     return rc;
 }

@@ -346,6 +346,7 @@ static void log_progress(run_state *st, int epoch, int step, int step_in_epoch, 
 /* Training figures over a span of batches (an interval of --log-interval, or an epoch). */
 typedef struct {
     int batches, samples, correct;
+    long job_samples; /* the whole job's: a dist_* worker's samples are its share of each step */
     double loss_sum, time;
 } span;
 
@@ -353,6 +354,7 @@ static void span_add(span *s, const mx_step_stats *ss, int n, double dt)
 {
     s->batches++;
     s->samples += ss->samples > 0 ? ss->samples : n;
+    s->job_samples += n;
     s->correct += ss->correct;
     s->loss_sum += ss->loss_sum;
     s->time += dt;
@@ -364,7 +366,7 @@ static void span_add(span *s, const mx_step_stats *ss, int n, double dt)
 static void log_interval(const run_state *st, int epoch, int batch_end, const span *s)
 {
     fprintf(st->c->log, "Epoch[%d] Batch [%d-%d]  Speed: %.1f samples/sec  accuracy=%.4f  loss=%.4f\n", epoch,
-            batch_end - s->batches, batch_end, s->time > 0 ? s->samples / s->time : 0.0,
+            batch_end - s->batches, batch_end, s->time > 0 ? s->job_samples / s->time : 0.0,
             (double)s->correct / s->samples, s->loss_sum / s->samples);
     fflush(st->c->log);
 }
@@ -418,7 +420,7 @@ static int run_repeat(run_state *st)
             rec->epoch_time[rec->nepochs] = train_time;
             rec->nepochs++;
         }
-        log_epoch(st, epoch, ep.loss_sum / ep.samples, acc, ep.time, ep.samples);
+        log_epoch(st, epoch, ep.loss_sum / ep.samples, acc, ep.time, ep.job_samples);
     }
     return MX_OK;
 }

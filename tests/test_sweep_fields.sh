@@ -4,7 +4,8 @@
 # records for the same configuration typed by hand (the measurements aside). The fields are
 # every entry of the sweep's axes table (results/axes.c) that a record holds, plus the
 # kernels and devices; the sweep's batch and batch mode are its own way of writing the global
-# batch, so the global batch is compared instead.
+# batch, so the global batch is compared instead. And a dist_async epoch line counts what the
+# summary counts.
 # usage: test_sweep_fields.sh MXBENCH SOURCE_DIR BUILD_DIR
 . "$(dirname "$0")/e2e-lib.sh" test_sweep_fields "$1"
 SRC=$2
@@ -61,6 +62,19 @@ if command -v mpirun >/dev/null 2>&1 && "$MX" info | grep -q dist_sync; then
         "--kvstore dist_sync --batch 128 --threads-per-device 1" 4
     same dist-allreduce "--strategies data --gpus 2 --kvstore dist_allreduce --compression fp16 --threads-per-device 1" \
         "--kvstore dist_allreduce --batch 128 --compression fp16 --threads-per-device 1" 2
+    # a dist_async worker trains its share of each step: the epoch line counts the job's
+    # samples, as the summary's aggregate does (not worker 0's half)
+    if run "async-epoch" "$MX" train --np 4 --workload mlp --kvstore dist_async --batch 64 --epochs 1 \
+        --threads-per-device 1; then
+        ep=$(sed -n 's/^epoch 1\/1 .*  \([0-9]*\) samples\/s .*/\1/p' "$T/async-epoch.out")
+        agg=$(sed -n 's/.* \([0-9.]*\) aggregate.*/\1/p' "$T/async-epoch.out")
+        if [ -n "$ep" ] && [ -n "$agg" ] && awk -v e="$ep" -v a="$agg" 'BEGIN { exit !(e >= 0.98 * a && e <= 1.02 * a) }'; then
+            pass "dist_async: the epoch line's $ep samples/s is the summary's aggregate $agg"
+        else
+            fail "dist_async: the epoch line says '$ep' samples/s, the summary '$agg' aggregate"
+            indent "$T/async-epoch.out"
+        fi
+    fi
 else
     echo "test_sweep_fields: no mpirun or no MPI build: the dist_* rows are not compared"
 fi

@@ -305,7 +305,8 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
     return MX_OK;
 }
 
-static void log_epoch(run_state *st, int epoch, double loss, double acc, double secs, int samples)
+/* samples: the whole job's (every dist_* worker's), as the summary's aggregate counts them */
+static void log_epoch(run_state *st, int epoch, double loss, double acc, double secs, long samples)
 {
     if (!st->c->log) return;
     fprintf(st->c->log, "epoch %d/%d  train loss %.4f  test acc %.4f  %.0f samples/s  %.1f s\n", epoch + 1,

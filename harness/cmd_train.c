@@ -29,6 +29,7 @@ typedef struct {
     int oversubscribe_env;   /* MXBENCH_OVERSUBSCRIBE=1: a sweep's --oversubscribe (CUDA rows only) */
     int servers; /* --servers; -1: not given */
     int np;      /* --np: ranks to launch through mpirun; 0: none */
+    int dry_run; /* --dry-run: check the configuration, run nothing */
 } train_args;
 
 static const char *summary_text =
@@ -90,6 +91,7 @@ static int parse(train_args *a, int argc, char **argv)
         {"force", MX_OPT_FLAG, &record_force, NULL, "with --record: overwrite FILE if it exists (refused otherwise)", NULL},
         {"log-interval", MX_OPT_INT, &c->log_interval, "N", "every N batches print speed, training accuracy and loss, as MXNet's Speedometer (default 0: off)", NULL, 0, MX_MAX_LOG_INTERVAL},
         {"quiet", MX_OPT_FLAG, &a->quiet, NULL, "print only the summary line", NULL},
+        {"dry-run", MX_OPT_FLAG, &a->dry_run, NULL, "check the options and the configuration as a run would, say what would run, and exit (nothing trained, launched or written)", NULL},
         {0},
     };
     unsigned char seen[sizeof opts / sizeof *opts];
@@ -370,7 +372,15 @@ int mx_cmd_train(int argc, char **argv)
                     a.c.kvstore);
             return 2;
         }
-        return mx_train_launch(a.np, a.threads_given, argc, argv);
+        if (!a.dry_run) return mx_train_launch(a.np, a.threads_given, argc, argv);
+    }
+    if (a.dry_run) {
+        /* as a rank launched by mpirun would check it: the job's ranks are not started */
+        if ((rc = check_config(&a, mx_kv_mode_is_dist(a.c.kvstore))) != 0) return rc;
+        printf("mxbench train: --dry-run: accepted: %s on %s, %s x%d (%s kvstore), batch %d%s%s\n", a.c.workload,
+               a.c.dataset, a.c.strategy, a.c.devices, a.c.kvstore, a.c.batch,
+               a.np ? ", launched as an MPI job of --np ranks" : "", a.record ? ", recorded" : "");
+        return 0;
     }
     if ((rc = check_config(&a, 0)) != 0) return rc;
     mx_cluster *cl = NULL;

@@ -257,6 +257,14 @@ static int prepare_file(const sweep_args *a, int argc, char **argv, mx_results *
             fprintf(stderr, "mxbench sweep: --resume %s: %s\n", a->out, mx_last_error());
             return 2;
         }
+        /* the file says every sweep that wrote it, one command line each */
+        mx_results_meta meta;
+        mx_buildinfo_meta(&meta, argc + 1, argv - 1);
+        if (mx_results_add_command(a->out, meta.command_line) < 0) {
+            fprintf(stderr, "mxbench sweep: --resume %s: %s\n", a->out, mx_last_error());
+            mx_results_free(existing);
+            return 1;
+        }
         mx_results_remove_leftovers(a->out, leftovers, 2, "mxbench sweep");
         return 0;
     }

@@ -312,6 +312,32 @@ static int update_file(const char *path, const mx_run_record *rec, int replace)
     return finish(fid, path, update(fid, path, rec, replace));
 }
 
+int mx_results_add_command(const char *path, const char *command_line)
+{
+    quiet_hdf5();
+    MX_TRY(file_check(path));
+    void *data = NULL;
+    size_t size = 0;
+    MX_TRY(mx_file_read_all(path, &data, &size));
+    hid_t fid = mx_mem_open(path, data, size);
+    free(data);
+    if (fid < 0) return (int)fid;
+    mx_results cur;
+    memset(&cur, 0, sizeof cur);
+    int rc = read_header(fid, path, &cur);
+    char *all = NULL;
+    /* one line per command; past the meta's room the later ones are cut, never the first */
+    if (rc == MX_OK && asprintf(&all, "%s\n%s", cur.meta.command_line, command_line) < 0)
+        rc = mx_error(MX_ENOMEM, "%s: out of memory for the command line", path);
+    if (rc == MX_OK && strlen(all) >= sizeof cur.meta.command_line)
+        snprintf(all + sizeof cur.meta.command_line - 5, 5, " ...");
+    if (rc == MX_OK && mx_attr_write_str(fid, "command_line", all) < 0)
+        rc = mx_error(MX_EIO, "%s: HDF5 cannot rewrite the command_line attribute", path);
+    free(all);
+    mx_results_free(&cur);
+    return finish(fid, path, rc);
+}
+
 int mx_results_append(const char *path, const mx_run_record *rec) { return update_file(path, rec, 0); }
 
 int mx_results_replace(const char *path, const mx_run_record *rec) { return update_file(path, rec, 1); }

@@ -39,6 +39,10 @@ typedef struct {
  * (MX_EIO naming it and suggesting --force / --resume) unless force is set. */
 int mx_results_create(const char *path, const mx_results_meta *meta, int force);
 
+/* Adds a line to the file's command_line attribute: the command that continues it (a sweep's
+ * --resume), so that the file says every command that wrote it; atomically, as append. */
+int mx_results_add_command(const char *path, const char *command_line);
+
 /* Adds one run (group /runs/<rec->id> and a /summary row), recomputes speedup/efficiency
  * for every row, and atomically replaces the file. */
 int mx_results_append(const char *path, const mx_run_record *rec);

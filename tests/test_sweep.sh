@@ -402,5 +402,15 @@ else
     sed 's/^/    /' "$T/over.err" "$T/over.out"
 fi
 
+# (g) a study continued by --resume keeps every command that wrote it, one line each
+"$MX" sweep --workload mlp --dataset synthetic --gpus 1 --steps 8 --out "$T/cmd.h5" >/dev/null 2>&1 &&
+    "$MX" sweep --workload mlp --dataset synthetic --gpus 2 --steps 8 --out "$T/cmd.h5" --resume >/dev/null 2>&1
+cl=$(h5dump -a command_line "$T/cmd.h5" 2>/dev/null)
+if [[ $cl == *"--gpus 1 --steps 8 --out $T/cmd.h5"* && $cl == *"--gpus 2 --steps 8 --out $T/cmd.h5 --resume"* ]]; then
+    pass "command_line holds the first sweep and the one that resumed it"
+else
+    fail "command_line after --resume: expected both sweeps' command lines, saw: $cl"
+fi
+
 echo "test_sweep: $npass passed, $nfail failed"
 [ $nfail -eq 0 ]

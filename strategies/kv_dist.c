@@ -4,8 +4,9 @@
  *   the servers computed once every worker pushed the round;
  * - dist_device_sync: the same, but the local devices first all-reduce among themselves over
  *   the store's comm (as `device`), and device 0's sum goes to the host to be pushed;
- * - dist_async: as dist_sync, but each server applies this worker's push at once and answers
- *   with the latest weights.
+ * - dist_async: as dist_sync, but each server applies this worker's push at once (with the
+ *   worker's own momentum) and answers with the latest weights plus the other workers' next
+ *   momentum steps, where this worker's next gradient will land (ps_server.c).
  * The receive of a pull is posted before its push is sent, straight into the host copy of
  * the weights; mx_kv_pull waits for it and copies to the device.
  * With compression (kv_compress.c), as MXNet's KVStoreDist: the worker's summed gradient of

@@ -14,7 +14,8 @@
  *   worker 0 -> every server  TAG_INIT: the initial values of each part it owns, key order
  *   worker   -> server        part tag: the part's summed gradient, then one float, the lr
  *   server   -> worker        part tag: the part's new values (the sum, without updater);
- *                             sync: once every worker pushed the round; async: at once
+ *                             sync: once every worker pushed the round; async: at once,
+ *                             plus the other workers' next momentum steps (ps_server.c)
  *   worker   -> every server  TAG_STOP: this worker's session is over */
 #ifndef MX_PS_H
 #define MX_PS_H

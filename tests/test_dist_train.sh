@@ -4,8 +4,8 @@
 #     dist_device_sync (2 workers of 2 devices), dist_allreduce (2 workers) and dist_sync with
 #     keys split over 3 servers give the weights of `local` with the same global batch and
 #     devices in one process;
-#  2. dist_async: 1 worker has staleness 0; 2 workers and 1 server train lenet for an epoch
-#     to within 1.5 accuracy points of dist_sync, with staleness above 0;
+#  2. dist_async: 1 worker has staleness 0; 2 workers and 2 servers train lenet for an epoch
+#     at the default recipe to within 1.5 accuracy points of dist_sync, staleness above 0;
 #  3. the record: every rank's row, the workers' spread;
 #  4. roles from MXNet's DMLC_* variables; launch errors exit 2 naming the value;
 #  5. a worker killed mid-run ends the job within 30 s, the rank named.
@@ -85,18 +85,20 @@ if run async1 "${MPI[@]}" -np 2 "$MX" "${A[@]}" --dataset synthetic --steps 20 -
 fi
 FASHION_DIR=/usr/share/datasets/fashion-mnist
 if [ -d "$FASHION_DIR" ]; then
-    # lr 0.01, batch 64 per worker (global 128): dist_sync reaches 0.849 (deterministic);
-    # dist_async is not (updates interleave as the ranks are scheduled): measured 0.840,
-    # 0.848 and 0.860 in three runs. At lr 0.05 and 0.02 its stale momentum costs 2.2 and
-    # 1.0-1.3 points. So one retry of the async run, which this spread rarely needs twice.
-    EP=(--epochs 1 --batch 64 --lr 0.01)
+    # The default recipe (lr 0.05, cosine, momentum 0.9), batch 64 per worker (global 128):
+    # dist_sync reaches 0.8800 (deterministic); dist_async is not (updates interleave as the
+    # ranks are scheduled). With one momentum shared by the workers' pushes it reached 0.8459
+    # and 0.8545, which this check fails; with a momentum per worker and the look-ahead
+    # answer (ps_server.c), 0.8685-0.8796 in eight runs (at worst 1.15 points below). So one
+    # retry of the async run, which that spread rarely needs, and the shared momentum fails.
+    EP=(--epochs 1 --batch 64)
     close() { awk -v s="$1" -v a="$2" 'BEGIN { d = s - a; if (d < 0) d = -d; exit !(s > 0.7 && d <= 0.015) }'; }
     start=$(date +%s)
     if run epoch-sync "${MPI[@]}" -np 4 "$MX" "${A[@]}" "${EP[@]}" --kvstore dist_sync --record "$T/sync.h5"; then
         s=$(attr "$T/sync.h5" final_test_acc)
         for try in 1 2; do
             rm -f "$T/async.h5"
-            run epoch-async "${MPI[@]}" -np 3 "$MX" "${A[@]}" "${EP[@]}" --kvstore dist_async --servers 1 \
+            run epoch-async "${MPI[@]}" -np 4 "$MX" "${A[@]}" "${EP[@]}" --kvstore dist_async \
                 --record "$T/async.h5" || break
             a=$(attr "$T/async.h5" final_test_acc)
             echo "   try $try: an epoch of lenet on Fashion-MNIST: dist_sync acc $s, dist_async acc $a ($(( $(date +%s) - start )) s)"

@@ -412,31 +412,6 @@ void mx_cpu_dnnl_close(mx_backend *be)
  * run's record do not start oneDNN; a failure there sends every shape to mxbench's kernels. */
 int mx_cpu_dnnl_available(void) { return 1; }
 
-const char *mx_cpu_dnnl_version(void)
-{
-    static char v[32];
-    const dnnl_version_t *dv = dnnl_version();
-    snprintf(v, sizeof v, "%d.%d.%d", dv->major, dv->minor, dv->patch);
-    return v;
-}
-
-/* The instruction set oneDNN's kernels use here: its own choice from cpuid, capped by
- * ONEDNN_MAX_CPU_ISA; its AMX kernels lay operands out otherwise than its AVX-512 ones. */
-const char *mx_cpu_dnnl_isa(void)
-{
-    static const struct {
-        dnnl_cpu_isa_t isa;
-        const char *name;
-    } names[] = {{dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"}, {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
-                 {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"}, {dnnl_cpu_isa_avx512_core, "avx512_core"},
-                 {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"}, {dnnl_cpu_isa_avx2, "avx2"}, {dnnl_cpu_isa_avx, "avx"},
-                 {dnnl_cpu_isa_sse41, "sse41"}};
-    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (isa == names[i].isa) return names[i].name;
-    return "other";
-}
-
 /* Runs stmt with the device's thread count as oneDNN's. */
 #define WITH_DEVICE_THREADS(be, stmt)              \
     do {                                           \
@@ -549,8 +524,6 @@ int mx_cpu_conv_dnnl_backward(mx_backend *be, const mx_conv_desc *d, int n, floa
 #else /* no oneDNN in this build */
 
 int mx_cpu_dnnl_available(void) { return 0; }
-const char *mx_cpu_dnnl_version(void) { return NULL; }
-const char *mx_cpu_dnnl_isa(void) { return NULL; }
 void mx_cpu_dnnl_close(mx_backend *be) {}
 int mx_cpu_conv_dnnl_forward_c16(mx_backend *be, const mx_conv_desc *d, int n, float *out, const void *in,
                                   const float *w, unsigned c16)

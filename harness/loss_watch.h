@@ -1,6 +1,8 @@
 #ifndef MX_LOSS_WATCH_H
 #define MX_LOSS_WATCH_H
 
+#include <stddef.h>
+
 /* Divergence: A loss that turns NaN or inf stops the run at that step: the weights are then NaN too, and
  * no later step means anything. A loss that grows far beyond its start marks the run as
  * diverged and lets it finish: such a loss may come back (resnet18 at lr 0.05, batch 32, on
@@ -46,5 +48,11 @@ void mx_loss_watch_start(mx_loss_watch *w, int batch, int nclasses);
 /* Adds a finite loss; returns 1 when the growth rule fires, with the recent mean and the
  * reference it was compared with. */
 int mx_loss_watch_add(mx_loss_watch *w, double loss, double *ref, double *last_mean);
+/* What a fired rule means (ref and last_mean from mx_loss_watch_add): 1, diverged, with the
+ * rule in why; 0, on synthetic data (random labels: nothing to learn, and a loss that wanders
+ * up says nothing of a run that measures speed) a rise below MX_DIVERGE_SYNTHETIC_FACTOR,
+ * with the note to print once in why. */
+int mx_loss_watch_judge(const mx_loss_watch *w, double ref, double last_mean, int synthetic, int step, char *why,
+                        size_t n);
 
 #endif

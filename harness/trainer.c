@@ -281,26 +281,12 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
     }
     double first, last;
     if (!st->diverged && mx_loss_watch_add(&st->watch, loss, &first, &last)) {
-        const int k = st->watch.k;
-        /* synthetic labels are random: there is nothing to learn, and a loss that wanders up
-         * to a few times ln(classes) (resnet18's first steps at lr 0.05 reach 1.7x) says
-         * nothing of a run that measures speed: a note, once. A loss that blows up (beyond
-         * MX_DIVERGE_SYNTHETIC_FACTOR x) still marks it diverged, as a non-finite one stops it. */
-        const int synthetic = strcmp(st->c->dataset, "synthetic") == 0;
-        const double factor = synthetic ? MX_DIVERGE_SYNTHETIC_FACTOR : MX_DIVERGE_FACTOR;
-        if (!synthetic || last > factor * first) {
-            char why[320];
-            snprintf(why, sizeof why, "the mean loss of the last %d steps, %.4g, is above %.1f x %.4g (rule: mean of "
-                     "the last K steps > %.1f x the lesser of the first K steps' mean and ln(classes) = %.3f, K = "
-                     "%d%s)", k, last, factor, first, factor, st->watch.chance, k, synthetic ? ", on synthetic data" : "");
+        char why[320];
+        if (mx_loss_watch_judge(&st->watch, first, last, strcmp(st->c->dataset, "synthetic") == 0, step + 1, why,
+                                sizeof why))
             mark_diverged(st, step, loss, why);
-        } else if (!st->loss_noted) {
-            st->loss_noted = 1;
-            if (!(st->c->cluster && st->c->cluster->index != 0))
-                fprintf(stderr, "mxbench: note: the loss rose by step %d (the last %d steps' mean %.4g, %.1f x %.4g): "
-                        "synthetic data has random labels, so the run measures speed; it is marked diverged only "
-                        "beyond %.0f x\n", step + 1, k, last, last / first, first, factor);
-        }
+        else if (!st->loss_noted++ && !(st->c->cluster && st->c->cluster->index != 0))
+            fprintf(stderr, "mxbench: note: %s\n", why);
     }
     return MX_OK;
 }

@@ -225,6 +225,8 @@ static mx_results_lock out_lock = {-1, NULL};
 /* this sweep created --out (it holds no run of an earlier process): removed again when not
  * even its first run can be written (a full disk), so no empty file is left behind */
 static int out_created;
+/* --resume: this sweep's command line, added to the file's after its first recorded run */
+static mx_results_meta resume_meta;
 
 static int prepare_file(const sweep_args *a, int argc, char **argv, mx_results *existing)
 {
@@ -257,14 +259,9 @@ static int prepare_file(const sweep_args *a, int argc, char **argv, mx_results *
             fprintf(stderr, "mxbench sweep: --resume %s: %s\n", a->out, mx_last_error());
             return 2;
         }
-        /* the file says every sweep that wrote it, one command line each */
-        mx_results_meta meta;
-        mx_buildinfo_meta(&meta, argc + 1, argv - 1);
-        if (mx_results_add_command(a->out, meta.command_line) < 0) {
-            fprintf(stderr, "mxbench sweep: --resume %s: %s\n", a->out, mx_last_error());
-            mx_results_free(existing);
-            return 1;
-        }
+        /* the file will say every sweep that wrote it, one command line each: added with
+         * this sweep's first run (run_sweep), so a sweep that records nothing changes nothing */
+        mx_buildinfo_meta(&resume_meta, argc + 1, argv - 1);
         mx_results_remove_leftovers(a->out, leftovers, 2, "mxbench sweep");
         return 0;
     }
@@ -368,6 +365,10 @@ static int run_sweep(const sweep_args *a, const mx_sweep_mpi *mpi, mx_run_record
             free(tmp_path);
             return 1;
         }
+        if (resume_meta.command_line[0] && mx_results_add_command(a->out, resume_meta.command_line) < 0)
+            fprintf(stderr, "mxbench sweep: note: %s keeps its runs but not this sweep's command line: %s\n", a->out,
+                    mx_last_error());
+        resume_meta.command_line[0] = 0; /* once */
         failed += strcmp(r->status, "failed") == 0 || strcmp(r->status, "diverged") == 0;
         mx_sweep_outcome_text(r, outcome, sizeof outcome);
         mx_progress_end(&pg, outcome, !skipped);

@@ -15,6 +15,7 @@
  *  - the memory and bytes counters, and what create refuses. */
 #include "check.h"
 #include "engine/status.h"
+#include "harness/hostload.h"
 #include "strategies/pipeline_schedule.h"
 #include "strategies/strategy.h"
 #include "workloads/dataset.h"
@@ -215,9 +216,23 @@ static double median_bubble(int m, double *theory)
 static void check_bubble(void)
 {
     for (int m = 1; m <= 8; m *= 2) {
+        /* the bubble is measured on the wall clock: another program on the cores stretches
+         * the stages' waits. Up to three tries; on a host that stayed busy through them
+         * (mxbench's own noisy-host rule, hostload.h) the figure is printed, not judged */
+        mx_host_watch host;
+        mx_host_watch_start(&host);
         double theory = NAN, got = median_bubble(m, &theory);
-        if (!(fabs(got - theory) <= 0.05)) got = median_bubble(m, &theory); /* a noisy neighbour: once more */
+        for (int tries = 1; tries < 3 && !(fabs(got - theory) <= 0.05); tries++) got = median_bubble(m, &theory);
+        mx_host_watch_add(&host);
+        double others, load, steal;
+        int noisy;
+        mx_host_watch_figures(&host, &others, &load, &steal, &noisy);
         CHECK(fabs(theory - 1.0 / (m + 1)) < 1e-12, "m=%d: theory %g, expected 1/(m+1)", m, theory);
+        if (!(fabs(got - theory) <= 0.05) && noisy) {
+            printf("bubble, m=%d: measured %.3f against theory %.3f on a busy host (%.1f threads of other programs "
+                   "ready to run): not judged\n", m, got, theory, others);
+            continue;
+        }
         CHECK(fabs(got - theory) <= 0.05, "m=%d: measured bubble %.3f against theory %.3f (aim: within 0.05)", m, got,
               theory);
         printf("bubble, 2 equal stages, m=%d: measured %.3f, theory %.3f\n", m, got, theory);

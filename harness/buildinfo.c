@@ -80,7 +80,7 @@ void mx_buildinfo_print(FILE *f)
     mx_cuda_probe(&cu);
     fprintf(f, "mxbench %s (git %s)\n\nlibraries:\n", m.mxbench_version, m.git_revision);
     fprintf(f, "  %-8s %s\n", "BLAS", m.blas);
-    fprintf(f, "  %-8s %s; see README, Performance\n", "oneDNN",
+    fprintf(f, "  %-8s %s; see docs/performance.md\n", "oneDNN",
             m.onednn);
     fprintf(f, "  %-8s %s\n", "HDF5", m.hdf5);
     fprintf(f, "  %-8s %s\n", "MPI", m.mpi);

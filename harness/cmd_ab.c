@@ -4,7 +4,7 @@
  * estimate with Wilcoxon's signed-rank interval, results/stats.c), with exit 1 on a
  * regression beyond the threshold. Two sweeps minutes apart differ by up to 30% on a shared
  * 2-core machine; adjacent runs of one job differ far less, which is what makes a 5% gate
- * possible there (README, "Regression tracking"). */
+ * possible there (docs/regression.md). */
 #include "engine/paths.h"
 #include "engine/status.h"
 #include "harness/ab_report.h"

@@ -3,7 +3,7 @@
  * counted whole; the difference over N is the work of a step, with start-up, data loading and
  * the record's writing cancelled out. Under cachegrind the count is the same on every run of
  * the same binary and inputs, whatever else the host runs, so a CI job can gate on a 1%
- * change where timings on a shared runner move by 30% (README, "Regression tracking"). */
+ * change where timings on a shared runner move by 30% (docs/regression.md). */
 #include "engine/status.h"
 #include "harness/commands.h"
 #include "harness/count_run.h"
@@ -52,8 +52,8 @@ static int choose_via(count_job *j, const char *via)
 #ifdef __AVX512F__
     /* valgrind (3.19, Debian 12) stops at the first AVX-512 instruction with SIGILL */
     fprintf(stderr, "mxbench count: this mxbench was compiled for AVX-512 (-march=native on this CPU), which valgrind "
-            "cannot run%s%s; build one without it (cmake -DMXBENCH_NATIVE=OFF; scripts/count.sh does) and count with "
-            "that\n", why[0] ? "; and " : "", why);
+            "cannot run%s%s; build one without it (cmake -DMXBENCH_NATIVE=OFF: scripts/ci-regress.sh builds build-count/ so) "
+            "and count with that\n", why[0] ? "; and " : "", why);
     return MX_OPTS_BAD;
 #else
     return MX_OPTS_OK;

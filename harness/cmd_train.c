@@ -416,7 +416,7 @@ int mx_cmd_train(int argc, char **argv)
         const int diverged = strcmp(rec.status, "diverged") == 0 && !(cl && cl->index != 0);
         if (diverged) {
             rec.exit_status = 1;
-            /* what works, as measured (README, Gradient compression): 2bit with momentum
+            /* what works, as measured (docs/parallelism.md, Gradient compression): 2bit with momentum
              * diverges at every lr and threshold tried; without momentum, lr 0.5 trains */
             char hint[160];
             if (strcmp(a.c.compression, "2bit") == 0 && a.c.momentum > 0)

@@ -1,5 +1,5 @@
 /* How `mxbench sweep` launches a dist_* row: as its own `mpirun` job of G worker ranks (one
- * device each) plus S server ranks, every rank `mxbench train` (see README, "mxbench
+ * device each) plus S server ranks, every rank `mxbench train` (see docs/commands.md, "mxbench
  * sweep"). Here: the sweep's MPI options checked (mpirun, --hostfile, --mpirun-args), the
  * ranks of a row, and the mpirun command line. */
 #ifndef MX_SWEEP_MPI_H

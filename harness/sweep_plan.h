@@ -11,7 +11,7 @@
 #define MX_AXES_MAX 64  /* entries of mx_axes */
 /* Rows a sweep plans at most (the product of its list axes' lengths, before one-device rows
  * of several kvstores fold into one): each row is a training run, so 10000 is days of work
- * already, and the plan itself stays a few megabytes. README's sweep section says it. */
+ * already, and the plan itself stays a few megabytes. docs/commands.md's sweep section says it. */
 #define MX_SWEEP_MAX_ROWS 10000
 
 /* The values of every entry of mx_axes, as text (mx_axis_set reads them into a record):

@@ -2,7 +2,7 @@
  * way `mxbench sweep` launches its dist_* rows: --oversubscribe (Open MPI counts slots in
  * cores and refuses more ranks than slots), --bind-to none, Open MPI's allow-run-as-root
  * switches as root, and each rank a share of the cores unless --threads-per-device is given.
- * Across machines, mpirun is started by hand (README, "Across processes and machines"). */
+ * Across machines, mpirun is started by hand (docs/parallelism.md, "Across processes and machines"). */
 #ifndef MX_TRAIN_LAUNCH_H
 #define MX_TRAIN_LAUNCH_H
 

@@ -22,7 +22,7 @@
  *   (devices x threads per device for compute, one comm worker per device for M), 1 on GPUs.
  *
  * The parts are the measured median step split by the phases' mean shares. results/SCHEMA.md
- * and README ("Projection") state the assumptions. */
+ * and docs/projection.md state the assumptions. */
 #ifndef MX_PROJECT_H
 #define MX_PROJECT_H
 

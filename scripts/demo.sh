@@ -28,13 +28,13 @@ $mx sweep --strategies data,model,layer --gpus 1,2 --batch-mode global --batch 1
 ((status <= 1)) || exit "$status"
 echo
 # the same study grows by the compressors (--resume runs only the rows it lacks); 2bit's
-# threshold and topk's ratio as measured for lenet (README, Gradient compression)
+# threshold and topk's ratio as measured for lenet (docs/parallelism.md, Gradient compression)
 $mx sweep --strategies data --gpus 2 --batch-mode global --batch 128 --kvstore device \
           --compression none,fp16,2bit,topk --threshold 0.005 --topk-ratio 0.05 \
           --workload lenet --epochs 1 --out "$out/sweep.h5" --resume || status=$?
 ((status <= 1)) || exit "$status"
 # 2bit at MXNet's threshold trains as well as none with SGD without momentum at the same
-# long-run step (lr 0.5 = 0.05 / (1 - 0.9); README, Gradient compression)
+# long-run step (lr 0.5 = 0.05 / (1 - 0.9); docs/parallelism.md, Gradient compression)
 $mx sweep --strategies data --gpus 2 --batch-mode global --batch 128 --kvstore device \
           --compression 2bit --threshold 0.5 --lr 0.5 --momentum 0 \
           --workload lenet --epochs 1 --out "$out/sweep.h5" --resume || status=$?

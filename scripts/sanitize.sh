@@ -15,7 +15,7 @@ cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
       -DMXBENCH_SANITIZE=address,undefined -DMXBENCH_WERROR=ON >/dev/null
 cmake --build "$bdir" -j"$(nproc)"
 
-# Options (README "Sanitizers and fuzzing"):
+# Options (docs/building-and-testing.md, "Sanitizers and fuzzing"):
 # - exitcode=86: a sanitizer report gets its own exit status, so a CLI case that must exit 1
 #   or 2 cannot mistake one for the expected refusal.
 # - detect_leaks=1 with tests/fuzz/lsan.supp: leaks in our code fail; the suppressions list

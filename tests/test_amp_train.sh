@@ -50,7 +50,7 @@ for amp in fp16 bf16; do
         fail "$amp: saved activations '$a' against f32 '${act_off:-}', expected about half"
 done
 # oneDNN's version and role (3x3 convolutions under AMP bf16, or why unused) as `mxbench info` says
-dnnl_info=$("$MX" info | sed -n 's/^  oneDNN *\(.*\); see README.*/\1/p')
+dnnl_info=$("$MX" info | sed -n 's/^  oneDNN *\(.*\); see docs.*/\1/p')
 dnnl_rec=$(h5dump -a /onednn "$T/rec-bf16.h5" 2>/dev/null | sed -n 's/^ *(0): *//p' | head -1) # the file's
 [ -n "$dnnl_info" ] && [ "$dnnl_rec" = "\"$dnnl_info\"" ] && pass "bf16: recorded oneDNN $dnnl_rec" ||
     fail "bf16: record's oneDNN '$dnnl_rec', mxbench info's '$dnnl_info'"

@@ -5,7 +5,7 @@
 # csv and json hold the same points; the figures are PNG and SVG files with their data;
 # bad input (a missing file, --gpus 0, --gpus abc, --fit 3, a file measured on one device
 # count, --format xml) exits 2 naming the value. It checks the structure, never how close a
-# prediction of these few noisy steps comes: that is a measurement (README, Projection).
+# prediction of these few noisy steps comes: that is a measurement (docs/projection.md).
 # usage: test_project.sh MXBENCH SOURCE_DIR BUILD_DIR
 set -u
 

@@ -38,7 +38,7 @@ typedef struct {
      * job): raw little-endian f32, in the model's parameter order, crash-safe */
     const char *save_params;
     /* model (pipeline) only: the stage cut ("auto" or NULL: balanced; "6,3,3"), micro-batches
-     * per batch (0: one) and the schedule (NULL: gpipe; "1f1b") */
+     * per batch (0: the pipeline's default, 4 per stage) and the schedule (NULL: 1f1b; "gpipe") */
     const char *partition;
     int micro_batches;
     const char *schedule;

@@ -81,7 +81,7 @@ const mx_axis mx_axes[] = {
      * the series key: they grow along a series with the device count, as global_batch does */
     {AX(workers, INT), NULL, 0, NULL, 0, 0, 0, "1", NULL, NULL, NULL, NULL, MX_CHILD_NO, 1, 0, 0, 0, NULL, 0},
     {AX(servers, INT), NULL, 0, NULL, 0, 0, 0, "0", NULL, NULL, NULL, NULL, MX_CHILD_NO, 1, 0, 0, 9, "srv=%d", 1},
-    /* the model strategy's pipeline (issue: model and layer parallelism). Every other row holds
+    /* the model strategy's pipeline. Every other row holds
      * the defaults (one micro-batch is what a data or layer step is), so that rows of the other
      * strategies keep the keys they had; the child gets them only when they differ */
     {AX(micro_batches, INT), "micro-batches", 35, NULL, 1, MX_MAX_MICRO_BATCHES, 0, "1", "LIST",

@@ -1,5 +1,5 @@
 /* Cutting a model's top-level layers (a residual block is one) into k contiguous pipeline
- * stages for the model strategy (issue: model and layer parallelism): balanced by cost (the
+ * stages for the model strategy: balanced by cost (the
  * measured time of each layer, or its FLOPs where it cannot be profiled), or as the user
  * wrote it (--partition 6,3,3). Stage s holds layers [first[s], first[s+1]); first has k+1
  * entries, first[0] = 0 and first[k] = n. */

@@ -36,7 +36,7 @@ const char *mx_strategy_names(void)
             at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? "|" : "", strategies[i]->name);
     return names;
 }
-/* The strategies the mission plans are the sweep axis's choices (results/axes.c): one list. */
+/* The strategies the CLI knows are the sweep axis's choices (results/axes.c): one list. */
 const char *mx_strategy_planned(void) { return mx_axis_find("strategy")->choices; }
 
 int mx_split_batch(int n, int k, const double *weights, int *counts)

@@ -22,7 +22,7 @@ typedef struct {
     int nclasses;
     int devices;
     int threads_per_device;
-    const char *kvstore;       /* local | device (ignored with one device: no store, as MXNet) */
+    const char *kvstore;       /* a kvstore mode (kvstore.h; ignored with one device: no store, as MXNet) */
     const char *backend;       /* a kind from mx_backend_names(): cpu, cuda; NULL = cpu */
     int max_batch;             /* global batch */
     const double *work_load;   /* [devices] relative shares of each batch; NULL = even */
@@ -142,7 +142,7 @@ int mx_layer_check(const mx_strategy_config *cfg);
  * update their own f32 master weights once the summed gradient is known to be finite; a
  * dist_async server updates at every push instead, before any such check could run. */
 int mx_amp_check(const char *strategy, const char *kvstore, const char *amp);
-const char *mx_strategy_names(void);     /* those built: "data" */
+const char *mx_strategy_names(void);     /* those built: "data|model|layer" */
 const char *mx_strategy_planned(void);   /* those known to the CLI: "data|model|layer" */
 
 /* Splits a batch of n over k devices by relative weights (NULL = even), as MXNet's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mixed precision end to end through `mxbench train` and `sweep` (issue: compression and AMP):
+# Mixed precision end to end through `mxbench train` and `sweep`:
 #  1. the record of a short run (synthetic data, 2 devices): amp, amp_kernels (what `mxbench
 #     info` says this CPU runs bf16 on; emulated for fp16; empty when off), the loss scale (fp16 starts
 #     at 2^16, bf16 keeps 1), every step's scale in the loss_scale series (fp16 only),

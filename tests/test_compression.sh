@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Gradient compression end to end through `mxbench train` (issue: compression and AMP):
+# Gradient compression end to end through `mxbench train`:
 #  1. the record: each compressor's bytes on the wire against uncompressed f32, exactly what
 #     its payload holds (fp16 1/2, 2bit 4 bytes per 16 values, topk 8 bytes per value sent,
 #     none 1), a compress phase and time, a residual norm for the error-feedback ones;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dist_* kvstores as MPI jobs of `mxbench train` (issue: distributed kvstores):
+# The dist_* kvstores as MPI jobs of `mxbench train`:
 #  1. equivalence: after 20 steps of mlp and 12 of lenet, dist_sync (2 workers of batch b),
 #     dist_device_sync (2 workers of 2 devices), dist_allreduce (2 workers) and dist_sync with
 #     keys split over 3 servers give the weights of `local` with the same global batch and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A busy host is noticed (issue: numbers a team can act on): `mxbench train` beside two
+# A busy host is noticed: `mxbench train` beside two
 # programs spinning on the cores records the run noisy, with the threads of other programs
 # ready to run and the load, says so in its summary line and its progress lines, and the
 # report's note and CSV columns carry it. (That a quiet host reads quiet is not asserted:

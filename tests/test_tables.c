@@ -1,4 +1,4 @@
-/* Walks the tables of issue 8: every counter (results/metrics.def) reaches the trainer's
+/* Walks the tables: every counter (results/metrics.def) reaches the trainer's
  * reduction, the record, the HDF5 file (run attribute and /summary column), `mxbench report`
  * in every format and SCHEMA.md; every axis (results/axes.c) reaches the planned record, the
  * child's `train` command line, the configuration and series keys, the file and SCHEMA.md. A

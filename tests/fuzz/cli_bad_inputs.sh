@@ -39,7 +39,7 @@ for v in nan inf -inf 1e999 -1e999 0x 1e 0.1.2 " " abc; do
     bad "train --momentum '$v'" "$MX" train --momentum "$v" "${S[@]}"
 done
 
-# ---- huge counts: each must be refused at parsing, naming the value (issue 7)
+# ---- huge counts: each must be refused at parsing, naming the value
 bad "train --batch INT_MAX" "$MX" train --batch 2147483647 "${S[@]:0:6}" --threads-per-device 1
 bad "train --repeat 2e9" "$MX" train --repeat 2000000000 "${S[@]}"
 bad "train --epochs INT_MAX" "$MX" train --epochs 2147483647 --dataset synthetic --workload mlp --quiet

@@ -61,19 +61,19 @@ static void print_json(const char *const bin[2], const char *config, const doubl
     interval(ci, sizeof ci, res);
     snprintf(name, sizeof name, "%s throughput", config);
     printf("[\n  {\"name\": ");
-    json_string(name);
+    mx_json_string(name);
     printf(", \"unit\": \"samples/s\", \"value\": %.6g, \"extra\": ", side_median(thr, res->rounds, 1));
     snprintf(extra, sizeof extra, "median of %d runs; base %.6g", res->rounds, side_median(thr, res->rounds, 0));
-    json_string(extra);
+    mx_json_string(extra);
     snprintf(name, sizeof name, "%s new/base", config);
     printf("},\n  {\"name\": ");
-    json_string(name);
+    mx_json_string(name);
     printf(", \"unit\": \"ratio\", \"value\": %.6g, \"range\": ", res->ratio);
-    json_string(ci);
+    mx_json_string(ci);
     snprintf(extra, sizeof extra, "%s at threshold %g%%; base %s, new %s", mx_compare_verdict_name(res->verdict),
              res->threshold * 100, bin[0], bin[1]);
     printf(", \"extra\": ");
-    json_string(extra);
+    mx_json_string(extra);
     printf("}\n]\n");
 }
 

@@ -210,13 +210,13 @@ static void print_json_rows(const row *rows, int n)
         snprintf(extra, sizeof extra, "base %s, ratio %s %s, %s (runs %s)", rows[r].cell[3], rows[r].cell[5],
                  rows[r].cell[6], rows[r].cell[7], rows[r].cell[1]);
         printf("%s\n  {\"name\": ", r ? "," : "");
-        json_string(name);
+        mx_json_string(name);
         printf(", \"unit\": \"%s\", \"value\": ", units[rows[r].metric]);
-        json_number(rows[r].value);
+        mx_json_number(rows[r].value);
         printf(", \"range\": ");
-        json_string(rows[r].cell[6]);
+        mx_json_string(rows[r].cell[6]);
         printf(", \"extra\": ");
-        json_string(extra);
+        mx_json_string(extra);
         printf("}");
     }
     printf("\n]\n");

@@ -158,7 +158,7 @@ int mx_cmd_project(int argc, char **argv)
     int projected = 0;
     for (int i = 0; i < n; i++) projected += !pr[i].skipped[0];
     if (status == 0 && projected == 0) status = nothing_projected(pos[0], &res, pr, n);
-    if (status == 0) project_print(format, pos[0], pr, n);
+    if (status == 0) mx_project_print(format, pos[0], pr, n);
     if (status == 0 && plot_dir) {
         fflush(stdout);
         status = plot(plot_dir, scripts, verbose, &res, pr, n);

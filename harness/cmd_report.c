@@ -15,7 +15,7 @@
 #include <string.h>
 
 /* Three significant digits at least, no exponent for ordinary throughputs. */
-static void fmt_rate_n(char *buf, size_t n, double x) { fmt_num_n(buf, n, x, fabs(x) >= 100 ? "%.0f" : "%.3g"); }
+static void fmt_rate_n(char *buf, size_t n, double x) { mx_fmt_num_n(buf, n, x, fabs(x) >= 100 ? "%.0f" : "%.3g"); }
 static void fmt_rate(char *buf, double x) { fmt_rate_n(buf, CELL, x); }
 
 static void fmt_ci(char *buf, double lo, double hi)
@@ -101,7 +101,7 @@ static void fill_row(char (*row)[CELL], const mx_run_record *r, const shown_cols
     snprintf(row[c++], CELL, "%s", r->workload);
     snprintf(row[c++], CELL, "%s", r->strategy);
     snprintf(row[c++], CELL, "%d", r->gpus);
-    fmt_num(row[c++], batch_per_device(r), "%.4g");
+    mx_fmt_num(row[c++], batch_per_device(r), "%.4g");
     snprintf(row[c++], CELL, "%d", r->global_batch);
     snprintf(row[c++], CELL, "%s", shown_kvstore(r));
     if (shown->procs) {
@@ -113,12 +113,12 @@ static void fill_row(char (*row)[CELL], const mx_run_record *r, const shown_cols
     snprintf(row[c++], CELL, "%s", r->status);
     fmt_rate(row[c++], r->throughput);
     fmt_ci(row[c++], r->throughput_ci_low, r->throughput_ci_high);
-    fmt_num(row[c++], r->step_time_median * 1e3, "%.2f");
-    fmt_num(row[c++], r->speedup, "%.2f");
-    fmt_num(row[c++], r->efficiency * 100, "%.0f%%");
-    fmt_num(row[c++], r->final_test_acc, "%.4f");
+    mx_fmt_num(row[c++], r->step_time_median * 1e3, "%.2f");
+    mx_fmt_num(row[c++], r->speedup, "%.2f");
+    mx_fmt_num(row[c++], r->efficiency * 100, "%.0f%%");
+    mx_fmt_num(row[c++], r->final_test_acc, "%.4f");
     for (int k = 0; k < MX_NCOUNTERS; k++)
-        if (shown->counter[k]) fmt_num(row[c++], r->metrics[k] * mx_counters[k].scale, mx_counters[k].fmt);
+        if (shown->counter[k]) mx_fmt_num(row[c++], r->metrics[k] * mx_counters[k].scale, mx_counters[k].fmt);
     if (not_ok(r))
         fmt_reason(row[c++], r->reason, 60);
     else
@@ -173,14 +173,14 @@ static int print_ranks(const mx_run_record *r, int md)
         snprintf(row[c++], CELL, "%.*s", (int)sizeof x->host, x->host);
         snprintf(row[c++], CELL, "%.*s", (int)sizeof x->role, x->role);
         snprintf(row[c++], CELL, "%d", x->steps);
-        fmt_num(row[c++], x->step_median * 1e3, "%.2f");
-        fmt_num(row[c++], x->step_p90 * 1e3, "%.2f");
-        fmt_num(row[c++], x->step_max * 1e3, "%.2f");
-        fmt_num(row[c++], med > 0 ? x->step_median / med : NAN, "%.2fx");
-        fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
-        fmt_num(row[c++], x->push_time * 1e3, "%.2f");
-        fmt_num(row[c++], x->pull_time * 1e3, "%.2f");
-        fmt_num(row[c++], x->busy_time * 1e3, "%.2f");
+        mx_fmt_num(row[c++], x->step_median * 1e3, "%.2f");
+        mx_fmt_num(row[c++], x->step_p90 * 1e3, "%.2f");
+        mx_fmt_num(row[c++], x->step_max * 1e3, "%.2f");
+        mx_fmt_num(row[c++], med > 0 ? x->step_median / med : NAN, "%.2fx");
+        mx_fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
+        mx_fmt_num(row[c++], x->push_time * 1e3, "%.2f");
+        mx_fmt_num(row[c++], x->pull_time * 1e3, "%.2f");
+        mx_fmt_num(row[c++], x->busy_time * 1e3, "%.2f");
     }
     char about[160];
     snprintf(about, sizeof about, "kvstore %s, %d worker%s, %d server%s%s", r->kvstore, r->workers,
@@ -188,10 +188,10 @@ static int print_ranks(const mx_run_record *r, int md)
              r->oversubscribed ? "; oversubscribed: timings not meaningful" : "");
     if (md) {
         printf("\n#### Ranks of `%s` (%s)\n\n", r->id, about);
-        table_print_md(&t, stdout);
+        mx_table_print_md(&t, stdout);
     } else {
         printf("\nranks of %s (%s):\n", r->id, about);
-        table_print_text(&t, stdout);
+        mx_table_print_text(&t, stdout);
     }
     free(t.cell);
     return MX_OK;
@@ -223,9 +223,9 @@ static int print_table(const char *path, const mx_results *res, int md)
     else
         printf("%s: %d runs (schema %d)%s\n\n", path, res->nruns, res->schema_version, about);
     if (md)
-        table_print_md(&t, stdout);
+        mx_table_print_md(&t, stdout);
     else
-        table_print_text(&t, stdout);
+        mx_table_print_text(&t, stdout);
     printf("\n");
     printf("batch/dev and global: samples per device and per step; samples/s: median over timed steps and\n"
            "repeats, with its 95%% confidence interval; speedup and efficiency: against the one-device run\n"
@@ -246,7 +246,7 @@ static int print_table(const char *path, const mx_results *res, int md)
     int ndetailed = 0;
     for (int i = 0; i < res->nruns && rc == MX_OK; i++)
         if (res->runs[i].nlayers > 0 || res->runs[i].ndevices > 1)
-            rc = report_print_detail(&res->runs[i], md), ndetailed++;
+            rc = mx_report_print_detail(&res->runs[i], md), ndetailed++;
     if (ndetailed && rc == MX_OK)
         printf("\nlayers: a device's top-level layers (model: its stage); bubble: the stage's idle share of its step\n"
                "windows; param, optim, peak MB: parameters and gradients, momentum, and the most the device held\n"
@@ -333,7 +333,7 @@ static void print_csv(const mx_results *res)
         for (int c = 0; c < DATA_COLS; c++) {
             const column *k = &data_cols[c];
             if (c) putchar(',');
-            if (k->kind == C_STR || k->kind == C_KV) csv_string(col_str(r, k));
+            if (k->kind == C_STR || k->kind == C_KV) mx_csv_string(col_str(r, k));
             else if (k->kind == C_INT) printf("%d", col_int(r, k));
             else if (!isnan(col_dbl(r, k))) printf("%.6g", col_dbl(r, k)); /* NaN: empty */
         }
@@ -363,11 +363,11 @@ static void print_csv_ranks(const mx_results *res)
     for (int i = 0; i < res->nruns; i++)
         for (int k = 0; k < res->runs[i].nranks; k++) {
             const mx_rank_row *x = &res->runs[i].ranks[k];
-            csv_string(res->runs[i].id);
+            mx_csv_string(res->runs[i].id);
             printf(",%d,", x->rank);
-            csv_string(x->host);
+            mx_csv_string(x->host);
             putchar(',');
-            csv_string(x->role);
+            mx_csv_string(x->role);
             printf(",%d", x->steps);
             for (int c = 4; c < RANK_NAMES; c++) {
                 putchar(',');
@@ -388,11 +388,11 @@ static void print_json(const char *path, const mx_results *res)
         {"hdf5", m->hdf5},                       {"start_time", m->start_time},     {"command_line", m->command_line},
     };
     printf("{\n  \"file\": ");
-    json_string(path);
+    mx_json_string(path);
     printf(",\n  \"schema_version\": %d,\n  \"meta\": {", res->schema_version);
     for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++) {
         printf("%s\n    \"%s\": ", i ? "," : "", meta[i].name);
-        json_string(meta[i].value);
+        mx_json_string(meta[i].value);
     }
     printf("\n  },\n  \"runs\": [");
     column data_cols[MAX_DATA_COLS];
@@ -403,26 +403,26 @@ static void print_json(const char *path, const mx_results *res)
         for (int c = 0; c < DATA_COLS; c++) {
             const column *k = &data_cols[c];
             printf("%s\"%s\": ", c ? ", " : "", k->name);
-            if (k->kind == C_STR || k->kind == C_KV) json_string(col_str(r, k));
+            if (k->kind == C_STR || k->kind == C_KV) mx_json_string(col_str(r, k));
             else if (k->kind == C_INT) printf("%d", col_int(r, k));
-            else json_number(col_dbl(r, k));
+            else mx_json_number(col_dbl(r, k));
         }
         printf(", \"ranks\": [");
         for (int k = 0; k < r->nranks; k++) {
             const mx_rank_row *x = &r->ranks[k];
             printf("%s{\"rank\": %d, \"host\": ", k ? ", " : "", x->rank);
-            json_string(x->host);
+            mx_json_string(x->host);
             printf(", \"role\": ");
-            json_string(x->role);
+            mx_json_string(x->role);
             printf(", \"steps\": %d", x->steps);
             for (int c = 4; c < RANK_NAMES; c++) {
                 printf(", \"%s\": ", rank_names[c]);
-                json_number(rank_figure(x, c));
+                mx_json_number(rank_figure(x, c));
             }
             printf("}");
         }
         printf("]");
-        report_json_detail(r);
+        mx_report_json_detail(r);
         printf("}");
     }
     printf("%s]\n}\n", res->nruns ? "\n  " : "");

@@ -35,16 +35,16 @@ static void fill_row(char (*cell)[CELL], const mx_proj_point *pt, int skipped)
     snprintf(cell[0], CELL, "%d", pt->gpus);
     snprintf(cell[1], CELL, "%d", pt->measured);
     snprintf(cell[2], CELL, "%s", pt->fitted ? "fit" : pt->measured ? "check" : "-");
-    fmt_num(cell[3], pt->throughput, "%.0f");
-    fmt_num(cell[4], skipped ? NAN : pt->m_throughput, "%.0f");
-    fmt_num(cell[5], 100 * pt->error, "%+.1f%%");
-    fmt_num(cell[6], pt->efficiency, "%.2f");
-    fmt_num(cell[7], pt->m_efficiency, "%.2f");
-    fmt_num(cell[8], 1e3 * pt->step, "%.3g");
-    fmt_num(cell[9], 1e3 * pt->m_step, "%.3g");
-    fmt_num(cell[10], 1e3 * pt->data, "%.3g");
-    fmt_num(cell[11], 1e3 * pt->compute, "%.3g");
-    fmt_num(cell[12], 1e3 * (pt->comm + pt->update), "%.3g");
+    mx_fmt_num(cell[3], pt->throughput, "%.0f");
+    mx_fmt_num(cell[4], skipped ? NAN : pt->m_throughput, "%.0f");
+    mx_fmt_num(cell[5], 100 * pt->error, "%+.1f%%");
+    mx_fmt_num(cell[6], pt->efficiency, "%.2f");
+    mx_fmt_num(cell[7], pt->m_efficiency, "%.2f");
+    mx_fmt_num(cell[8], 1e3 * pt->step, "%.3g");
+    mx_fmt_num(cell[9], 1e3 * pt->m_step, "%.3g");
+    mx_fmt_num(cell[10], 1e3 * pt->data, "%.3g");
+    mx_fmt_num(cell[11], 1e3 * pt->compute, "%.3g");
+    mx_fmt_num(cell[12], 1e3 * (pt->comm + pt->update), "%.3g");
     if (skipped || isnan(pt->share_compute)) snprintf(cell[13], CELL, "-");
     else snprintf(cell[13], CELL, "%.2g/%.2g", pt->share_compute, pt->share_comm);
 }
@@ -88,8 +88,8 @@ static void print_table(const char *file, const mx_projection *pr, int n, int md
         if (!t.cell) continue;
         for (int r = 0; r < p->npoints; r++) fill_row(t.cell[r], &p->pt[r], p->skipped[0] != 0);
         if (md) putchar('\n');
-        if (md) table_print_md(&t, stdout);
-        else table_print_text(&t, stdout);
+        if (md) mx_table_print_md(&t, stdout);
+        else mx_table_print_text(&t, stdout);
         free(t.cell);
     }
     printf("\n%sfit: the point's runs were fitted; check: measured, held out (error = model / measured - 1); model eff:\n"
@@ -132,13 +132,13 @@ static void print_csv(const mx_projection *pr, int n)
         fit_list(p, fits, sizeof fits);
         for (int j = 0; j < p->npoints; j++) {
             const mx_proj_point *pt = &p->pt[j];
-            csv_string(p->label);
+            mx_csv_string(p->label);
             printf(",%d,%d,%d", pt->gpus, pt->measured, pt->fitted);
             double v[NPOINT_FIGS];
             point_values(pt, v);
             for (int k = 0; k < NPOINT_FIGS; k++) csv_num(v[k]);
             putchar(',');
-            csv_string(fits);
+            mx_csv_string(fits);
             const int sk = p->skipped[0] != 0;
             /* a configuration not projected has no fit: its cores and threads only */
             const double f[] = {p->d0, p->d1, p->c0, p->c1, p->alpha, p->beta, p->gamma, p->p_ref, p->rounds,
@@ -146,9 +146,9 @@ static void print_csv(const mx_projection *pr, int n)
             const size_t nf = sizeof f / sizeof *f;
             for (size_t k = 0; k < nf; k++) csv_num(sk && k < nf - 2 ? NAN : f[k]);
             putchar(',');
-            csv_string(p->notes);
+            mx_csv_string(p->notes);
             putchar(',');
-            csv_string(p->skipped);
+            mx_csv_string(p->skipped);
             putchar('\n');
         }
     }
@@ -157,23 +157,23 @@ static void print_csv(const mx_projection *pr, int n)
 static void json_field(const char *name, double x, int first)
 {
     printf("%s\"%s\": ", first ? "" : ", ", name);
-    json_number(x);
+    mx_json_number(x);
 }
 
 static void print_json(const char *file, const mx_projection *pr, int n)
 {
     printf("{\"file\": ");
-    json_string(file);
+    mx_json_string(file);
     printf(", \"configurations\": [");
     for (int i = 0; i < n; i++) {
         const mx_projection *p = &pr[i];
         const int sk = p->skipped[0] != 0;
         printf("%s\n  {\"configuration\": ", i ? "," : "");
-        json_string(p->label);
+        mx_json_string(p->label);
         printf(", \"skipped\": ");
-        json_string(p->skipped);
+        mx_json_string(p->skipped);
         printf(", \"notes\": ");
-        json_string(p->notes);
+        mx_json_string(p->notes);
         printf(", \"fit_gpus\": [");
         for (int k = 0; k < p->nfit; k++) printf("%s%d", k ? ", " : "", p->fit_gpus[k]);
         printf("],\n   \"fit\": {");
@@ -198,7 +198,7 @@ static void print_json(const char *file, const mx_projection *pr, int n)
     printf("\n]}\n");
 }
 
-void project_print(const char *fmt, const char *file, const mx_projection *pr, int n)
+void mx_project_print(const char *fmt, const char *file, const mx_projection *pr, int n)
 {
     if (strcmp(fmt, "csv") == 0) print_csv(pr, n);
     else if (strcmp(fmt, "json") == 0) print_json(file, pr, n);

@@ -6,6 +6,6 @@
 #include "results/project.h"
 
 /* fmt: "text", "md", "csv" or "json"; file names the study in text, md and json. */
-void project_print(const char *fmt, const char *file, const mx_projection *pr, int n);
+void mx_project_print(const char *fmt, const char *file, const mx_projection *pr, int n);
 
 #endif

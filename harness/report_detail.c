@@ -22,10 +22,10 @@ static void print_one(const table *t, int md, const char *title_md, const char *
 {
     if (md) {
         printf("\n#### %s\n\n", title_md);
-        table_print_md(t, stdout);
+        mx_table_print_md(t, stdout);
     } else {
         printf("\n%s:\n", title_text);
-        table_print_text(t, stdout);
+        mx_table_print_text(t, stdout);
     }
 }
 
@@ -41,13 +41,13 @@ static int print_devices(const mx_run_record *r, int md)
         int c = 0;
         snprintf(row[c++], CELL, "%d", x->device);
         snprintf(row[c++], CELL, "%d-%d", x->first_layer, x->last_layer - 1);
-        fmt_num(row[c++], x->bubble * 100, "%.1f%%");
-        fmt_num(row[c++], x->mem_params * 1e-6, "%.4g");
-        fmt_num(row[c++], x->mem_optim * 1e-6, "%.4g");
-        fmt_num(row[c++], x->mem_peak * 1e-6, "%.4g");
-        fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
+        mx_fmt_num(row[c++], x->bubble * 100, "%.1f%%");
+        mx_fmt_num(row[c++], x->mem_params * 1e-6, "%.4g");
+        mx_fmt_num(row[c++], x->mem_optim * 1e-6, "%.4g");
+        mx_fmt_num(row[c++], x->mem_peak * 1e-6, "%.4g");
+        mx_fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
         snprintf(row[c++], CELL, "%d", x->inflight_max);
-        fmt_num(row[c++], x->busy_time * 1e3, "%.2f");
+        mx_fmt_num(row[c++], x->busy_time * 1e3, "%.2f");
     }
     char about[96], md_title[160], text_title[160];
     if (strcmp(r->strategy, "model") == 0)
@@ -60,7 +60,7 @@ static int print_devices(const mx_run_record *r, int md)
     print_one(&t, md, md_title, text_title);
     free(t.cell);
     char who[160];
-    if (report_straggler(r, who, sizeof who)) printf("%s%s\n", md ? "\n" : "", who);
+    if (mx_report_straggler(r, who, sizeof who)) printf("%s%s\n", md ? "\n" : "", who);
     return MX_OK;
 }
 
@@ -70,7 +70,7 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int report_straggler(const mx_run_record *r, char *buf, size_t n)
+int mx_report_straggler(const mx_run_record *r, char *buf, size_t n)
 {
     double *busy = r->ndevices > 1 ? malloc(sizeof *busy * (size_t)r->ndevices) : NULL;
     int m = 0, slow = -1;
@@ -107,7 +107,7 @@ static int print_layers(const mx_run_record *r, int md)
         snprintf(row[1], CELL, "%.*s", (int)sizeof x->kind, x->kind);
         if (x->device >= 0) snprintf(row[2], CELL, "%d", x->device);
         else snprintf(row[2], CELL, "all");
-        fmt_num(row[3], x->bytes_per_step * 1e-6, "%.3g");
+        mx_fmt_num(row[3], x->bytes_per_step * 1e-6, "%.3g");
     }
     char md_title[96], text_title[96];
     snprintf(md_title, sizeof md_title, "Layers of `%s`", r->id);
@@ -117,39 +117,39 @@ static int print_layers(const mx_run_record *r, int md)
     return MX_OK;
 }
 
-int report_print_detail(const mx_run_record *r, int md)
+int mx_report_print_detail(const mx_run_record *r, int md)
 {
     if (r->ndevices > 1 || (r->ndevices > 0 && r->nlayers > 0)) MX_TRY(print_devices(r, md));
     return r->nlayers > 0 ? print_layers(r, md) : MX_OK;
 }
 
-void report_json_detail(const mx_run_record *r)
+void mx_report_json_detail(const mx_run_record *r)
 {
     printf(", \"devices\": [");
     for (int i = 0; i < r->ndevices; i++) {
         const mx_device_row *x = &r->devices[i];
         printf("%s{\"device\": %d, \"first_layer\": %d, \"last_layer\": %d, \"bubble\": ", i ? ", " : "", x->device,
                x->first_layer, x->last_layer);
-        json_number(x->bubble);
+        mx_json_number(x->bubble);
         printf(", \"mem_params\": ");
-        json_number(x->mem_params);
+        mx_json_number(x->mem_params);
         printf(", \"mem_optim\": ");
-        json_number(x->mem_optim);
+        mx_json_number(x->mem_optim);
         printf(", \"mem_peak\": ");
-        json_number(x->mem_peak);
+        mx_json_number(x->mem_peak);
         printf(", \"bytes_per_step\": ");
-        json_number(x->bytes_per_step);
+        mx_json_number(x->bytes_per_step);
         printf(", \"inflight_max\": %d, \"busy_time\": ", x->inflight_max);
-        json_number(x->busy_time);
+        mx_json_number(x->busy_time);
         printf("}");
     }
     printf("], \"layers\": [");
     for (int i = 0; i < r->nlayers; i++) {
         const mx_layer_row *x = &r->layers[i];
         printf("%s{\"layer\": %d, \"kind\": ", i ? ", " : "", x->layer);
-        json_string(x->kind);
+        mx_json_string(x->kind);
         printf(", \"device\": %d, \"bytes_per_step\": ", x->device);
-        json_number(x->bytes_per_step);
+        mx_json_number(x->bytes_per_step);
         printf("}");
     }
     printf("]");

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void table_print_text(const table *t, FILE *f)
+void mx_table_print_text(const table *t, FILE *f)
 {
     int w[MAXCOLS];
     for (int c = 0; c < t->ncols; c++) {
@@ -38,7 +38,7 @@ static void md_cell(FILE *f, const char *s)
     fputs(" |", f);
 }
 
-void table_print_md(const table *t, FILE *f)
+void mx_table_print_md(const table *t, FILE *f)
 {
     fputc('|', f);
     for (int c = 0; c < t->ncols; c++) md_cell(f, t->head[c]);
@@ -54,7 +54,7 @@ void table_print_md(const table *t, FILE *f)
 
 /* ---- human-readable cells */
 
-void fmt_num_n(char *buf, size_t n, double x, const char *fmt)
+void mx_fmt_num_n(char *buf, size_t n, double x, const char *fmt)
 {
     if (isnan(x))
         snprintf(buf, n, "-");
@@ -62,10 +62,10 @@ void fmt_num_n(char *buf, size_t n, double x, const char *fmt)
         snprintf(buf, n, fmt, x);
 }
 
-void fmt_num(char *buf, double x, const char *fmt) { fmt_num_n(buf, CELL, x, fmt); }
+void mx_fmt_num(char *buf, double x, const char *fmt) { mx_fmt_num_n(buf, CELL, x, fmt); }
 
 
-void csv_string(const char *s)
+void mx_csv_string(const char *s)
 {
     /* newlines of a failure reason become spaces: one run, one line, for simple readers */
     putchar('"');
@@ -76,7 +76,7 @@ void csv_string(const char *s)
     putchar('"');
 }
 
-void json_string(const char *s)
+void mx_json_string(const char *s)
 {
     putchar('"');
     for (; *s; s++) {
@@ -90,7 +90,7 @@ void json_string(const char *s)
 }
 
 /* The shortest text that reads back as the same double: 0.05, not 0.050000000000000003. */
-void json_number(double x)
+void mx_json_number(double x)
 {
     if (!isfinite(x)) {
         printf("null"); /* JSON has no NaN; undefined figures are null */

@@ -17,27 +17,27 @@ typedef struct {
     char (*cell)[MAXCOLS][CELL];  /* [nrows][ncols] */
 } table;
 
-void table_print_text(const table *t, FILE *f);
-void table_print_md(const table *t, FILE *f);
+void mx_table_print_text(const table *t, FILE *f);
+void mx_table_print_md(const table *t, FILE *f);
 /* x with printf format fmt, or "-" for NaN (a figure not measured). */
-void fmt_num_n(char *buf, size_t n, double x, const char *fmt);
-void fmt_num(char *buf, double x, const char *fmt);
+void mx_fmt_num_n(char *buf, size_t n, double x, const char *fmt);
+void mx_fmt_num(char *buf, double x, const char *fmt);
 
 /* JSON: a string with its escapes; a number that reads back as the same double, null for
  * NaN and infinities (JSON has neither). */
-void json_string(const char *s);
+void mx_json_string(const char *s);
 /* CSV: a quoted field, quotes doubled, newlines as spaces. */
-void csv_string(const char *s);
-void json_number(double x);
+void mx_csv_string(const char *s);
+void mx_json_number(double x);
 
 /* The device and layer tables of a run (report_detail.c): a model or layer run's, and a data
  * run's devices where it has several; as text or md, and as JSON members
  * ', "devices": [...], "layers": [...]'. */
-int report_print_detail(const mx_run_record *r, int md);
-void report_json_detail(const mx_run_record *r);
+int mx_report_print_detail(const mx_run_record *r, int md);
+void mx_report_json_detail(const mx_run_record *r);
 /* A device whose busy time is MX_STRAGGLER_RATIO of the devices' median or more: 1 and a line
  * naming it, else 0 (fewer than two devices with busy times, or none so slow). */
 #define MX_STRAGGLER_RATIO 1.2
-int report_straggler(const mx_run_record *r, char *buf, size_t n);
+int mx_report_straggler(const mx_run_record *r, char *buf, size_t n);
 
 #endif

@@ -59,12 +59,12 @@ static void describe_study(plot_ctx *c)
     c->devname = strcmp(devices, "cuda") == 0 ? "GPUs" : strcmp(devices, "cpu") == 0 ? "CPU workers" : "devices";
 }
 
-int plot_setup_dirs(plot_ctx *c, const char *outdir, const char *scripts_dir, const char *const *scripts, int nscripts,
+int mx_plot_setup_dirs(plot_ctx *c, const char *outdir, const char *scripts_dir, const char *const *scripts, int nscripts,
                     int verbose)
 {
     memset(c, 0, sizeof *c);
     c->verbose = verbose;
-    MX_TRY(plot_find_gnuplot(c->gnuplot, sizeof c->gnuplot));
+    MX_TRY(mx_plot_find_gnuplot(c->gnuplot, sizeof c->gnuplot));
     if (!realpath(scripts_dir, c->scripts))
         return mx_error(MX_EIO, "gnuplot scripts directory '%s' not found: %s (set MXBENCH_PLOTS_DIR or "
                         "--scripts to the source tree's plots/)", scripts_dir, strerror(errno));
@@ -102,9 +102,9 @@ static int rederive(plot_ctx *c, const mx_results *res)
 
 static int setup(plot_ctx *c, const mx_results *res, const char *outdir, const char *scripts_dir, int verbose)
 {
-    MX_TRY(plot_setup_dirs(c, outdir, scripts_dir, mx_plot_names, MX_NPLOTS, verbose));
+    MX_TRY(mx_plot_setup_dirs(c, outdir, scripts_dir, mx_plot_names, MX_NPLOTS, verbose));
     MX_TRY(rederive(c, res));
-    MX_TRY(plot_series_build(&c->set, c->res));
+    MX_TRY(mx_plot_series_build(&c->set, c->res));
     describe_study(c);
     return 0;
 }
@@ -117,16 +117,16 @@ static void remove_stale(plot_ctx *c, int plot)
         snprintf(path, sizeof path, "%s/%s.%s", c->outdir, mx_plot_names[plot], t ? "svg" : "png");
         unlink(path);
     }
-    snprintf(path, sizeof path, "%s/%s", c->datadir, plot_data_file(plot));
+    snprintf(path, sizeof path, "%s/%s", c->datadir, mx_plot_data_file(plot));
     unlink(path);
 }
 
 static int draw(plot_ctx *c, int plot, mx_plot_report *rep)
 {
     gp_vars v = {.len = 0};
-    vars_str(&v, "title", c->title);
-    vars_str(&v, "devname", c->devname);
-    int rc = plot_write_data(c, plot, &v, rep->skipped[plot], sizeof rep->skipped[plot]);
+    mx_vars_str(&v, "title", c->title);
+    mx_vars_str(&v, "devname", c->devname);
+    int rc = mx_plot_write_data(c, plot, &v, rep->skipped[plot], sizeof rep->skipped[plot]);
     if (rc < 0) return rc;
     if (rc == 0) {
         remove_stale(c, plot);
@@ -135,7 +135,7 @@ static int draw(plot_ctx *c, int plot, mx_plot_report *rep)
     if (v.overflow) return mx_error(MX_EINVAL, "gnuplot variables for %s too long", mx_plot_names[plot]);
     static const char *const terms[2] = {"png", "svg"};
     for (int t = 0; t < 2; t++)
-        MX_TRY(plot_run_gnuplot(c, plot, terms[t], v.text, rep->files[plot][t], sizeof rep->files[plot][t]));
+        MX_TRY(mx_plot_run_gnuplot(c, plot, terms[t], v.text, rep->files[plot][t], sizeof rep->files[plot][t]));
     rep->drawn[plot] = 1;
     rep->ndrawn++;
     return 0;
@@ -152,15 +152,15 @@ int mx_plot_results_report(const mx_results *res, const char *outdir, const char
     plot_ctx *c = malloc(sizeof *c);
     if (!c) return mx_error(MX_ENOMEM, "out of memory while plotting");
     int rc = setup(c, res, outdir, scripts_dir, verbose);
-    if (rc == 0) rc = plot_open_replot(c);
+    if (rc == 0) rc = mx_plot_open_replot(c);
     for (int p = 0; rc == 0 && p < MX_NPLOTS; p++) {
         rc = draw(c, p, rep);
         if (rc == 0 && verbose && rep->drawn[p])
             fprintf(stderr, "mxbench plot: wrote %s and %s\n", rep->files[p][0], rep->files[p][1]);
     }
-    if (rc == 0) rc = plot_write_counters(c);
+    if (rc == 0) rc = mx_plot_write_counters(c);
     if (c->replot && fclose(c->replot) != 0 && rc == 0) rc = mx_error(MX_EIO, "error writing %s/replot.sh", c->datadir);
-    plot_series_free(&c->set);
+    mx_plot_series_free(&c->set);
     free(c->view.runs); /* the copies only: their series belong to res */
     free(c);
     return rc < 0 ? rc : rep->ndrawn;

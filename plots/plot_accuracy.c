@@ -70,14 +70,14 @@ static void put_row(FILE *f, const run_set *s, int si, const acc_axis *a, int x)
     }
     if (!m) return;
     fprintf(f, "%d", x);
-    plot_put_num(f, sum / m), plot_put_num(f, fmax(lo, 0)), plot_put_num(f, fmin(hi, 1));
+    mx_plot_put_num(f, sum / m), mx_plot_put_num(f, fmax(lo, 0)), mx_plot_put_num(f, fmin(hi, 1));
     fprintf(f, " %d\n", m);
 }
 
-int plot_write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+int mx_plot_write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     const run_set *s = &c->set;
-    char(*labels)[LABEL_MAX] = plot_series_labels(s);
+    char(*labels)[LABEL_MAX] = mx_plot_series_labels(s);
     int *xs = calloc((size_t)s->n + 1, sizeof *xs), *batches = calloc((size_t)s->n + 1, sizeof *batches);
     int rc = 0;
     if (!labels || !xs || !batches) {
@@ -95,9 +95,9 @@ int plot_write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         goto done;
     }
     char list[2048], blist[2048];
-    plot_distinct_ints(xs, n, list, sizeof list);
-    plot_distinct_ints(batches, n, blist, sizeof blist);
-    FILE *f = plot_open_data(c, "accuracy.dat", "final test accuracy per series");
+    mx_plot_distinct_ints(xs, n, list, sizeof list);
+    mx_plot_distinct_ints(batches, n, blist, sizeof blist);
+    FILE *f = mx_plot_open_data(c, "accuracy.dat", "final test accuracy per series");
     if (!f) {
         rc = MX_EIO;
         goto done;
@@ -122,15 +122,15 @@ int plot_write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
             p = *end ? end + 1 : end;
         }
     }
-    rc = plot_close_data(c, f, "accuracy.dat");
+    rc = mx_plot_close_data(c, f, "accuracy.dat");
     if (rc == 0) {
         rc = 1;
-        vars_int(v, "nseries", blocks);
-        vars_str(v, "xaxis", a->name);
-        vars_str(v, "xvals", list);
+        mx_vars_int(v, "nseries", blocks);
+        mx_vars_str(v, "xaxis", a->name);
+        mx_vars_str(v, "xvals", list);
         /* on the device axis, the global batch every point trained at, when they share one */
-        if (!strchr(blist, ' ')) vars_str(v, "batchnote", blist);
-        plot_canvas_vars(v, blocks, maxlabel);
+        if (!strchr(blist, ' ')) mx_vars_str(v, "batchnote", blist);
+        mx_plot_canvas_vars(v, blocks, maxlabel);
     }
 done:
     free(labels), free(xs), free(batches);

@@ -35,7 +35,7 @@ static int trades_precision(const mx_run_record *r)
     return strcmp(r->compression, "none") != 0 || strcmp(r->amp, "off") != 0;
 }
 
-int plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+int mx_plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     const run_set *s = &c->set;
     const mx_run_record **runs = calloc((size_t)s->nuniq + 1, sizeof *runs);
@@ -59,7 +59,7 @@ int plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     int with_gpus = 0;
     for (int i = 1; i < n; i++) with_gpus |= runs[i]->gpus != runs[0]->gpus;
     for (int i = 0; i < n; i++) label(runs[i], with_gpus, labels[i], LABEL_MAX);
-    FILE *f = plot_open_data(c, "compression.dat", "gradient bytes on the wire per step and final test accuracy, one "
+    FILE *f = mx_plot_open_data(c, "compression.dat", "gradient bytes on the wire per step and final test accuracy, one "
                                                    "row per run with a kvstore");
     if (!f) {
         rc = MX_EIO;
@@ -73,18 +73,18 @@ int plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         if (isfinite(lo)) mx_stats_wilson_ci95(r->final_test_acc, r->test_samples, &lo, &hi);
         if (!isfinite(lo) || !isfinite(hi)) lo = hi = r->final_test_acc;
         fprintf(f, "%d \"%s\"", i, labels[i]);
-        plot_put_num(f, r->metrics[MX_COUNTER_WIRE_BYTES] * 1e-6);
-        plot_put_num(f, r->metrics[MX_COUNTER_WIRE_RATIO]);
-        plot_put_num(f, r->final_test_acc), plot_put_num(f, lo), plot_put_num(f, hi);
+        mx_plot_put_num(f, r->metrics[MX_COUNTER_WIRE_BYTES] * 1e-6);
+        mx_plot_put_num(f, r->metrics[MX_COUNTER_WIRE_RATIO]);
+        mx_plot_put_num(f, r->final_test_acc), mx_plot_put_num(f, lo), mx_plot_put_num(f, hi);
         fputc('\n', f);
     }
-    rc = plot_close_data(c, f, "compression.dat");
+    rc = mx_plot_close_data(c, f, "compression.dat");
     if (rc == 0) {
         rc = 1;
-        vars_int(v, "nruns", n);
-        vars_int(v, "hasacc", hasacc);
-        vars_int(v, "width", n > 8 ? 1150 : 900);
-        vars_int(v, "height", hasacc ? 760 : 560); /* compression.gp: one panel without accuracy */
+        mx_vars_int(v, "nruns", n);
+        mx_vars_int(v, "hasacc", hasacc);
+        mx_vars_int(v, "width", n > 8 ? 1150 : 900);
+        mx_vars_int(v, "height", hasacc ? 760 : 560); /* compression.gp: one panel without accuracy */
     }
 done:
     free(runs), free(labels);
@@ -93,7 +93,7 @@ done:
 
 static int keep_scale(const mx_run_record *r) { return r->loss_scale && r->nloss > 0; }
 
-int plot_write_loss_scale(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+int mx_plot_write_loss_scale(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     const run_set *s = &c->set;
     const mx_run_record **runs = calloc((size_t)s->nuniq + 1, sizeof *runs);
@@ -110,8 +110,8 @@ int plot_write_loss_scale(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         (void)nwhy;
         goto done;
     }
-    plot_unique_labels(runs, n, 1, labels);
-    FILE *f = plot_open_data(c, "loss_scale.dat", "fp16 AMP: the loss scale of every step, one block per run "
+    mx_plot_unique_labels(runs, n, 1, labels);
+    FILE *f = mx_plot_open_data(c, "loss_scale.dat", "fp16 AMP: the loss scale of every step, one block per run "
                                                   "(first repeat)");
     if (!f) {
         rc = MX_EIO;
@@ -126,15 +126,15 @@ int plot_write_loss_scale(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         for (int k = 0; k < r->nloss; k++) {
             const int skipped = k + 1 < r->nloss && r->loss_scale[k + 1] < r->loss_scale[k];
             fprintf(f, "%d", k + 1);
-            plot_put_num(f, r->loss_scale[k]), plot_put_num(f, skipped ? r->loss_scale[k] : NAN);
+            mx_plot_put_num(f, r->loss_scale[k]), mx_plot_put_num(f, skipped ? r->loss_scale[k] : NAN);
             fputc('\n', f);
         }
     }
-    rc = plot_close_data(c, f, "loss_scale.dat");
+    rc = mx_plot_close_data(c, f, "loss_scale.dat");
     if (rc == 0) {
         rc = 1;
-        vars_int(v, "nseries", n);
-        plot_canvas_vars(v, n, plot_max_label((const char(*)[LABEL_MAX])labels, n));
+        mx_vars_int(v, "nseries", n);
+        mx_plot_canvas_vars(v, n, mx_plot_max_label((const char(*)[LABEL_MAX])labels, n));
     }
 done:
     free(runs), free(labels);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "results/stats.h"
 
-void plot_put_num(FILE *f, double x)
+void mx_plot_put_num(FILE *f, double x)
 {
     if (isfinite(x))
         fprintf(f, " %.9g", x);
@@ -21,7 +21,7 @@ void plot_put_num(FILE *f, double x)
         fputs(" NaN", f);
 }
 
-FILE *plot_open_data(plot_ctx *c, const char *name, const char *what)
+FILE *mx_plot_open_data(plot_ctx *c, const char *name, const char *what)
 {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", c->datadir, name);
@@ -34,7 +34,7 @@ FILE *plot_open_data(plot_ctx *c, const char *name, const char *what)
     return f;
 }
 
-int plot_close_data(plot_ctx *c, FILE *f, const char *name)
+int mx_plot_close_data(plot_ctx *c, FILE *f, const char *name)
 {
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
@@ -47,7 +47,7 @@ const char plot_block_doc[] =
     "# each opened by its title in double quotes (gnuplot 'columnheader(1)')\n";
 
 /* Space-separated ascending distinct values, for the x tics of integer axes. */
-void plot_distinct_ints(const int *x, int n, char *buf, size_t size)
+void mx_plot_distinct_ints(const int *x, int n, char *buf, size_t size)
 {
     int *v = malloc(((size_t)n + 1) * sizeof *v);
     size_t len = 0;
@@ -78,7 +78,7 @@ void plot_distinct_ints(const int *x, int n, char *buf, size_t size)
  * the longest label at about 8 px a character (png terminal, size 10) plus the sample line;
  * the canvas widens (up to 1400 px) for as many columns as keep the key within 8 rows, and
  * grows by a line of text for each row. */
-void plot_canvas_vars(gp_vars *v, int nlines, size_t maxlabel)
+void mx_plot_canvas_vars(gp_vars *v, int nlines, size_t maxlabel)
 {
     enum { MIN_W = 900, MAX_W = 1400, MARGIN = 100, ROWS = 8, ROW_H = 18 };
     const int perlabel = 8 * (int)(maxlabel > 150 ? 150 : maxlabel) + 70;
@@ -87,12 +87,12 @@ void plot_canvas_vars(gp_vars *v, int nlines, size_t maxlabel)
     int width = cols * perlabel + MARGIN;
     width = width < MIN_W ? MIN_W : width > MAX_W ? MAX_W : width;
     const int rows = nlines > 0 ? (nlines + cols - 1) / cols : 0;
-    vars_int(v, "width", width);
-    vars_int(v, "height", 500 + ROW_H * rows);
-    vars_int(v, "keycols", cols);
+    mx_vars_int(v, "width", width);
+    mx_vars_int(v, "height", 500 + ROW_H * rows);
+    mx_vars_int(v, "keycols", cols);
 }
 
-size_t plot_max_label(const char (*labels)[LABEL_MAX], int n)
+size_t mx_plot_max_label(const char (*labels)[LABEL_MAX], int n)
 {
     size_t m = 0;
     for (int i = 0; i < n; i++) m = strlen(labels[i]) > m ? strlen(labels[i]) : m;
@@ -104,18 +104,18 @@ size_t plot_max_label(const char (*labels)[LABEL_MAX], int n)
 typedef int (*data_writer)(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 
 /* plot_internal.h */
-int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
+int mx_plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
                            int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *),
                            int extra_keys)
 {
     const run_set *s = &c->set;
-    char(*labels)[LABEL_MAX] = plot_series_labels(s);
+    char(*labels)[LABEL_MAX] = mx_plot_series_labels(s);
     int *gpus = calloc((size_t)s->n + 1, sizeof *gpus);
     if (!labels || !gpus) {
         free(labels), free(gpus);
         return mx_error(MX_ENOMEM, "out of memory while plotting");
     }
-    FILE *f = plot_open_data(c, name, what);
+    FILE *f = mx_plot_open_data(c, name, what);
     if (!f) {
         free(labels), free(gpus);
         return MX_EIO;
@@ -138,13 +138,13 @@ int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char
             if (r->gpus < gbase) gbase = r->gpus;
         }
     }
-    int rc = plot_close_data(c, f, name);
+    int rc = mx_plot_close_data(c, f, name);
     char list[1024];
-    plot_distinct_ints(gpus, ngpus, list, sizeof list);
-    vars_int(v, "nseries", blocks);
-    vars_str(v, "gpus", list);
-    if (blocks) vars_int(v, "gbase", gbase);
-    plot_canvas_vars(v, blocks + extra_keys, maxlabel);
+    mx_plot_distinct_ints(gpus, ngpus, list, sizeof list);
+    mx_vars_int(v, "nseries", blocks);
+    mx_vars_str(v, "gpus", list);
+    if (blocks) mx_vars_int(v, "gbase", gbase);
+    mx_plot_canvas_vars(v, blocks + extra_keys, maxlabel);
     free(labels), free(gpus);
     return rc < 0 ? rc : blocks > 0;
 }
@@ -156,7 +156,7 @@ static int gpu_shared(const mx_run_record *r) { return r->oversubscribed && strc
 /* plot_internal.h. The record's flag is the child's own count (its ranks x devices x threads
  * against the cores it saw); a file whose rows predate the flag on CPU rows still has the
  * cores the run saw (host_cores) and its devices and threads. */
-int plot_oversubscribed(const mx_run_record *r)
+int mx_plot_oversubscribed(const mx_run_record *r)
 {
     if (r->oversubscribed) return 1;
     const double cores = r->metrics[MX_COUNTER_HOST_CORES];
@@ -167,7 +167,7 @@ int plot_oversubscribed(const mx_run_record *r)
 static int keep_throughput(const mx_run_record *r) { return !gpu_shared(r) && isfinite(r->throughput) && r->gpus > 0; }
 
 /* The marks of a timing's point: noisy (drawn hollow), oversubscribed (crossed out). */
-static void put_marks(FILE *f, const mx_run_record *r) { fprintf(f, " %d %d\n", r->noisy, plot_oversubscribed(r)); }
+static void put_marks(FILE *f, const mx_run_record *r) { fprintf(f, " %d %d\n", r->noisy, mx_plot_oversubscribed(r)); }
 
 static void row_throughput(FILE *f, const mx_run_record *r)
 {
@@ -175,7 +175,7 @@ static void row_throughput(FILE *f, const mx_run_record *r)
     double lo = isfinite(r->throughput_ci_low) ? r->throughput_ci_low : r->throughput;
     double hi = isfinite(r->throughput_ci_high) ? r->throughput_ci_high : r->throughput;
     fprintf(f, "%d", r->gpus);
-    plot_put_num(f, r->throughput), plot_put_num(f, lo), plot_put_num(f, hi);
+    mx_plot_put_num(f, r->throughput), mx_plot_put_num(f, lo), mx_plot_put_num(f, hi);
     put_marks(f, r);
 }
 
@@ -185,14 +185,14 @@ static void marks_vars(const plot_ctx *c, gp_vars *v, int (*keep)(const mx_run_r
 {
     int noisy = 0, over = 0;
     for (int i = 0; i < c->set.nuniq; i++)
-        if (keep(c->set.uniq[i])) noisy |= c->set.uniq[i]->noisy, over |= plot_oversubscribed(c->set.uniq[i]);
-    vars_int(v, "hasnoisy", noisy);
-    vars_int(v, "hasoversub", over);
+        if (keep(c->set.uniq[i])) noisy |= c->set.uniq[i]->noisy, over |= mx_plot_oversubscribed(c->set.uniq[i]);
+    mx_vars_int(v, "hasnoisy", noisy);
+    mx_vars_int(v, "hasoversub", over);
 }
 
 static int write_throughput(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
-    int rc = plot_write_series_file(c, v, "throughput.dat", "throughput against device count",
+    int rc = mx_plot_write_series_file(c, v, "throughput.dat", "throughput against device count",
                                     "devices throughput_samples_per_s ci95_low ci95_high noisy oversubscribed",
                                     keep_throughput, row_throughput, 2);
     if (rc == 0) snprintf(why, nwhy, "no ok run has a throughput");
@@ -209,13 +209,13 @@ static int keep_scaling(const mx_run_record *r)
 static void row_scaling(FILE *f, const mx_run_record *r)
 {
     fprintf(f, "%d", r->gpus);
-    plot_put_num(f, r->speedup), plot_put_num(f, r->efficiency);
+    mx_plot_put_num(f, r->speedup), mx_plot_put_num(f, r->efficiency);
     put_marks(f, r);
 }
 
 static int write_scaling(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
-    int rc = plot_write_series_file(c, v, "scaling.dat",
+    int rc = mx_plot_write_series_file(c, v, "scaling.dat",
                                     "speedup and scaling efficiency against device count (relative to the "
                                     "one-device run of each series)",
                                     "devices speedup efficiency noisy oversubscribed", keep_scaling, row_scaling, 3);
@@ -259,8 +259,8 @@ static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         snprintf(why, nwhy, "no ok run has per-step phase times");
         goto done;
     }
-    plot_unique_labels(runs, n, 1, labels);
-    FILE *f = plot_open_data(c, "breakdown.dat", "median time per step in each phase, one row per run");
+    mx_plot_unique_labels(runs, n, 1, labels);
+    FILE *f = mx_plot_open_data(c, "breakdown.dat", "median time per step in each phase, one row per run");
     if (!f) {
         rc = MX_EIO;
         goto done;
@@ -286,29 +286,29 @@ static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
             double t = median_strided(r->phase_time + p, r->nsteps, MX_NPHASES, scratch);
             t = isfinite(t) ? t : 0;
             sum += t;
-            plot_put_num(f, t);
+            mx_plot_put_num(f, t);
         }
         double step = isfinite(r->step_time_median) || !r->step_time
                           ? r->step_time_median
                           : median_strided(r->step_time, r->nsteps, 1, scratch);
         /* breakdown.gp scales its axis from this column, so it must be a number */
-        plot_put_num(f, isfinite(step) ? step : sum);
+        mx_plot_put_num(f, isfinite(step) ? step : sum);
         fputc('\n', f);
     }
-    rc = plot_close_data(c, f, "breakdown.dat");
+    rc = mx_plot_close_data(c, f, "breakdown.dat");
     if (rc == 0) {
         rc = 1;
         size_t maxlabel = 0;
         for (int i = 0; i < n; i++) maxlabel = strlen(labels[i]) > maxlabel ? strlen(labels[i]) : maxlabel;
-        vars_str(v, "phases", phases);
-        vars_int(v, "stepcol", BREAKDOWN_STEP_COLUMN);
-        vars_int(v, "nbars", n);
-        vars_int(v, "maxlabel", (long)maxlabel);
+        mx_vars_str(v, "phases", phases);
+        mx_vars_int(v, "stepcol", BREAKDOWN_STEP_COLUMN);
+        mx_vars_int(v, "nbars", n);
+        mx_vars_int(v, "maxlabel", (long)maxlabel);
         /* One bar needs about 80 px for its slanted label to stay readable. */
         int width = 80 * n + 260;
-        vars_int(v, "width", width < 900 ? 900 : width > 8000 ? 8000 : width);
+        mx_vars_int(v, "width", width < 900 ? 900 : width > 8000 ? 8000 : width);
         /* the slanted labels take about 3.5 px of height a character: the bars keep theirs */
-        vars_int(v, "height", 460 + (int)(3.5 * (double)(maxlabel > 150 ? 150 : maxlabel)) > 620
+        mx_vars_int(v, "height", 460 + (int)(3.5 * (double)(maxlabel > 150 ? 150 : maxlabel)) > 620
                                   ? 460 + (int)(3.5 * (double)(maxlabel > 150 ? 150 : maxlabel))
                                   : 620);
     }
@@ -349,11 +349,11 @@ static int write_loss(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         snprintf(why, nwhy, "no ok run has a training loss series");
         goto done;
     }
-    plot_unique_labels(runs, n, 1, labels);
+    mx_plot_unique_labels(runs, n, 1, labels);
     /* About 50 smoothed points per curve: enough for the trend, not the batch noise. */
     int w = maxloss / 50;
     w = w < 3 ? 1 : (w > 500 ? 501 : w | 1);
-    FILE *f = plot_open_data(c, "loss.dat", "training loss per step, one block per run (first repeat)");
+    FILE *f = mx_plot_open_data(c, "loss.dat", "training loss per step, one block per run (first repeat)");
     if (!f) {
         rc = MX_EIO;
         goto done;
@@ -365,16 +365,16 @@ static int write_loss(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         fprintf(f, "%s\"%s\"\n", i ? "\n\n" : "", labels[i]);
         for (int k = 0; k < r->nloss; k++) {
             fprintf(f, "%d", k + 1);
-            plot_put_num(f, r->loss[k]), plot_put_num(f, moving_average(r->loss, r->nloss, k, w));
+            mx_plot_put_num(f, r->loss[k]), mx_plot_put_num(f, moving_average(r->loss, r->nloss, k, w));
             fputc('\n', f);
         }
     }
-    rc = plot_close_data(c, f, "loss.dat");
+    rc = mx_plot_close_data(c, f, "loss.dat");
     if (rc == 0) {
         rc = 1;
-        vars_int(v, "nseries", n);
-        vars_int(v, "smooth", w);
-        plot_canvas_vars(v, n, plot_max_label((const char(*)[LABEL_MAX])labels, n));
+        mx_vars_int(v, "nseries", n);
+        mx_vars_int(v, "smooth", w);
+        mx_plot_canvas_vars(v, n, mx_plot_max_label((const char(*)[LABEL_MAX])labels, n));
     }
 done:
     free(runs), free(labels);
@@ -388,19 +388,19 @@ static const struct {
     [MX_PLOT_THROUGHPUT] = {"throughput.dat", write_throughput},
     [MX_PLOT_SPEEDUP] = {"scaling.dat", write_scaling},
     [MX_PLOT_EFFICIENCY] = {"scaling.dat", write_scaling},
-    [MX_PLOT_ACCURACY] = {"accuracy.dat", plot_write_accuracy},
+    [MX_PLOT_ACCURACY] = {"accuracy.dat", mx_plot_write_accuracy},
     [MX_PLOT_BREAKDOWN] = {"breakdown.dat", write_breakdown},
     [MX_PLOT_LOSS] = {"loss.dat", write_loss},
-    [MX_PLOT_STALENESS] = {"staleness.dat", plot_write_staleness},
-    [MX_PLOT_MEMORY] = {"memory.dat", plot_write_memory},
-    [MX_PLOT_MOVED] = {"moved.dat", plot_write_moved},
-    [MX_PLOT_BUBBLE] = {"bubble.dat", plot_write_bubble},
-    [MX_PLOT_COMPRESSION] = {"compression.dat", plot_write_compression},
-    [MX_PLOT_LOSS_SCALE] = {"loss_scale.dat", plot_write_loss_scale},
+    [MX_PLOT_STALENESS] = {"staleness.dat", mx_plot_write_staleness},
+    [MX_PLOT_MEMORY] = {"memory.dat", mx_plot_write_memory},
+    [MX_PLOT_MOVED] = {"moved.dat", mx_plot_write_moved},
+    [MX_PLOT_BUBBLE] = {"bubble.dat", mx_plot_write_bubble},
+    [MX_PLOT_COMPRESSION] = {"compression.dat", mx_plot_write_compression},
+    [MX_PLOT_LOSS_SCALE] = {"loss_scale.dat", mx_plot_write_loss_scale},
 };
 
 
-const char *plot_data_file(int plot) { return plot_table[plot].data; }
+const char *mx_plot_data_file(int plot) { return plot_table[plot].data; }
 
 static int has_counters(const mx_run_record *r)
 {
@@ -412,11 +412,11 @@ static int has_counters(const mx_run_record *r)
 static void row_counters(FILE *f, const mx_run_record *r)
 {
     fprintf(f, "%d", r->gpus);
-    for (int k = 0; k < MX_NCOUNTERS; k++) plot_put_num(f, r->metrics[k]);
+    for (int k = 0; k < MX_NCOUNTERS; k++) mx_plot_put_num(f, r->metrics[k]);
     fputc('\n', f);
 }
 
-int plot_write_counters(plot_ctx *c)
+int mx_plot_write_counters(plot_ctx *c)
 {
     int any = 0;
     for (int i = 0; i < c->set.nuniq && !any; i++) any = has_counters(c->set.uniq[i]);
@@ -431,13 +431,13 @@ int plot_write_counters(plot_ctx *c)
     }
     gp_vars unused = {.len = 0};
     const int rc =
-        plot_write_series_file(c, &unused, "counters.dat",
+        mx_plot_write_series_file(c, &unused, "counters.dat",
                                "the figures of the per-step counters (results/metrics.def) against device count",
                                columns, has_counters, row_counters, 0);
     return rc < 0 ? rc : 0;
 }
 
-int plot_write_data(plot_ctx *c, int plot, gp_vars *v, char *why, size_t nwhy)
+int mx_plot_write_data(plot_ctx *c, int plot, gp_vars *v, char *why, size_t nwhy)
 {
     return plot_table[plot].write(c, v, why, nwhy);
 }

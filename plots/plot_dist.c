@@ -22,13 +22,13 @@ static int keep_staleness(const mx_run_record *r)
 static void row_staleness(FILE *f, const mx_run_record *r)
 {
     fprintf(f, "%d", r->gpus);
-    for (int k = 0; k < 4; k++) plot_put_num(f, r->metrics[staleness[k]]);
+    for (int k = 0; k < 4; k++) mx_plot_put_num(f, r->metrics[staleness[k]]);
     fputc('\n', f);
 }
 
-int plot_write_staleness(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+int mx_plot_write_staleness(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
-    int rc = plot_write_series_file(c, v, "staleness.dat",
+    int rc = mx_plot_write_series_file(c, v, "staleness.dat",
                                     "staleness of the pushes of dist_async runs against device count (updates a key "
                                     "received between the pusher's last pull and its push)",
                                     "devices staleness_mean staleness_p50 staleness_p99 staleness_max", keep_staleness,

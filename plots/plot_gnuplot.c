@@ -16,7 +16,7 @@
 
 extern char **environ;
 
-void vars_add(gp_vars *v, const char *fmt, ...)
+void mx_vars_add(gp_vars *v, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -30,33 +30,33 @@ void vars_add(gp_vars *v, const char *fmt, ...)
 
 /* Appends value as the inside of a gnuplot single-quoted string ('' stands for ';
  * newlines would end the -e command). */
-void vars_quoted(gp_vars *v, const char *value)
+void mx_vars_quoted(gp_vars *v, const char *value)
 {
     for (const char *p = value; *p; p++) {
         if (*p == '\'')
-            vars_add(v, "''");
+            mx_vars_add(v, "''");
         else
-            vars_add(v, "%c", *p == '\n' || *p == '\r' ? ' ' : *p);
+            mx_vars_add(v, "%c", *p == '\n' || *p == '\r' ? ' ' : *p);
     }
 }
 
-void vars_str(gp_vars *v, const char *name, const char *value)
+void mx_vars_str(gp_vars *v, const char *name, const char *value)
 {
-    vars_add(v, "%s%s='", v->len ? "; " : "", name);
-    vars_quoted(v, value);
-    vars_add(v, "'");
+    mx_vars_add(v, "%s%s='", v->len ? "; " : "", name);
+    mx_vars_quoted(v, value);
+    mx_vars_add(v, "'");
 }
 
-void vars_int(gp_vars *v, const char *name, long value)
+void mx_vars_int(gp_vars *v, const char *name, long value)
 {
-    vars_add(v, "%s%s=%ld", v->len ? "; " : "", name, value);
+    mx_vars_add(v, "%s%s=%ld", v->len ? "; " : "", name, value);
 }
 
 
 static const char no_gnuplot[] =
     "gnuplot not found: install the Debian package gnuplot-nox (apt-get install gnuplot-nox)";
 
-int plot_find_gnuplot(char *out, size_t n)
+int mx_plot_find_gnuplot(char *out, size_t n)
 {
     const char *path = getenv("PATH");
     if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
@@ -122,12 +122,12 @@ static int spawn_wait(plot_ctx *c, char *const argv[], int *status)
     return 0;
 }
 
-int plot_run_gnuplot(plot_ctx *c, int plot, const char *term, const char *vars, char *outfile, size_t noutfile)
+int mx_plot_run_gnuplot(plot_ctx *c, int plot, const char *term, const char *vars, char *outfile, size_t noutfile)
 {
-    return plot_run_script(c, mx_plot_names[plot], plot_data_file(plot), term, vars, outfile, noutfile);
+    return mx_plot_run_script(c, mx_plot_names[plot], mx_plot_data_file(plot), term, vars, outfile, noutfile);
 }
 
-int plot_run_script(plot_ctx *c, const char *name, const char *datafile, const char *term, const char *vars,
+int mx_plot_run_script(plot_ctx *c, const char *name, const char *datafile, const char *term, const char *vars,
                     char *outfile, size_t noutfile)
 {
     char script[PATH_MAX + 64];
@@ -146,15 +146,15 @@ int plot_run_script(plot_ctx *c, const char *name, const char *datafile, const c
     if (!e) return mx_error(MX_ENOMEM, "out of memory running gnuplot");
     for (int k = 0; k < 2; k++) {
         e[k].len = 0, e[k].overflow = 0;
-        vars_add(&e[k], "set loadpath '"); /* style.gp and intaxis.gp are loaded from here */
-        vars_quoted(&e[k], c->scripts);
-        vars_add(&e[k], "'");
+        mx_vars_add(&e[k], "set loadpath '"); /* style.gp and intaxis.gp are loaded from here */
+        mx_vars_quoted(&e[k], c->scripts);
+        mx_vars_add(&e[k], "'");
         char path[PATH_MAX + 64];
         snprintf(path, sizeof path, "%s/%s", c->datadir, datafile);
-        vars_str(&e[k], "datafile", path);
-        vars_str(&e[k], "outbase", k ? base : tmpbase);
-        vars_str(&e[k], "term", term);
-        vars_add(&e[k], "; %s", vars);
+        mx_vars_str(&e[k], "datafile", path);
+        mx_vars_str(&e[k], "outbase", k ? base : tmpbase);
+        mx_vars_str(&e[k], "term", term);
+        mx_vars_add(&e[k], "; %s", vars);
     }
     if (e[0].overflow || e[1].overflow) {
         free(e);
@@ -204,7 +204,7 @@ int plot_run_script(plot_ctx *c, const char *name, const char *datafile, const c
 }
 
 
-int plot_open_replot(plot_ctx *c)
+int mx_plot_open_replot(plot_ctx *c)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/replot.sh", c->datadir);

@@ -28,8 +28,8 @@ typedef struct {
 /* Groups the ok runs of res into series: runs with one series key and matching kvstores
  * (mx_record_exchange_matches); a one-device run starts the series of every kvstore it shares
  * a key with, unless the series has a run of its own on one device. */
-int plot_series_build(run_set *s, const mx_results *res);
-void plot_series_free(run_set *s);
+int mx_plot_series_build(run_set *s, const mx_results *res);
+void mx_plot_series_free(run_set *s);
 
 /* ---- labels: a run or series named by the configuration fields that vary in the plot */
 enum {
@@ -39,11 +39,11 @@ enum {
 };
 /* Bit f set when field f differs among runs[0..n) (the device, worker and server counts,
  * which vary along a series, only with_gpus); the strategy when nothing does. */
-unsigned plot_varying_fields(const mx_run_record *const *runs, int n, int with_gpus);
+unsigned mx_plot_varying_fields(const mx_run_record *const *runs, int n, int with_gpus);
 /* Labels for items whose representative runs are reps[0..n), made unique. */
-void plot_unique_labels(const mx_run_record *const *reps, int n, int with_gpus, char (*labels)[LABEL_MAX]);
+void mx_plot_unique_labels(const mx_run_record *const *reps, int n, int with_gpus, char (*labels)[LABEL_MAX]);
 /* Unique labels of the series of s (malloc'd, nseries entries), or NULL (out of memory). */
-char (*plot_series_labels(const run_set *s))[LABEL_MAX];
+char (*mx_plot_series_labels(const run_set *s))[LABEL_MAX];
 
 /* ---- the plotting context ---- */
 
@@ -70,23 +70,23 @@ typedef struct {
 } gp_vars;
 
 /* ---- gnuplot variables and runs (plot_gnuplot.c) */
-void vars_add(gp_vars *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void vars_quoted(gp_vars *v, const char *value);
-void vars_str(gp_vars *v, const char *name, const char *value);
-void vars_int(gp_vars *v, const char *name, long value);
+void mx_vars_add(gp_vars *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mx_vars_quoted(gp_vars *v, const char *value);
+void mx_vars_str(gp_vars *v, const char *name, const char *value);
+void mx_vars_int(gp_vars *v, const char *name, long value);
 /* Where gnuplot is (PATH), or MX_EUNSUPPORTED naming the package to install. */
-int plot_find_gnuplot(char *out, size_t n);
+int mx_plot_find_gnuplot(char *out, size_t n);
 /* Opens data/replot.sh, the transcript of every gnuplot command. */
-int plot_open_replot(plot_ctx *c);
+int mx_plot_open_replot(plot_ctx *c);
 /* Zeroes c and readies a plot call: gnuplot found, the scripts directory resolved and each
  * of scripts[] ("NAME" for NAME.gp) readable, outdir/data made, an empty gnuplot log. */
-int plot_setup_dirs(plot_ctx *c, const char *outdir, const char *scripts_dir, const char *const *scripts, int nscripts,
+int mx_plot_setup_dirs(plot_ctx *c, const char *outdir, const char *scripts_dir, const char *const *scripts, int nscripts,
                     int verbose);
 /* Runs plots/<name>.gp for one terminal with the figure's variables; outfile receives the
  * figure's path. */
-int plot_run_gnuplot(plot_ctx *c, int plot, const char *term, const char *vars, char *outfile, size_t noutfile);
+int mx_plot_run_gnuplot(plot_ctx *c, int plot, const char *term, const char *vars, char *outfile, size_t noutfile);
 /* The same for any script: plots/<name>.gp over data/<datafile> into outdir/<name>.<term>. */
-int plot_run_script(plot_ctx *c, const char *name, const char *datafile, const char *term, const char *vars,
+int mx_plot_run_script(plot_ctx *c, const char *name, const char *datafile, const char *term, const char *vars,
                     char *outfile, size_t noutfile);
 
 /* ---- data files (plot_data.c) */
@@ -94,47 +94,47 @@ int plot_run_script(plot_ctx *c, const char *name, const char *datafile, const c
  * formatting each; sets nseries, the x tics (gpus), the fewest devices (gbase) and the canvas
  * for the script, whose key has extra_keys entries besides the series (the ideal line, the
  * marks of noisy and oversubscribed runs). 1 written, 0 no run kept, or a negative MX_E*. */
-int plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
+int mx_plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
                            int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *),
                            int extra_keys);
 /* data/<name> opened for writing with its header (what it holds, the study), and closed
  * with a check for write errors (0 or MX_EIO); the canvas size and key columns for nlines
  * key entries of at most maxlabel characters (the key is below the plot). */
-FILE *plot_open_data(plot_ctx *c, const char *name, const char *what);
-int plot_close_data(plot_ctx *c, FILE *f, const char *name);
-void plot_canvas_vars(gp_vars *v, int nlines, size_t maxlabel);
+FILE *mx_plot_open_data(plot_ctx *c, const char *name, const char *what);
+int mx_plot_close_data(plot_ctx *c, FILE *f, const char *name);
+void mx_plot_canvas_vars(gp_vars *v, int nlines, size_t maxlabel);
 /* The longest of labels[0..n), in characters. */
-size_t plot_max_label(const char (*labels)[LABEL_MAX], int n);
+size_t mx_plot_max_label(const char (*labels)[LABEL_MAX], int n);
 /* The header lines of a file of blocks (one per line of the plot, opened by its title). */
 extern const char plot_block_doc[];
 /* Space-separated ascending distinct values of x[0..n), for the x tics of integer axes. */
-void plot_distinct_ints(const int *x, int n, char *buf, size_t size);
+void mx_plot_distinct_ints(const int *x, int n, char *buf, size_t size);
 /* 1 when the run had more devices x threads than its host's cores (recorded, or from the
  * cores it saw): its timings are drawn apart, crossed out, as noisy ones are drawn hollow. */
-int plot_oversubscribed(const mx_run_record *r);
+int mx_plot_oversubscribed(const mx_run_record *r);
 /* data/accuracy.dat (plot_accuracy.c): final test accuracy per series, a data writer */
-int plot_write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+int mx_plot_write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* " %.9g", or " NaN" for a value that is not finite */
-void plot_put_num(FILE *f, double x);
+void mx_plot_put_num(FILE *f, double x);
 /* data/staleness.dat (plot_dist.c): the staleness figures of dist_async runs per series
- * against device count; a data writer as plot_write_data */
-int plot_write_staleness(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+ * against device count; a data writer as mx_plot_write_data */
+int mx_plot_write_staleness(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* plot_parallel.c: memory per device, bytes moved, the pipeline's bubble */
-int plot_write_memory(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
-int plot_write_moved(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
-int plot_write_bubble(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+int mx_plot_write_memory(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+int mx_plot_write_moved(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+int mx_plot_write_bubble(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* plot_compress.c: bytes on the wire and accuracy of each compression and precision */
-int plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+int mx_plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* plot_compress.c: fp16 AMP's loss scale per step, the skipped steps marked */
-int plot_write_loss_scale(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+int mx_plot_write_loss_scale(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* data/<file> of a figure */
-const char *plot_data_file(int plot);
+const char *mx_plot_data_file(int plot);
 /* Writes the figure's data file and its variables: 1 written, 0 nothing to plot (why says
  * so), or a negative MX_E*. */
-int plot_write_data(plot_ctx *c, int plot, gp_vars *v, char *why, size_t nwhy);
+int mx_plot_write_data(plot_ctx *c, int plot, gp_vars *v, char *why, size_t nwhy);
 /* data/counters.dat: every counter's figure (results/metrics.def) per series against the
  * device count, for the figures of the coming strategies and by hand; written when some ok
  * run has one, removed otherwise. 0 or a negative MX_E*. */
-int plot_write_counters(plot_ctx *c);
+int mx_plot_write_counters(plot_ctx *c);
 
 #endif

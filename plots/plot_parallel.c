@@ -13,14 +13,14 @@ static int keep_memory(const mx_run_record *r) { return r->gpus > 0 && isfinite(
 static void row_memory(FILE *f, const mx_run_record *r)
 {
     fprintf(f, "%d", r->gpus);
-    plot_put_num(f, r->metrics[MX_COUNTER_MEM_PEAK] * 1e-6);
-    plot_put_num(f, r->metrics[MX_COUNTER_MEM_PARAMS] * 1e-6);
+    mx_plot_put_num(f, r->metrics[MX_COUNTER_MEM_PEAK] * 1e-6);
+    mx_plot_put_num(f, r->metrics[MX_COUNTER_MEM_PARAMS] * 1e-6);
     fputc('\n', f);
 }
 
-int plot_write_memory(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+int mx_plot_write_memory(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
-    int rc = plot_write_series_file(c, v, "memory.dat",
+    int rc = mx_plot_write_series_file(c, v, "memory.dat",
                                     "memory per device against device count (the device holding most; allocator "
                                     "count, MB)", "devices peak_MB params_and_grads_MB", keep_memory, row_memory,
                                     2 /* memory.gp's key of the line styles */);
@@ -43,13 +43,13 @@ static int keep_moved(const mx_run_record *r) { return r->gpus > 0 && isfinite(m
 static void row_moved(FILE *f, const mx_run_record *r)
 {
     fprintf(f, "%d", r->gpus);
-    plot_put_num(f, moved(r) * 1e-6);
+    mx_plot_put_num(f, moved(r) * 1e-6);
     fputc('\n', f);
 }
 
-int plot_write_moved(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+int mx_plot_write_moved(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
-    int rc = plot_write_series_file(c, v, "moved.dat",
+    int rc = mx_plot_write_series_file(c, v, "moved.dat",
                                     "bytes moved per step against device count (layer: collectives; model: between "
                                     "stages; data: the kvstore), MB", "devices MB_per_step", keep_moved, row_moved, 0);
     (void)why, (void)nwhy; /* one device moves nothing: no message */
@@ -64,14 +64,14 @@ static int keep_bubble(const mx_run_record *r)
 static void row_bubble(FILE *f, const mx_run_record *r)
 {
     fprintf(f, "%d", r->gpus);
-    plot_put_num(f, r->metrics[MX_COUNTER_BUBBLE]);
-    plot_put_num(f, r->metrics[MX_COUNTER_BUBBLE_THEORY]);
+    mx_plot_put_num(f, r->metrics[MX_COUNTER_BUBBLE]);
+    mx_plot_put_num(f, r->metrics[MX_COUNTER_BUBBLE_THEORY]);
     fprintf(f, " %d\n", r->micro_batches);
 }
 
-int plot_write_bubble(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
+int mx_plot_write_bubble(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
-    int rc = plot_write_series_file(c, v, "bubble.dat",
+    int rc = mx_plot_write_series_file(c, v, "bubble.dat",
                                     "pipeline bubble of model runs against device count: measured and (k-1)/(m+k-1)",
                                     "devices bubble_measured bubble_theory micro_batches", keep_bubble, row_bubble, 0);
     if (rc != 0) return rc;

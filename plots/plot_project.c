@@ -22,7 +22,7 @@ static const char data_name[] = "project.dat";
 static int setup(plot_ctx *c, const mx_projection *pr, int n, const mx_results_meta *meta, const char *outdir,
                  const char *scripts_dir, int verbose)
 {
-    MX_TRY(plot_setup_dirs(c, outdir, scripts_dir, mx_plot_project_names, MX_PLOT_PROJECT_FIGURES, verbose));
+    MX_TRY(mx_plot_setup_dirs(c, outdir, scripts_dir, mx_plot_project_names, MX_PLOT_PROJECT_FIGURES, verbose));
     /* the title: the workloads, and the machine of CPU workers (GPUs' names are not recorded
      * per run) */
     const mx_projection *first = NULL;
@@ -35,7 +35,7 @@ static int setup(plot_ctx *c, const mx_projection *pr, int n, const mx_results_m
     for (char *p = c->title; *p; p++)
         if (*p == '"' || *p == '\n') *p = '\'';
     c->devname = cpu ? "CPU workers" : first && strcmp(first->device_type, "cuda") == 0 ? "GPUs" : "devices";
-    return plot_open_replot(c);
+    return mx_plot_open_replot(c);
 }
 
 /* The model's line: the counts of the points and 8 more per octave between, so that a log2
@@ -52,8 +52,8 @@ static void write_model_block(FILE *f, const mx_projection *pr, int lo, int hi)
         mx_proj_point pt = {0};
         mx_project_predict(pr, p, &pt);
         fprintf(f, "%d", p);
-        plot_put_num(f, pt.m_throughput);
-        plot_put_num(f, pt.m_efficiency);
+        mx_plot_put_num(f, pt.m_throughput);
+        mx_plot_put_num(f, pt.m_efficiency);
         fprintf(f, " -1\n");
         last = p;
     }
@@ -64,7 +64,7 @@ static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(co
 /* data/project.dat and the scripts' variables; the number of configurations written. */
 static int write_data(plot_ctx *c, const mx_projection *pr, int n, gp_vars *v)
 {
-    FILE *f = plot_open_data(c, data_name, "mxbench project: measured and modelled throughput and efficiency");
+    FILE *f = mx_plot_open_data(c, data_name, "mxbench project: measured and modelled throughput and efficiency");
     if (!f) return MX_EIO;
     fputs("# two blocks per configuration, separated by two blank lines (gnuplot 'index'), each opened by its\n"
           "# title in double quotes: block 2i its measured points, 2i+1 the model at the counts drawn\n"
@@ -84,14 +84,14 @@ static int write_data(plot_ctx *c, const mx_projection *pr, int n, gp_vars *v)
             if (!pt->measured) continue;
             if (isfinite(pt->efficiency) && pt->efficiency > ytop) ytop = pt->efficiency;
             fprintf(f, "%d", pt->gpus);
-            plot_put_num(f, pt->throughput);
-            plot_put_num(f, pt->efficiency);
+            mx_plot_put_num(f, pt->throughput);
+            mx_plot_put_num(f, pt->efficiency);
             fprintf(f, " %d\n", pt->fitted);
         }
         write_model_block(f, p, p->pt[0].gpus, p->pt[p->npoints - 1].gpus);
         blocks++;
     }
-    int rc = plot_close_data(c, f, data_name);
+    int rc = mx_plot_close_data(c, f, data_name);
     qsort(xs, (size_t)nx, sizeof *xs, cmp_int);
     char list[2048] = "";
     size_t len = 0;
@@ -101,10 +101,10 @@ static int write_data(plot_ctx *c, const mx_projection *pr, int n, gp_vars *v)
         if (w < 0 || (size_t)w >= sizeof list - len) break;
         len += (size_t)w;
     }
-    vars_int(v, "nseries", blocks);
-    vars_str(v, "gpus", list);
-    vars_add(v, "; ytop=%.3g", ytop * 1.1 > 1.15 ? ytop * 1.1 : 1.15);
-    plot_canvas_vars(v, blocks + 2, maxlabel);
+    mx_vars_int(v, "nseries", blocks);
+    mx_vars_str(v, "gpus", list);
+    mx_vars_add(v, "; ytop=%.3g", ytop * 1.1 > 1.15 ? ytop * 1.1 : 1.15);
+    mx_plot_canvas_vars(v, blocks + 2, maxlabel);
     return rc < 0 ? rc : blocks;
 }
 
@@ -118,15 +118,15 @@ int mx_plot_projection(const mx_projection *pr, int n, const mx_results_meta *me
     int rc = setup(c, pr, n, meta, outdir, scripts_dir, verbose), drawn = 0;
     gp_vars v = {.len = 0};
     if (rc == 0) {
-        vars_str(&v, "title", c->title);
-        vars_str(&v, "devname", c->devname);
+        mx_vars_str(&v, "title", c->title);
+        mx_vars_str(&v, "devname", c->devname);
         rc = write_data(c, pr, n, &v);
     }
     if (rc > 0 && v.overflow) rc = mx_error(MX_EINVAL, "gnuplot variables for the projection too long");
     static const char *const terms[2] = {"png", "svg"};
     for (int fig = 0; rc > 0 && fig < MX_PLOT_PROJECT_FIGURES; fig++) {
         for (int t = 0; rc > 0 && t < 2; t++) {
-            const int r = plot_run_script(c, mx_plot_project_names[fig], data_name, terms[t], v.text, files[fig][t],
+            const int r = mx_plot_run_script(c, mx_plot_project_names[fig], data_name, terms[t], v.text, files[fig][t],
                                           sizeof files[fig][t]);
             if (r < 0) rc = r;
         }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void plot_series_free(run_set *s)
+void mx_plot_series_free(run_set *s)
 {
     free(s->runs);
     free(s->uniq);
@@ -51,7 +51,7 @@ static int has_own(const mx_run_record **ok, int nok, char (*keys)[KEY_MAX], int
  * kvstore, so it starts the series of every kvstore it shares a key with, and is listed in
  * each of them, but for a series that has a run of its own at that device count (a dist_*
  * series' one worker): one point per device count. */
-int plot_series_build(run_set *s, const mx_results *res)
+int mx_plot_series_build(run_set *s, const mx_results *res)
 {
     memset(s, 0, sizeof *s);
     int nruns = res->nruns > 0 ? res->nruns : 0;
@@ -61,7 +61,7 @@ int plot_series_build(run_set *s, const mx_results *res)
     s->runs = calloc((size_t)nruns * nruns + 1, sizeof *s->runs);
     s->start = calloc((size_t)nruns + 2, sizeof *s->start);
     if (!rep || !keys || !ok || !s->runs || !s->start) {
-        free(rep), free(keys), free(ok), plot_series_free(s);
+        free(rep), free(keys), free(ok), mx_plot_series_free(s);
         return mx_error(MX_ENOMEM, "out of memory while plotting grouping %d runs", nruns);
     }
     int nok = 0, nrep = 0;
@@ -201,7 +201,7 @@ static int quiet_default(int f, const mx_run_record *r)
  * from the others (the title names the study's workload, device and, when there is one,
  * strategy). The strategy alone names a lone line. The device, worker and server counts vary
  * along a series, so they name only runs (with_gpus), never a series. */
-unsigned plot_varying_fields(const mx_run_record *const *runs, int n, int with_gpus)
+unsigned mx_plot_varying_fields(const mx_run_record *const *runs, int n, int with_gpus)
 {
     unsigned mask = 0;
     for (int f = 0; f < F_NFIELDS; f++) {
@@ -242,10 +242,10 @@ static void label_of(const mx_run_record *r, unsigned mask, char *b, size_t n)
 
 /* Labels for items whose representative runs are reps[0..n), made unique: a clash (runs
  * differing only in a field not named, e.g. momentum) gets the run id appended. */
-void plot_unique_labels(const mx_run_record *const *reps, int n, int with_gpus, char (*labels)[LABEL_MAX])
+void mx_plot_unique_labels(const mx_run_record *const *reps, int n, int with_gpus, char (*labels)[LABEL_MAX])
 {
     if (n <= 0) return;
-    unsigned mask = plot_varying_fields(reps, n, with_gpus);
+    unsigned mask = mx_plot_varying_fields(reps, n, with_gpus);
     for (int i = 0; i < n; i++) label_of(reps[i], mask, labels[i], LABEL_MAX);
     for (int i = 0; i < n; i++) {
         int clash = 0;
@@ -259,7 +259,7 @@ void plot_unique_labels(const mx_run_record *const *reps, int n, int with_gpus, 
 
 
 /* Series representatives (first run of each) -> unique series labels. */
-char (*plot_series_labels(const run_set *s))[LABEL_MAX]
+char (*mx_plot_series_labels(const run_set *s))[LABEL_MAX]
 {
     char(*labels)[LABEL_MAX] = calloc((size_t)s->nseries + 1, sizeof *labels);
     const mx_run_record **reps = calloc((size_t)s->nseries + 1, sizeof *reps);
@@ -267,7 +267,7 @@ char (*plot_series_labels(const run_set *s))[LABEL_MAX]
         /* named by its last (largest) member: the first may be a one-device run, whose
          * kvstore "none" says nothing of the series */
         for (int i = 0; i < s->nseries; i++) reps[i] = s->runs[s->start[i + 1] - 1];
-        plot_unique_labels(reps, s->nseries, 0, labels);
+        mx_plot_unique_labels(reps, s->nseries, 0, labels);
     }
     free(reps);
     if (!labels) mx_error(MX_ENOMEM, "out of memory while plotting");

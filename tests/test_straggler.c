@@ -72,14 +72,14 @@ int main(void)
     const double b0 = rec.devices ? rec.devices[0].busy_time : NAN, b1 = rec.devices ? rec.devices[1].busy_time : NAN;
     CHECK(b0 > 0 && b1 > b0 + 0.010, "data: busy %.2f ms and %.2f ms a step, expected device 1 at least 10 ms longer",
           b0 * 1e3, b1 * 1e3);
-    CHECK(report_straggler(&rec, line, sizeof line) && strstr(line, "device 1 "), "straggler line: '%s'",
-          report_straggler(&rec, line, sizeof line) ? line : "(none)");
+    CHECK(mx_report_straggler(&rec, line, sizeof line) && strstr(line, "device 1 "), "straggler line: '%s'",
+          mx_report_straggler(&rec, line, sizeof line) ? line : "(none)");
     printf("%s\n", line);
 
     rec.devices[1].busy_time = rec.devices[0].busy_time * 1.1; /* within MX_STRAGGLER_RATIO */
-    CHECK(!report_straggler(&rec, line, sizeof line), "equal devices: '%s'", line);
+    CHECK(!mx_report_straggler(&rec, line, sizeof line), "equal devices: '%s'", line);
     rec.devices[1].busy_time = NAN;
-    CHECK(!report_straggler(&rec, line, sizeof line), "one device measured: '%s'", line);
+    CHECK(!mx_report_straggler(&rec, line, sizeof line), "one device measured: '%s'", line);
 
     train("model", "cpu", &rec);
     CHECK(rec.devices && rec.devices[0].busy_time > 0 && rec.devices[1].busy_time > 0, "model: stage busy %g %g",

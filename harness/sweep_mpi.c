@@ -235,11 +235,6 @@ int mx_sweep_mpi_setup(mx_sweep_mpi *m, const char *mpirun, const char *hostfile
 
 int mx_sweep_mpi_ranks(const mx_run_record *r) { return r->gpus + r->servers; }
 
-int mx_sweep_mpi_oversubscribed(const mx_sweep_mpi *m, const mx_run_record *r)
-{
-    return m->one_machine && mx_sweep_mpi_ranks(r) * r->threads_per_device > m->cores;
-}
-
 void mx_sweep_mpi_role(const mx_run_record *r, int rank, char *buf, size_t n)
 {
     if (rank < r->gpus) snprintf(buf, n, "worker %d", rank);

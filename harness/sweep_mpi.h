@@ -37,8 +37,6 @@ int mx_sweep_mpi_setup(mx_sweep_mpi *m, const char *mpirun, const char *hostfile
 
 /* The MPI ranks of a dist_* row: its workers (one per device) and servers. */
 int mx_sweep_mpi_ranks(const mx_run_record *r);
-/* 1 when a dist_* row's ranks x threads exceed this machine's cores (one machine only). */
-int mx_sweep_mpi_oversubscribed(const mx_sweep_mpi *m, const mx_run_record *r);
 /* "worker 1" or "server 0": what rank `rank` of row r is (ranks in order: workers first). */
 void mx_sweep_mpi_role(const mx_run_record *r, int rank, char *buf, size_t n);
 

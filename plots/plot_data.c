@@ -308,9 +308,8 @@ static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         int width = 80 * n + 260;
         mx_vars_int(v, "width", width < 900 ? 900 : width > 8000 ? 8000 : width);
         /* the slanted labels take about 3.5 px of height a character: the bars keep theirs */
-        mx_vars_int(v, "height", 460 + (int)(3.5 * (double)(maxlabel > 150 ? 150 : maxlabel)) > 620
-                                  ? 460 + (int)(3.5 * (double)(maxlabel > 150 ? 150 : maxlabel))
-                                  : 620);
+        const int height = 460 + (int)(3.5 * (double)(maxlabel > 150 ? 150 : maxlabel));
+        mx_vars_int(v, "height", height > 620 ? height : 620);
     }
 done:
     free(runs), free(labels), free(scratch);

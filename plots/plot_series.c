@@ -28,20 +28,13 @@ static int cmp_gpus(const void *a, const void *b)
 
 static int is_none_kv(const mx_run_record *r) { return strcmp(r->kvstore, "none") == 0; }
 
-/* The exchange of a run with a kvstore: its kvstore and its compressor (whose settings are in
- * the series key). Two runs of one series key are one series exactly when these agree; the
- * series key leaves them out only because a one-device run has neither. */
-static int same_exchange(const mx_run_record *a, const mx_run_record *b)
-{
-    return strcmp(a->kvstore, b->kvstore) == 0 && strcmp(a->compression, b->compression) == 0;
-}
-
 /* 1 when the series of ok[rep] (key keys[rep], its exchange) has a run of its own exchange at
  * the device count of ok[j] */
 static int has_own(const mx_run_record **ok, int nok, char (*keys)[KEY_MAX], int j, int rep)
 {
     for (int m = 0; m < nok; m++)
-        if (ok[m]->gpus == ok[j]->gpus && same_exchange(ok[m], ok[rep]) && !strcmp(keys[m], keys[rep])) return 1;
+        if (ok[m]->gpus == ok[j]->gpus && mx_record_same_exchange(ok[m], ok[rep]) && !strcmp(keys[m], keys[rep]))
+            return 1;
     return 0;
 }
 
@@ -75,7 +68,7 @@ int mx_plot_series_build(run_set *s, const mx_results *res)
             if (is_none_kv(ok[i]) != pass) continue;
             int found = 0;
             for (int k = 0; k < nrep && !found; k++)
-                found = strcmp(keys[i], keys[rep[k]]) == 0 && (pass ? 1 : same_exchange(ok[i], ok[rep[k]]));
+                found = strcmp(keys[i], keys[rep[k]]) == 0 && (pass ? 1 : mx_record_same_exchange(ok[i], ok[rep[k]]));
             if (!found) rep[nrep++] = i;
         }
     for (int k = 0; k < nrep; k++) {
@@ -109,7 +102,8 @@ static void t_device(const mx_run_record *r, char *b, size_t n) { snprintf(b, n,
 static void t_strategy(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%s-parallel", r->strategy); }
 static void t_kvstore(const mx_run_record *r, char *b, size_t n) /* model and layer use none */
 {
-    snprintf(b, n, "%s%s", strcmp(r->strategy, "data") == 0 ? "kv " : "", strcmp(r->strategy, "data") == 0 ? r->kvstore : "");
+    if (strcmp(r->strategy, "data") == 0) snprintf(b, n, "kv %s", r->kvstore);
+    else b[0] = '\0';
 }
 static void t_servers(const mx_run_record *r, char *b, size_t n) /* dist_* runs with parameter servers */
 {

@@ -174,10 +174,15 @@ static void record_key(const mx_run_record *r, char *buf, size_t n, int series)
 void mx_record_config_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 0); }
 
 void mx_record_series_key(const mx_run_record *r, char *buf, size_t n) { record_key(r, buf, n, 1); }
+int mx_record_same_exchange(const mx_run_record *a, const mx_run_record *b)
+{
+    return strcmp(a->kvstore, b->kvstore) == 0 && strcmp(a->compression, b->compression) == 0;
+}
+
 int mx_record_exchange_matches(const mx_run_record *a, const mx_run_record *b)
 {
     if (strcmp(a->kvstore, "none") == 0 || strcmp(b->kvstore, "none") == 0) return 1;
-    return strcmp(a->kvstore, b->kvstore) == 0 && strcmp(a->compression, b->compression) == 0;
+    return mx_record_same_exchange(a, b);
 }
 
 /* ---- derived figures */

@@ -162,6 +162,8 @@ void mx_record_series_key(const mx_run_record *r, char *buf, size_t n);
  * nothing compressed): a one-device run is the first point of the series of every kvstore
  * and every compressor. */
 int mx_record_exchange_matches(const mx_run_record *a, const mx_run_record *b);
+/* Equal kvstores and compressions, strictly (the exchange of two runs that both have one). */
+int mx_record_same_exchange(const mx_run_record *a, const mx_run_record *b);
 
 /* Fills throughput*, step_time_median, final_test_acc, time_to_acc from the series. */
 void mx_record_derive(mx_run_record *r);

@@ -294,6 +294,19 @@ static int update(hid_t fid, const char *path, const mx_run_record *rec, int rep
     return rc;
 }
 
+/* The file as an in-memory copy open for writing (finish commits it), or a negative MX_E*. */
+static hid_t open_copy(const char *path)
+{
+    quiet_hdf5();
+    MX_TRY(file_check(path));
+    void *data = NULL;
+    size_t size = 0;
+    MX_TRY(mx_file_read_all(path, &data, &size));
+    hid_t fid = mx_mem_open(path, data, size);
+    free(data); /* HDF5 keeps its own copy */
+    return fid;
+}
+
 static int update_file(const char *path, const mx_run_record *rec, int replace)
 {
     quiet_hdf5();
@@ -302,25 +315,14 @@ static int update_file(const char *path, const mx_run_record *rec, int replace)
     MX_TRY(mx_run_check_values(rec, path, MX_EINVAL));
     MX_TRY(mx_ranks_check(rec, path, MX_EINVAL));
     MX_TRY(mx_detail_check(rec, path, MX_EINVAL));
-    MX_TRY(file_check(path));
-    void *data = NULL;
-    size_t size = 0;
-    MX_TRY(mx_file_read_all(path, &data, &size));
-    hid_t fid = mx_mem_open(path, data, size);
-    free(data); /* HDF5 keeps its own copy */
+    hid_t fid = open_copy(path);
     if (fid < 0) return (int)fid;
     return finish(fid, path, update(fid, path, rec, replace));
 }
 
 int mx_results_add_command(const char *path, const char *command_line)
 {
-    quiet_hdf5();
-    MX_TRY(file_check(path));
-    void *data = NULL;
-    size_t size = 0;
-    MX_TRY(mx_file_read_all(path, &data, &size));
-    hid_t fid = mx_mem_open(path, data, size);
-    free(data);
+    hid_t fid = open_copy(path);
     if (fid < 0) return (int)fid;
     mx_results cur;
     memset(&cur, 0, sizeof cur);

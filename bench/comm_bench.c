@@ -13,11 +13,12 @@
  * too); a round times a burst of calls, takes the slowest rank's time (nccl-tests'
  * convention), and the table gives the median over rounds of each one's bus bandwidth
  * (2(n-1)/n x bytes / time) and their ratio. */
-#include "engine/backend.h"
-#include "engine/net.h"
-#include "engine/status.h"
-#include "engine/timer.h"
-#include "strategies/comm.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/core/net.h"
+#include "base/status.h"
+#include "base/timer.h"
+#include "comm/comm.h"
 #include "workloads/workloads.h"
 
 #include <mpi.h>
@@ -116,7 +117,7 @@ static void measure(mx_comm *c, const step *s, int rounds, int rank, int n, cons
     free(buf);
 }
 
-/* The buckets of kvstore dist_allreduce for the workload (as strategies/kv_allreduce.c). */
+/* The buckets of kvstore dist_allreduce for the workload (as kvstore/allreduce.c). */
 static int workload_step(step *s, const char *name, double bucket_mb)
 {
     const mx_workload *wl = mx_workload_find(name);

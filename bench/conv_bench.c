@@ -5,11 +5,12 @@
  * with its math set to bf16 (its bf16 kernels where the CPU has them), oneDNN's primitives on
  * bf16 src, weights and dst (f32 weight gradient) from mxbench's f32 tensors, the conversions
  * counted as the reorders they are. mxbench's column is the engine's dispatch, which under bf16
- * math takes oneDNN itself for 3x3 shapes where the build has it (engine/cpu_conv_dnnl.c):
+ * math takes oneDNN itself for 3x3 shapes where the build has it (engine/cpu/conv_dnnl.c):
  * MXBENCH_CONV=nodnnl compares mxbench's own kernels, as scripts/bench.sh does.
  * Usage: conv_bench [--threads T] [--reps R] [--model lenet|resnet18|all] [--min-ms MS] [--bf16] */
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
 
 #include <dnnl.h>
 #include <dnnl_debug.h>

@@ -1,11 +1,12 @@
 /* The GEMMs mxbench trains with, side by side on the shapes its convolutions and dense layers
  * run (lenet batch 128, resnet18 batch 32, per sample-parallel chunk): OpenBLAS's sgemm, the
- * own f32 kernel and the own bf16 kernel (engine/cpu_gemm.c), each shape's three timed in
+ * own f32 kernel and the own bf16 kernel (engine/cpu/gemm.c), each shape's three timed in
  * turn, best of --reps. Own kernels the CPU lacks are left out with a message.
  * Usage: gemm_bench [--threads T] [--reps N] */
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
-#include "engine/timer.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
+#include "base/timer.h"
 
 #include <cblas.h>
 #include <omp.h>

@@ -4,8 +4,10 @@
  * over 10 products after 3 warm-ups. Prints a GEMMPEAK line per arithmetic in TFLOP/s, the
  * figure a training run's achieved FLOP rate is read against.
  * usage: gpu_gemm_ceiling [N] */
-#include "engine/backend.h"
-#include "engine/status.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cuda/cuda.h"
+#include "base/status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,10 @@ int main(int argc, char **argv)
     if (n < 64 || n > 32768) {
         fprintf(stderr, "gpu_gemm_ceiling: size '%s': accepted 64 to 32768\n", argv[1]);
         return 2;
+    }
+    if (mx_backend_register(&mx_cuda_backend_ops) < 0) {
+        fprintf(stderr, "gpu_gemm_ceiling: %s\n", mx_last_error());
+        return 1;
     }
     mx_backend *be;
     if (mx_backend_create(&be, "cuda", 0, 1) < 0) {

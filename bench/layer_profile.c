@@ -9,14 +9,15 @@
  * forward's (input and weight gradients), once for the first layer (no input gradient).
  * Usage: layer_profile [--workload lenet|mlp|resnet18] [--batch N] [--threads T] [--steps S]
  *                      [--amp off|fp16|bf16] */
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
-#include "engine/exec.h"
-#include "engine/net.h"
-#include "engine/params.h"
-#include "engine/status.h"
-#include "engine/timer.h"
-#include "engine/trace.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
+#include "engine/core/exec.h"
+#include "engine/core/net.h"
+#include "engine/core/params.h"
+#include "base/status.h"
+#include "base/timer.h"
+#include "engine/core/trace.h"
 #include "workloads/workloads.h"
 
 #include <cblas.h>
@@ -175,7 +176,7 @@ int main(int argc, char **argv)
         const int conv = strcmp(l->ops->kind, "conv2d") == 0 || strcmp(l->ops->kind, "residual") == 0;
         const double col = conv && l->out.c > 0 ? f / batch / 2 / l->out.c : 0;
         const double bytes_f = 4 * (batch * ((double)mx_shape_size(l->in) + (double)mx_shape_size(l->out) + 2 * col) + weights);
-        /* a relu run inside the next layer's pass (exec.c's fusion) moves nothing of its own */
+        /* a relu run inside the next layer's pass (engine/core/exec.c's fusion) moves nothing of its own */
         const int fused = net->exec->fused[k];
         const double bytes = fused ? 0 : 3 * bytes_f; /* forward, and backward's twice as much */
         char shape[32];

@@ -1,8 +1,9 @@
 /* Forward FLOPs per sample of each workload on 1x28x28 input, from the engine's own layers
  * (the figure mxbench's GFLOP/s uses), so scripts/bench.sh can turn any throughput
  * (mxbench's or PyTorch's) into GFLOP/s exactly. Usage: model_flops [workload...] */
-#include "engine/backend.h"
-#include "engine/net.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/core/net.h"
 #include "workloads/workloads.h"
 
 #include <stdio.h>

@@ -4,8 +4,9 @@
  * denominator mxbench's achieved training GFLOP/s is compared against: the fastest f32 GEMM
  * this machine has, whichever library it comes from.
  * Usage: sgemm_ceiling [threads] [repeats] [sizes...] */
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
 
 #include <cblas.h>
 #include <omp.h>

@@ -35,7 +35,7 @@ def bn(c):
 
 class BasicBlock(nn.Module):
     """relu(bn(conv3x3(relu(bn(conv3x3 x)))) + shortcut); the shortcut is a 1x1 conv with the
-    stride + bn when the stride or the channel count changes (engine/layer_residual.c)."""
+    stride + bn when the stride or the channel count changes (engine/layers/residual.c)."""
 
     def __init__(self, cin, cout, stride):
         super().__init__()

@@ -1,6 +1,7 @@
 /* Library versions and machine description (see buildinfo.h). */
 #include "buildinfo.h"
-#include "engine/backend.h"
+#include "engine/backend/backend.h"
+#include "engine/cpu/cpu.h"
 
 #include <hdf5.h>
 #include <stdlib.h>

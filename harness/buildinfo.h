@@ -17,6 +17,9 @@ typedef struct {
 
 /* Implemented by devices_cuda.c or devices_none.c, chosen by CMake. */
 void mx_cuda_probe(mx_cuda_info *info);
+/* Registers the device backends this build links beyond the CPU's (CUDA's in a CUDA build,
+ * none otherwise); mxbench's main calls it once. */
+void mx_register_device_backends(void);
 void mx_mpi_version(char *buf, size_t n);
 
 int mx_cpu_cores(void);

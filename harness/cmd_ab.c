@@ -5,8 +5,8 @@
  * regression beyond the threshold. Two sweeps minutes apart differ by up to 30% on a shared
  * 2-core machine; adjacent runs of one job differ far less, which is what makes a 5% gate
  * possible there (docs/regression.md). */
-#include "engine/paths.h"
-#include "engine/status.h"
+#include "base/paths.h"
+#include "base/status.h"
 #include "harness/ab_report.h"
 #include "harness/commands.h"
 #include "harness/opts.h"

@@ -1,7 +1,7 @@
 /* `mxbench compare BASE NEW`: matches the runs of two results files by configuration and
  * judges each metric with its confidence interval, for regression gates in CI (exit 1 on a
  * regression). The decision rule lives in results/compare.c. */
-#include "engine/status.h"
+#include "base/status.h"
 #include "harness/commands.h"
 #include "harness/opts.h"
 #include "harness/report_table.h"

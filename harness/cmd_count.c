@@ -4,7 +4,7 @@
  * the record's writing cancelled out. Under cachegrind the count is the same on every run of
  * the same binary and inputs, whatever else the host runs, so a CI job can gate on a 1%
  * change where timings on a shared runner move by 30% (docs/regression.md). */
-#include "engine/status.h"
+#include "base/status.h"
 #include "harness/commands.h"
 #include "harness/count_run.h"
 #include "harness/opts.h"

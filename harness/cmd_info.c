@@ -2,10 +2,11 @@
 #include "buildinfo.h"
 #include "commands.h"
 #include "opts.h"
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
-#include "engine/exec.h"
-#include "strategies/kvstore.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
+#include "engine/core/exec.h"
+#include "kvstore/kvstore.h"
 #include "strategies/strategy.h"
 
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* `mxbench plot FILE`: draws the figures of a results file (throughput, speedup, efficiency,
  * accuracy, phase breakdown, loss, dist_async staleness) as PNG and SVG through gnuplot; see
  * plots/plot.h. */
-#include "engine/status.h"
+#include "base/status.h"
 #include "harness/commands.h"
 #include "harness/opts.h"
 #include "plots/plot.h"

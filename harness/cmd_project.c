@@ -4,7 +4,7 @@
  * configuration, and predicts throughput and efficiency at other device counts; --plot draws
  * the measured points and the model's lines. The model is results/project.[ch], its figures
  * plots/plot_project.c. */
-#include "engine/status.h"
+#include "base/status.h"
 #include "harness/commands.h"
 #include "harness/opts.h"
 #include "harness/project_print.h"

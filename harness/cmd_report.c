@@ -1,7 +1,7 @@
 /* `mxbench report FILE`: the summary of a results file, one row per run, as an aligned text
  * table, a Markdown table, CSV or JSON; and the rank table of each dist_* run (one row per
  * rank of its MPI job), where a straggler shows. */
-#include "engine/status.h"
+#include "base/status.h"
 #include "harness/commands.h"
 #include "harness/opts.h"
 #include "results/results.h"

@@ -2,11 +2,12 @@
  * `mxbench train`, and appends every outcome (ok, failed, skipped) to one HDF5 file as it
  * finishes, so an interrupted sweep keeps what it finished and --resume completes it. */
 #include "buildinfo.h"
-#include "engine/backend.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
 #include "commands.h"
-#include "engine/limits.h"
-#include "engine/paths.h"
-#include "engine/status.h"
+#include "base/limits.h"
+#include "base/paths.h"
+#include "base/status.h"
 #include "opts.h"
 #include "progress.h"
 #include "results/results.h"
@@ -15,7 +16,7 @@
 #include "sweep_mpi.h"
 #include "sweep_plan.h"
 #include "sweep_run.h"
-#include "strategies/kvstore.h"
+#include "kvstore/kvstore.h"
 #include "strategies/strategy.h"
 #include "workloads/dataset.h"
 

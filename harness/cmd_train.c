@@ -2,16 +2,17 @@
  * the run is also written as a results file (how sweep children report back). */
 #include "buildinfo.h"
 #include "commands.h"
-#include "engine/paths.h"
-#include "engine/status.h"
+#include "base/paths.h"
+#include "base/status.h"
 #include "opts.h"
 #include "results/results.h"
-#include "engine/limits.h"
+#include "base/limits.h"
 #include "train_launch.h"
 #include "trainer.h"
 #include "dist.h"
-#include "strategies/kvstore.h"
+#include "kvstore/kvstore.h"
 #include "workloads/workloads.h"
+#include "engine/core/backends.h"
 
 #include <errno.h>
 #include <math.h>

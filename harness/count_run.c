@@ -1,6 +1,6 @@
 /* Counted runs (count_run.h): cachegrind's totals, or hardware counters on a child. */
 #include "harness/count_run.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "harness/sweep_child.h"
 
 #include <errno.h>

@@ -1,6 +1,9 @@
 /* Device probing for a CUDA build: runtime, driver, cuDNN and NCCL versions and the GPUs
  * visible. Built only when CMake finds the CUDA toolkit. */
 #include "buildinfo.h"
+#include "base/status.h"
+#include "engine/core/backends.h"
+#include "engine/cuda/cuda.h"
 
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -42,4 +45,10 @@ void mx_cuda_probe(mx_cuda_info *info)
     static int done;
     if (!done) probe(&cached), done = 1;
     *info = cached;
+}
+
+void mx_register_device_backends(void)
+{
+    if (mx_backend_register(&mx_cuda_backend_ops) < 0)
+        fprintf(stderr, "mxbench: the cuda backend's table is incomplete: %s\n", mx_last_error());
 }

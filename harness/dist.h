@@ -5,7 +5,7 @@
 #define MX_DIST_H
 
 #include "results/record.h"
-#include "strategies/cluster.h"
+#include "cluster/cluster.h"
 
 /* Starts this rank's part of the job for kvstore `mode` (servers < 0: not given). On failure
  * prints why (rank 0 only: every rank fails alike) and returns the exit status (2 for a bad

@@ -1,9 +1,9 @@
 /* `mxbench train` as a rank of a dist_* MPI job (dist.h). */
 #include "dist.h"
 #include "commands.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/stats.h"
-#include "strategies/ps.h"
+#include "kvstore/ps.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Host readings from /proc (hostload.h). */
 #include "hostload.h"
-#include "engine/timer.h"
+#include "base/timer.h"
 
 #include <ctype.h>
 #include <dirent.h>

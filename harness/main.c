@@ -1,6 +1,7 @@
 /* mxbench: the command-line entry point, dispatching to one subcommand. */
+#include "buildinfo.h"
 #include "commands.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +49,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) argv[1] = "info";
+    mx_register_device_backends();
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "mxbench: unknown command '%s'; commands are:", argv[1]);

@@ -1,6 +1,6 @@
 /* Sweep progress display (see progress.h). */
 #include "progress.h"
-#include "engine/timer.h"
+#include "base/timer.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * devices where it has several (its summary row has its memory). */
 #include "report_table.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,8 +2,8 @@
  * group, poll its stderr with a one-second tick, keep the last lines and the marked ones,
  * enforce a timeout. */
 #include "sweep_child.h"
-#include "engine/status.h"
-#include "engine/timer.h"
+#include "base/status.h"
+#include "base/timer.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* Which rows of a sweep ask for more than the machine has (sweep_cores.h). */
 #include "sweep_cores.h"
-#include "strategies/kvstore.h"
+#include "kvstore/kvstore.h"
 
 #include <stdio.h>
 #include <string.h>

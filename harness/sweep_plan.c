@@ -1,9 +1,9 @@
 /* Sweep planning (see sweep_plan.h). What this build cannot run is decided here, once, so
  * the results file says why a row is missing instead of silently dropping it. */
 #include "sweep_plan.h"
-#include "engine/status.h"
-#include "strategies/compressor.h"
-#include "strategies/kvstore.h"
+#include "base/status.h"
+#include "kvstore/compressor.h"
+#include "kvstore/kvstore.h"
 #include "strategies/strategy.h"
 #include "workloads/workloads.h"
 

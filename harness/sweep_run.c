@@ -1,11 +1,11 @@
 /* Sweep runs as child processes (see sweep_run.h). */
 #include "sweep_run.h"
 #include "commands.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "opts.h"
 #include "results/axes.h"
 #include "results/results.h"
-#include "strategies/kvstore.h"
+#include "kvstore/kvstore.h"
 
 #include <math.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 /* The injected slowdown of test_hooks.h. */
 #include "harness/test_hooks.h"
-#include "engine/timer.h"
+#include "base/timer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

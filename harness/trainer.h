@@ -5,6 +5,7 @@
 
 #include "results/record.h"
 #include "strategies/strategy.h"
+#include "engine/core/backends.h"
 
 #include <stdio.h>
 
@@ -21,7 +22,7 @@ typedef struct {
     int warmup_steps, repeats, seed;
     double lr, momentum, wd;
     double warmup_epochs, warmup_start_lr;
-    const char *lr_schedule; /* after the warmup: "constant" or "cosine" (engine/optim.h) */
+    const char *lr_schedule; /* after the warmup: "constant" or "cosine" (engine/core/optim.h) */
     double target_acc;
     double work_load[MX_MAX_DEVICES];
     int nwork_load;         /* 0 = even split */
@@ -43,20 +44,20 @@ typedef struct {
     int micro_batches;
     const char *schedule;
     /* data with a kvstore that exchanges gradients: the compressor of pushes ("none", "2bit",
-     * "topk", "fp16"; compressor.h) and its settings (2bit's threshold, topk's ratio) */
+     * "topk", "fp16"; kvstore/compressor.h) and its settings (2bit's threshold, topk's ratio) */
     const char *compression;
     double gc_threshold, gc_topk_ratio;
-    /* mixed precision: "off", "fp16" or "bf16" (engine/amp.h; data strategy, mx_amp_check) */
+    /* mixed precision: "off", "fp16" or "bf16" (engine/core/amp.h; data strategy, mx_amp_check) */
     const char *amp;
     /* if set, a timeline of trace_steps steps from the first timed one (first repeat) is
-     * written there as a Chrome trace (engine/trace.h; a dist_* job's: worker 0's) */
+     * written there as a Chrome trace (engine/core/trace.h; a dist_* job's: worker 0's) */
     const char *trace;
     int trace_steps;
 } mx_train_config;
 
 void mx_train_config_defaults(mx_train_config *c);
 
-/* Checks every field against what mxbench accepts (engine/limits.h): MX_EINVAL with a
+/* Checks every field against what mxbench accepts (base/limits.h): MX_EINVAL with a
  * message naming the value and the accepted range. Shared by `train` and `sweep`, so both
  * accept the same things; what depends on the data set is checked once it is loaded. */
 int mx_train_config_check(const mx_train_config *c);

@@ -1,14 +1,15 @@
 /* What `train` and `sweep` accept (trainer.h, mx_train_config_check): every field against
- * the bounds of engine/limits.h and the rules between fields and strategies, with messages
+ * the bounds of base/limits.h and the rules between fields and strategies, with messages
  * naming the value and what is accepted. */
 #include "trainer.h"
-#include "engine/limits.h"
-#include "engine/optim.h"
-#include "engine/status.h"
+#include "base/limits.h"
+#include "engine/core/optim.h"
+#include "base/status.h"
 #include "opts.h"
-#include "strategies/compressor.h"
-#include "strategies/kvstore.h"
+#include "kvstore/compressor.h"
+#include "kvstore/kvstore.h"
 #include "workloads/workloads.h"
+#include "engine/core/backends.h"
 
 #include <string.h>
 

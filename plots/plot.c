@@ -3,8 +3,8 @@
  * plots/<name>.gp under gnuplot for each terminal, checking its exit status and its output. */
 #include "plot_internal.h"
 
-#include "engine/paths.h"
-#include "engine/status.h"
+#include "base/paths.h"
+#include "base/status.h"
 
 #include <errno.h>
 #include <limits.h>

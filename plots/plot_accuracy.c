@@ -6,7 +6,7 @@
  * device counts. Written to data/accuracy.dat, drawn by plots/accuracy.gp. */
 #include "plot_internal.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/stats.h"
 
 #include <math.h>

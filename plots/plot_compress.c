@@ -5,7 +5,7 @@
  * when some ok run compressed its gradients or ran mixed precision. And loss_scale.png: the
  * loss scale of every step of each fp16 AMP run, a skipped step where the scale fell. */
 #include "plot_internal.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/stats.h"
 
 #include <math.h>

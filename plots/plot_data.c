@@ -2,7 +2,7 @@
  * gnuplot-readable table (blocks per series or run), and the variables its script needs. */
 #include "plot_internal.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <errno.h>
 #include <limits.h>

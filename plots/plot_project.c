@@ -5,8 +5,8 @@
 #include "plot_project.h"
 #include "plot_internal.h"
 
-#include "engine/paths.h"
-#include "engine/status.h"
+#include "base/paths.h"
+#include "base/status.h"
 
 #include <errno.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * or a series by the configuration fields that vary in the plot. */
 #include "plot_internal.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/axes.h"
 
 #include <errno.h>

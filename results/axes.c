@@ -3,7 +3,7 @@
  * fields at the end (with in_v1 = 0, so that a file without them still matches). */
 #include "axes.h"
 
-#include "engine/limits.h"
+#include "base/limits.h"
 #include "record.h"
 
 #include <stdio.h>

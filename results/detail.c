@@ -4,7 +4,7 @@
  * when the run has them and read tolerant of files without them (table.c). */
 #include "store.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <stdio.h>
 #include <string.h>

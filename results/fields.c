@@ -4,7 +4,7 @@
 #include "store.h"
 
 #include "axes.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -10,8 +10,8 @@
  * returns is checked. The price is memory: about twice the file's size while appending. */
 #include "store.h"
 
-#include "engine/paths.h"
-#include "engine/status.h"
+#include "base/paths.h"
+#include "base/status.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,8 +4,8 @@
  * them, so once their process is gone they are removed. */
 #include "results.h"
 
-#include "engine/paths.h"
-#include "engine/status.h"
+#include "base/paths.h"
+#include "base/status.h"
 
 #include <dirent.h>
 #include <errno.h>

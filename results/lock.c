@@ -10,8 +10,8 @@
  * a file locked; the lock file it leaves behind is empty of meaning and reused. */
 #include "results.h"
 
-#include "engine/paths.h"
-#include "engine/status.h"
+#include "base/paths.h"
+#include "base/status.h"
 
 #include <errno.h>
 #include <fcntl.h>

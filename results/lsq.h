@@ -1,4 +1,4 @@
-/* Small least squares for the projection's fits (kv_calls.c's alpha-beta-gamma per step,
+/* Small least squares for the projection's fits (kvstore/calls.c's alpha-beta-gamma per step,
  * project.c's compute line): a few named columns, some of which the data may not tell apart,
  * so the caller lists the subsets to try in order of preference and gets the first that the
  * data determine. */

@@ -5,7 +5,7 @@
  * counts asked for. */
 #include "project.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <math.h>
 #include <stdio.h>

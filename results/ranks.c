@@ -3,7 +3,7 @@
  * without it (table.c), and the checks of its rows. */
 #include "store.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
 /* The run record: lifetime (init/free/copy), the canonical configuration keys that match runs
  * across files, and the figures derived from a run's series (see record.h, SCHEMA.md). */
 #include "record.h"
-#include "engine/limits.h"
+#include "base/limits.h"
 
 #include "axes.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "stats.h"
 
 #include <math.h>

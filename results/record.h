@@ -75,7 +75,7 @@ typedef struct {
     char partition[64];    /* model: "auto" or top-level layers per stage as asked, "6,3,3" */
     double gc_threshold;   /* 2bit compression's threshold (0.5 on every other row) */
     double gc_topk_ratio;  /* topk compression's share of values sent (0.01 on every other row) */
-    char lr_schedule[12];  /* the lr after warmup: constant or cosine (engine/optim.h) */
+    char lr_schedule[12];  /* the lr after warmup: constant or cosine (engine/core/optim.h) */
 
     /* ---- outcome */
     char status[12];       /* one of mx_record_statuses: ok, failed, skipped, diverged */
@@ -104,7 +104,7 @@ typedef struct {
     char counted_by[16];   /* "cachegrind" or "perf": a run of `mxbench count` (counts, no timings); else "" */
     char amp_kernels[16];  /* how AMP's GEMMs ran: "avx512_bf16" on the CPU's bf16 units, "emulated"
                             * (f32 arithmetic on half values), "tensor_cores" (CUDA); "" with amp off
-                            * (backend.h) */
+                            * (engine/backend/backend.h) */
     int ndevices;          /* strategies that report per device (model, layer, data): one row each */
     mx_device_row *devices;/* [ndevices] */
     int nlayers;           /* the model's top-level layers, where the strategy reports them */

@@ -4,8 +4,8 @@
  * The layout is documented field by field in results/SCHEMA.md. */
 #include "results.h"
 
-#include "engine/paths.h"
-#include "engine/status.h"
+#include "base/paths.h"
+#include "base/status.h"
 #include "store.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * attribute (SCHEMA.md). */
 #include "store.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <stdint.h>
 #include <stdio.h>

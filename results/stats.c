@@ -3,7 +3,7 @@
  * estimate behind `mxbench ab`. */
 #include "stats.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <math.h>
 #include <stdint.h>

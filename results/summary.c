@@ -3,7 +3,7 @@
  * records in full on every append; read for the run order and checked against the runs. */
 #include "store.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <math.h>
 #include <stdint.h>

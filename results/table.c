@@ -5,7 +5,7 @@
  * string it reads (SCHEMA.md, "What a reader checks"). */
 #include "store.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <math.h>
 #include <stdlib.h>

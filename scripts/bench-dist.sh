@@ -80,7 +80,7 @@ if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUIL
     tail -20 "$OUT/build.log" >&2
     exit 1
 fi
-MX=$BUILD/harness/mxbench CB=$BUILD/strategies/comm_bench
+MX=$BUILD/harness/mxbench CB=$BUILD/bench/comm_bench
 ((EUID)) || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # shellcheck disable=SC2054 # self,tcp is one argument
 MPI=(mpirun --oversubscribe --mca pml ob1 --mca btl self,tcp)

@@ -93,45 +93,26 @@ per_round() { echo $((($1 + ROUNDS - 1) / ROUNDS)); } # timed steps of one run
 
 # ---------------------------------------------------------------- build
 section "build"
-MA=$(gcc -print-multiarch 2>/dev/null || true)
-MA=${MA:-x86_64-linux-gnu}
-OB_INC=/usr/include/$MA/openblas-openmp
-OB_LIB=/usr/lib/$MA/openblas-openmp
-if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUILD" -j"$(nproc)" --target mxbench; } \
-    >"$OUT/build.log" 2>&1; then
-    echo "bench.sh: building mxbench failed; the log is $OUT/build.log:" >&2
+BENCHES=(mxbench sgemm_ceiling model_flops layer_profile gemm_bench)
+build_fail() {
+    echo "bench.sh: building failed; the log is $OUT/build.log:" >&2
     tail -20 "$OUT/build.log" >&2
     exit 1
-fi
-MX=$BUILD/harness/mxbench
-CC=${CC:-gcc}
-CFLAGS=(-std=c11 -O3 -march=native -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unused-parameter -I. -I"$OB_INC")
-BLAS=(-L"$OB_LIB" -lopenblas -Wl,-rpath,"$OB_LIB" -lm)
-cc_bench() { # output, then sources and libraries
-    local out=$1
-    shift
-    if ! "$CC" "${CFLAGS[@]}" "$@" -o "$OUT/$out" "${BLAS[@]}" >>"$OUT/build.log" 2>&1; then
-        echo "bench.sh: compiling bench/$out failed; see $OUT/build.log" >&2
-        return 1
-    fi
 }
-ENGINE=("$BUILD/workloads/libmx_workloads.a" "$BUILD/engine/libmx_engine.a" "$BUILD/engine/libmx_base.a" -lz)
-# a build with oneDNN (MXBENCH_DNNL) calls it from the engine
-# (grep reads all of nm's output: with -q, pipefail would see nm's SIGPIPE)
-nm -u "$BUILD/engine/libmx_engine.a" 2>/dev/null | grep dnnl_stream_create >/dev/null && ENGINE+=(-ldnnl)
-cc_bench sgemm_ceiling bench/sgemm_ceiling.c "${ENGINE[@]}" || exit 1
-cc_bench model_flops bench/model_flops.c "${ENGINE[@]}" || exit 1
-cc_bench layer_profile bench/layer_profile.c "${ENGINE[@]}" || exit 1
-cc_bench gemm_bench bench/gemm_bench.c "${ENGINE[@]}" || exit 1
-HAVE_CONV=0
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 || build_fail
+# conv_bench exists where the build has oneDNN (bench/CMakeLists.txt)
 if ((CONV)); then
-    if [[ -f /usr/include/dnnl.h || -f /usr/include/oneapi/dnnl/dnnl.h ]]; then
-        cc_bench conv_bench bench/conv_bench.c "$BUILD/engine/libmx_engine.a" "$BUILD/engine/libmx_base.a" -ldnnl &&
-            HAVE_CONV=1
+    if cmake --build "$BUILD" --target help 2>/dev/null | grep -q conv_bench; then
+        BENCHES+=(conv_bench)
     else
-        echo "conv_bench skipped: oneDNN headers not found (apt-get install libdnnl-dev)"
+        echo "conv_bench skipped: this build has no oneDNN (apt-get install libdnnl-dev)"
+        CONV=0
     fi
 fi
+cmake --build "$BUILD" -j"$(nproc)" --target "${BENCHES[@]}" >>"$OUT/build.log" 2>&1 || build_fail
+MX=$BUILD/harness/mxbench
+for b in "${BENCHES[@]:1}"; do cp "$BUILD/bench/$b" "$OUT/$b"; done
+HAVE_CONV=$CONV
 echo "mxbench: $MX ($(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ', with uncommitted changes'))"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores; $STAMP"
 echo "settings: --threads $THREADS --steps $STEPS (lenet $((5 * STEPS))) --warmup $WARMUP --rounds $ROUNDS"

@@ -31,7 +31,7 @@ bin=$BUILD/harness/mxbench
 [ -x "$bin" ] || { echo "bundle.sh: no mxbench binary at $bin (build first: scripts/build.sh)" >&2; exit 2; }
 progs=("$bin")
 if [ $tests = 1 ]; then
-    for t in tests/test_cuda_ops tests/params_diff engine/gpu_gemm_ceiling; do
+    for t in tests/test_cuda_ops tests/params_diff bench/gpu_gemm_ceiling; do
         [ -x "$BUILD/$t" ] || { echo "bundle.sh: --with-tests: $BUILD/$t is missing (a CUDA build with tests)" >&2; exit 2; }
         progs+=("$BUILD/$t")
     done

@@ -4,19 +4,20 @@
  * them, then pulls the updated weights. With one device there is no kvstore: the update
  * runs on the device, as MXNet does. Batch norm normalises with each device's own slice.
  *
- * Mixed precision (--amp, engine/amp.h) updates on the devices as MXNet's AMP asks
+ * Mixed precision (--amp, engine/core/amp.h) updates on the devices as MXNet's AMP asks
  * (update_on_kvstore off): the store has no updater and pull returns the summed gradient,
  * which every device then checks for inf/NaN, skipping the step or unscaling it and updating
  * its own f32 master weights and momentum. Every device and rank sees the same sum, so
  * their loss scalers take the same decisions without a further exchange. */
 #include "strategy.h"
-#include "engine/device_marks.h"
-#include "cluster.h"
-#include "kvstore.h"
+#include "engine/core/device_marks.h"
+#include "cluster/cluster.h"
+#include "kvstore/kvstore.h"
 #include "device_threads.h"
-#include "engine/status.h"
-#include "engine/timer.h"
-#include "engine/trace.h"
+#include "base/status.h"
+#include "base/timer.h"
+#include "engine/core/trace.h"
+#include "engine/core/backends.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -369,7 +370,7 @@ static void compression_counters(mx_strategy *s, double bwd_end, double end, mx_
     st->counter[MX_COUNTER_RESIDUAL_NORM] = mx_kv_residual_norm(s->kv);
 }
 
-/* The step's communicator calls in the terms of a ring's alpha-beta-gamma cost (kv_calls.c)
+/* The step's communicator calls in the terms of a ring's alpha-beta-gamma cost (kvstore/calls.c)
  * and the cores the devices ran on, which `mxbench project` fits its model to: CPU workers
  * beyond the cores take turns on them, as devices with their own silicon would not. */
 static int comm_call_counters(mx_strategy *s, mx_step_stats *st)

@@ -1,7 +1,7 @@
 /* Device threads (device_threads.h): a generation counter under one lock wakes every thread
  * for a step, a pending count says when the last one is done. */
 #include "device_threads.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #ifndef MX_DEVICE_THREADS_H
 #define MX_DEVICE_THREADS_H
 
-#include "engine/limits.h"
+#include "base/limits.h"
 
 #include <pthread.h>
 

@@ -5,12 +5,13 @@
  * the loss on the gathered logits (the same on every device), and updates its own shards.
  * Each device is a backend of its own with its own threads, as in the data strategy. */
 #include "strategy.h"
-#include "comm.h"
+#include "comm/comm.h"
 #include "layer_plan.h"
 #include "device_threads.h"
-#include "engine/status.h"
-#include "engine/timer.h"
-#include "engine/trace.h"
+#include "base/status.h"
+#include "base/timer.h"
+#include "engine/core/trace.h"
+#include "engine/core/backends.h"
 
 #include <math.h>
 #include <pthread.h>

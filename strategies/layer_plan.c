@@ -13,7 +13,7 @@
  *    identity shortcut adds the device's own channels of the block input;
  *  - the output is gathered whole, so the loss sees every class on every device. */
 #include "layer_plan.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,10 +158,10 @@ static mx_shape conv_out(mx_shape in, int oc, int k, int stride, int pad)
     return (mx_shape){oc, (in.h + 2 * pad - k) / stride + 1, (in.w + 2 * pad - k) / stride + 1};
 }
 
-/* A residual basic block (layer_residual.c) opened up: conv1 shard -> bn1 -> relu ->
+/* A residual basic block (engine/layers/residual.c) opened up: conv1 shard -> bn1 -> relu ->
  * gather -> conv2 shard -> bn2, plus the shortcut (projection conv shard + bn on the
  * gathered block input, or the device's own channels of it), add, relu. Its tensors are
- * the block's in layer_residual.c's order: C1.w, B1.gamma, B1.beta, C2.w, B2.gamma,
+ * the block's in engine/layers/residual.c's order: C1.w, B1.gamma, B1.beta, C2.w, B2.gamma,
  * B2.beta, then PC.w, PB.gamma, PB.beta when it projects. */
 static int residual_block(builder *b, const mx_layer_spec *spec, int in, int layer, int *out)
 {
@@ -261,7 +261,7 @@ static int finish(mx_tp_plan *p)
     return MX_OK;
 }
 
-/* The whole model's tensor table and the one-device layout (params.c's carve: each tensor
+/* The whole model's tensor table and the one-device layout (engine/core/params.c's carve: each tensor
  * 16-float aligned). */
 static int copy_table(mx_tp_plan *p, const mx_params *ref)
 {

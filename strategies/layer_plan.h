@@ -19,10 +19,10 @@
 #ifndef MX_LAYER_PLAN_H
 #define MX_LAYER_PLAN_H
 
-#include "comm.h"
-#include "engine/limits.h"
-#include "engine/optim.h"
-#include "engine/params.h"
+#include "comm/comm.h"
+#include "base/limits.h"
+#include "engine/core/optim.h"
+#include "engine/core/params.h"
 #include "workloads/workloads.h"
 
 typedef enum { TP_FULL, TP_SHARD, TP_PARTIAL } tp_layout;

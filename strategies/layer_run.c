@@ -13,7 +13,7 @@
  * data-parallel one; the cost is one more all-gather per such layer and step, counted in
  * its bytes. */
 #include "layer_plan.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,9 +8,10 @@
 #include "model.h"
 #include "device_threads.h"
 #include "partition.h"
-#include "engine/status.h"
-#include "engine/timer.h"
-#include "engine/trace.h"
+#include "base/status.h"
+#include "base/timer.h"
+#include "engine/core/trace.h"
+#include "engine/core/backends.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -3,10 +3,10 @@
 #ifndef MX_MODEL_H
 #define MX_MODEL_H
 
-#include "comm.h"
+#include "comm/comm.h"
 #include "pipeline_schedule.h"
 #include "strategy.h"
-#include "engine/exec.h"
+#include "engine/core/exec.h"
 
 typedef struct {
     int r, k;              /* stage r of k: device r */

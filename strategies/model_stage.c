@@ -3,8 +3,9 @@
  * is one device with its own thread; it meets its neighbours only through the communicator's
  * send and recv, so the same code serves threads on CPU workers and, later, GPUs over NCCL. */
 #include "model.h"
-#include "engine/status.h"
-#include "engine/timer.h"
+#include "base/status.h"
+#include "base/timer.h"
+#include "engine/core/backends.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Pipeline stage cuts (partition.h). */
 #include "partition.h"
 #include "workloads/workloads.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <math.h>
 #include <stdio.h>

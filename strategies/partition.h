@@ -6,8 +6,8 @@
 #ifndef MX_PARTITION_H
 #define MX_PARTITION_H
 
-#include "engine/backend.h"
-#include "engine/layer.h"
+#include "engine/backend/backend.h"
+#include "engine/layers/layer.h"
 
 /* The contiguous cut into k non-empty stages whose largest stage cost (the pipeline's
  * bottleneck) is least; among such cuts, the one whose earlier stages end first (under 1F1B

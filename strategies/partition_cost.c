@@ -1,9 +1,9 @@
 /* What each top-level layer costs, for the balanced pipeline cut (partition.h): a short
  * profile of every layer alone, or its FLOPs where a profile is not wanted. */
 #include "partition.h"
-#include "engine/exec.h"
-#include "engine/status.h"
-#include "engine/timer.h"
+#include "engine/core/exec.h"
+#include "base/status.h"
+#include "base/timer.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* The per-stage op lists of GPipe and 1F1B (see pipeline_schedule.h). */
 #include "pipeline_schedule.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* The strategies this build has, and the batch split they share. */
 #include "strategy.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/axes.h"
 
 #include <math.h>

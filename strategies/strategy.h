@@ -3,11 +3,12 @@
 #ifndef MX_STRATEGY_H
 #define MX_STRATEGY_H
 
-#include "engine/limits.h"
-#include "engine/net.h"
-#include "engine/optim.h"
+#include "base/limits.h"
+#include "engine/core/net.h"
+#include "engine/core/optim.h"
 #include "workloads/workloads.h"
 #include "results/metrics.h"
+#include "engine/core/backends.h"
 
 #include <stdint.h>
 
@@ -22,7 +23,7 @@ typedef struct {
     int nclasses;
     int devices;
     int threads_per_device;
-    const char *kvstore;       /* a kvstore mode (kvstore.h; ignored with one device: no store, as MXNet) */
+    const char *kvstore;       /* a kvstore mode (kvstore/kvstore.h; ignored with one device: no store, as MXNet) */
     const char *backend;       /* a kind from mx_backend_names(): cpu, cuda; NULL = cpu */
     int max_batch;             /* global batch */
     const double *work_load;   /* [devices] relative shares of each batch; NULL = even */
@@ -43,10 +44,10 @@ typedef struct {
     int micro_batches;
     const char *schedule;
     /* data with a kvstore: the compressor of pushes (NULL or "none": none) and its settings
-     * (compressor.h; 0: the defaults) */
+     * (kvstore/compressor.h; 0: the defaults) */
     const char *compression;
     double gc_threshold, gc_topk_ratio;
-    /* mixed precision (engine/amp.h): data only (mx_amp_check) */
+    /* mixed precision (engine/core/amp.h): data only (mx_amp_check) */
     mx_amp amp;
 } mx_strategy_config;
 

@@ -3,7 +3,7 @@
  * skipped with the same words. */
 #include "strategy.h"
 #include "partition.h"
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * (and phase) time is multiplied by a factor, with the derived figures recomputed, so that
  * `mxbench compare` can be shown a known slowdown without depending on machine noise.
  * usage: inject_slowdown IN OUT FACTOR */
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/results.h"
 
 #include <errno.h>

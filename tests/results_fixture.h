@@ -5,7 +5,7 @@
 #ifndef MX_TESTS_RESULTS_FIXTURE_H
 #define MX_TESTS_RESULTS_FIXTURE_H
 
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/results.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Mixed precision (engine/amp.h, exec.h, net.h):
+/* Mixed precision (engine/core/amp.h, engine/core/exec.h, engine/core/net.h):
  *  - the dynamic loss scaler: an overflow skips the step and halves the scale, 2000 clean
  *    steps double it, a clean run is reset by an overflow, the cap 2^24 and the floor 1
  *    hold, bf16 (and off) never scale but still skip a non-finite step;
@@ -16,12 +16,13 @@
  *    rounding; an fp16 gradient that overflows becomes inf (bf16 and f32: finite);
  *  - bf16 on the CPU's bf16 units agrees with its emulation (AMP_TOL, NATIVE_KINK_TOL). */
 #include "check.h"
-#include "engine/amp.h"
-#include "engine/cpu_kernels.h"
-#include "engine/net.h"
-#include "engine/optim.h"
-#include "engine/status.h"
+#include "engine/core/amp.h"
+#include "engine/cpu/kernels.h"
+#include "engine/core/net.h"
+#include "engine/core/optim.h"
+#include "base/status.h"
 #include "workloads/workloads.h"
+#include "engine/core/backends.h"
 
 #include <float.h>
 #include <math.h>

@@ -7,9 +7,11 @@
  * combinations mx_amp_check refuses are refused by create with the reason. The overflow is
  * injected by a backend whose bias gradient turns inf on one device at a chosen step. */
 #include "check.h"
-#include "engine/backend.h"
-#include "engine/rng.h"
-#include "engine/status.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/core/rng.h"
+#include "engine/cpu/cpu.h"
+#include "base/status.h"
 #include "strategies/strategy.h"
 #include "workloads/workloads.h"
 

@@ -4,10 +4,12 @@
  * registry's checks, the sticky error, and a backend that fails part-way through training
  * surfacing as an error with its message from the data strategy's step. */
 #include "check.h"
-#include "engine/backend.h"
-#include "engine/net.h"
-#include "engine/rng.h"
-#include "engine/status.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/cpu.h"
+#include "engine/core/net.h"
+#include "engine/core/rng.h"
+#include "base/status.h"
 #include "strategies/strategy.h"
 #include "workloads/workloads.h"
 
@@ -454,7 +456,7 @@ static void test_sticky(void)
     mx_backend *be;
     mx_backend_create(&be, "cpu", 3, 1);
     CHECK(mx_backend_error(be) == MX_OK && be->ops->sync(be) == MX_OK, "a fresh backend reports an error");
-    /* A copy of the struct, as cpu_conv.c makes for one thread, records into the device. */
+    /* A copy of the struct, as engine/cpu/conv.c makes for one thread, records into the device. */
     mx_backend one = *be;
     mx_backend_fail(&one, MX_ENOMEM, "cudaMalloc(%d bytes): out of memory", 4096);
     pthread_t t[4];

@@ -9,9 +9,10 @@
  * relu (a residual block's inner pair) give the bits of the two ops run apart, forward and
  * backward. The layer's gradient check (test_layers) covers the maths of the backward; this
  * covers the kernels' sums. */
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
-#include "engine/dtype.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
+#include "engine/backend/dtype.h"
 #include "tests/check.h"
 
 #include <math.h>
@@ -140,7 +141,7 @@ static void check_case(mx_backend *one, mx_backend *two, int n, int c, int hw)
     for (size_t a = 0; a < sizeof chans / sizeof *chans; a++) free(*chans[a]);
 }
 
-/* The nChw16c kernels (a residual block's main branch, cpu_bn16.c) against the NCHW ones on the
+/* The nChw16c kernels (a residual block's main branch, engine/cpu/bn16.c) against the NCHW ones on the
  * same values: the same statistics, running averages and parameter gradients bit for bit;
  * MX_BN16_INNER (with the relu): outputs and input gradients that are the NCHW kernels'
  * rounded to bf16; MX_BN16_END: the NCHW output bit for bit from nChw16c input, and from an

@@ -1,4 +1,4 @@
-/* The backend's casts against the scalar conversions of dtype.h, which test_backend pins to
+/* The backend's casts against the scalar conversions of engine/backend/dtype.h, which test_backend pins to
  * hand-worked bit patterns: every f16 and bf16 value widened, and f32 values at and around
  * every rounding boundary narrowed, bit for bit (NaN: NaN with its sign, since a CPU's
  * conversion instructions may set the quiet bit of a signalling NaN). The CPU backend casts
@@ -6,8 +6,9 @@
  * that rounds a tie, a subnormal or an overflow differently would show. round_half (AMP's
  * rounding in place, one pass) gives what the two casts give. */
 #include "check.h"
-#include "engine/backend.h"
-#include "engine/status.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "base/status.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,11 +6,13 @@
  * on its thread's track, with its bytes, only while it records; buffers of a non-CPU backend
  * moved and summed through the members' backends (f32 only); the rendezvous cost printed. */
 #include "check.h"
-#include "engine/backend.h"
-#include "engine/status.h"
-#include "engine/timer.h"
-#include "engine/trace.h"
-#include "strategies/comm.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "base/status.h"
+#include "base/timer.h"
+#include "engine/core/trace.h"
+#include "engine/cpu/cpu.h"
+#include "comm/comm.h"
 
 #include <math.h>
 #include <pthread.h>

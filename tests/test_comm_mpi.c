@@ -4,8 +4,8 @@
  * member instead of hanging; calls and bytes are counted. Each rank checks its own results;
  * the exit status is non-zero when any rank saw a failure. */
 #include "check.h"
-#include "engine/status.h"
-#include "strategies/comm.h"
+#include "base/status.h"
+#include "comm/comm.h"
 
 #include <mpi.h>
 

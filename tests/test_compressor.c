@@ -5,9 +5,10 @@
  * choice against a sort, fp16's rounding at ties and at the range's end, the residual norm,
  * and the settings refused. (test_gc_codecs.c has the codecs' own hand-made vectors.) */
 #include "check.h"
-#include "engine/status.h"
-#include "strategies/comm.h"
-#include "strategies/compressor.h"
+#include "base/status.h"
+#include "comm/comm.h"
+#include "kvstore/compressor.h"
+#include "engine/core/backends.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* The direct one-channel convolution (engine/cpu_conv_direct.c) against the im2col + GEMM
+/* The direct one-channel convolution (engine/cpu/conv_direct.c) against the im2col + GEMM
  * reference path, forward and backward (the weight gradient accumulating onto what was
  * there, and the input gradient), on random shapes: odd sizes, rows narrower than a vector
  * and wider than a tile, padding up to the kernel's size, output channels that do not fill
@@ -10,9 +10,10 @@
  * alone would pass an im2col that misplaces values, since the weight gradient reads the same
  * columns as the forward. The bf16 kernels are checked against the definition too
  * (check_bf16). */
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
-#include "engine/dtype.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
+#include "engine/backend/dtype.h"
 #include "tests/check.h"
 
 #include <math.h>
@@ -96,7 +97,7 @@ static void check_reference(mx_backend *be[3])
     printf("im2col + GEMM vs the definition: 62 shapes, largest relative difference %.2g\n", worst);
 }
 
-/* The bf16 kernels (cpu_conv_direct_bf16.c, AMP bf16 on a CPU with bf16 dot products) against
+/* The bf16 kernels (engine/cpu/conv_direct_bf16.c, AMP bf16 on a CPU with bf16 dot products) against
  * the definition on bf16 values: their products are exact, so only the f32 sums' rounding
  * differs from the double sums. Shapes: kernels 1 to 16 (pairs with a zero half), rows of
  * one to three tiles of 32 and narrower than 8, padding, channel blocks of 10 full and not.

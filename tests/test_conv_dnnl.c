@@ -1,4 +1,4 @@
-/* oneDNN's bf16 convolutions (engine/cpu_conv_dnnl.c) against mxbench's im2col + bf16 GEMM
+/* oneDNN's bf16 convolutions (engine/cpu/conv_dnnl.c) against mxbench's im2col + bf16 GEMM
  * under bf16 math (itself checked against a scalar reference that rounds the same way in
  * test_gemm, and against the definition in test_conv_direct), forward, input gradient and
  * weight gradient (added onto what dw held), on random shapes: channels 16 to 64, odd maps
@@ -20,9 +20,10 @@
  * nChw16c, is its choice from cpuid (AVX-512 bf16, AMX, or none under ONEDNN_MAX_CPU_ISA=AVX2):
  * the test asserts that whichever path runs is right, that a refusal writes nothing, and that
  * `mxbench info`'s probe says what runs; CTest runs it again with the ISA capped. */
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
-#include "engine/dtype.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
+#include "engine/backend/dtype.h"
 #include "tests/check.h"
 
 #include <math.h>
@@ -140,7 +141,7 @@ static void check_reorders(mx_backend *be)
     }
 }
 
-/* Operands handed over in nChw16c (a residual block's main branch, cpu_res_branch.c): the same
+/* Operands handed over in nChw16c (a residual block's main branch, engine/cpu/res_branch.c): the same
  * primitives on the same values, so the same bits as the NCHW calls, forward and backward. */
 static void check_c16(mx_backend *be, const mx_conv_desc *d, int n)
 {

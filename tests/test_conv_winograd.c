@@ -1,4 +1,4 @@
-/* The Winograd F(4x4, 3x3) convolution (engine/cpu_conv_winograd.c) against the im2col + GEMM
+/* The Winograd F(4x4, 3x3) convolution (engine/cpu/conv_winograd.c) against the im2col + GEMM
  * reference (itself checked against the definition in test_conv_direct), forward, input
  * gradient and weight gradient (accumulating onto what was there), on random shapes: channels
  * that do not fill a vector, maps narrower than a tile and not a multiple of 4, padding 0 to 2,
@@ -11,8 +11,9 @@
  * error is larger than a direct sum's: measured here 5e-7 to 1.1e-5 of the largest value (the
  * most at 128 channels, 14x14). The bound, 5e-5, is far below what a misplaced tile or pixel
  * gives (order 1). */
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
 #include "tests/check.h"
 
 #include <math.h>

@@ -2,7 +2,7 @@
  * writes itself, every malformed-input error with its message (bad headers, bounds, sizes,
  * gzip bombs), synthetic data, and the real Fashion-MNIST files when the Debian package is
  * installed. Whole data sets (the checks between splits) are in test_dataset_checks.c. */
-#include "engine/status.h"
+#include "base/status.h"
 #include "tests/check.h"
 #include "tests/idx_fixtures.h"
 #include "workloads/dataset.h"

@@ -2,8 +2,9 @@
  * (image shapes, test labels against the training classes, counts, empty splits) and agree
  * on every code and message; and the loss kernel's own bound on labels, the last line of
  * defence should a bad label reach the engine anyway. */
-#include "engine/backend.h"
-#include "engine/status.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "base/status.h"
 #include "tests/check.h"
 #include "tests/idx_fixtures.h"
 #include "workloads/dataset.h"

@@ -89,7 +89,7 @@ if [ -d "$FASHION_DIR" ]; then
     # dist_sync reaches 0.8800 (deterministic); dist_async is not (updates interleave as the
     # ranks are scheduled). With one momentum shared by the workers' pushes it reached 0.8459
     # and 0.8545, which this check fails; with a momentum per worker and the look-ahead
-    # answer (ps_server.c), 0.8685-0.8796 in eight runs (at worst 1.15 points below). So one
+    # answer (kvstore/ps_server.c), 0.8685-0.8796 in eight runs (at worst 1.15 points below). So one
     # retry of the async run, which that spread rarely needs, and the shared momentum fails.
     EP=(--epochs 1 --batch 64)
     close() { awk -v s="$1" -v a="$2" 'BEGIN { d = s - a; if (d < 0) d = -d; exit !(s > 0.7 && d <= 0.015) }'; }

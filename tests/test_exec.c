@@ -1,4 +1,4 @@
-/* Parameter sets and execution contexts (engine/params.h, exec.h). Everything here is
+/* Parameter sets and execution contexts (engine/core/params.h, engine/core/exec.h). Everything here is
  * compared bit for bit (memcmp), with no tolerance: the paths compared run the same layer
  * calls on the same buffers' values in the same order, so any difference is a bug (state
  * shared between contexts, a gradient lost at a cut, a stream that depends on the split).
@@ -10,11 +10,12 @@
  *    tensor initialised whole, and a pipeline stage's parameter set holds the values the
  *    whole model's set holds. */
 #include "check.h"
-#include "engine/exec.h"
-#include "engine/optim.h"
-#include "engine/rng.h"
-#include "engine/status.h"
+#include "engine/core/exec.h"
+#include "engine/core/optim.h"
+#include "engine/core/rng.h"
+#include "base/status.h"
 #include "workloads/workloads.h"
+#include "engine/core/backends.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -256,7 +257,7 @@ static void check_stage(const model *m, int lo, int hi)
     mx_params_destroy(whole);
 }
 
-/* A relu followed by a max pooling runs as one layer (exec.c's fusion), and AMP skips the
+/* A relu followed by a max pooling runs as one layer (engine/core/exec.c's fusion), and AMP skips the
  * roundings and expansions the layers' traits say change nothing: the same weights and logits
  * bit for bit as with MXBENCH_FUSE=off (every layer apart, every tensor rounded), in f32 and
  * both half types, whole and cut at `cut` (for a relu: a context starting there, whose input

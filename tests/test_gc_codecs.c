@@ -3,8 +3,8 @@
  * decoded plus what the residual still holds equals what was pushed), topk's choice on
  * random data, and the prescale that makes a step's mean compress as its sum. */
 #include "check.h"
-#include "engine/status.h"
-#include "strategies/compressor.h"
+#include "base/status.h"
+#include "kvstore/compressor.h"
 
 #include <math.h>
 #include <stdint.h>

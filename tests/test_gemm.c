@@ -1,4 +1,4 @@
-/* The own GEMMs (engine/cpu_gemm.c) against scalar references that round the same way:
+/* The own GEMMs (engine/cpu/gemm.c) against scalar references that round the same way:
  *  - f32: each MX_F32_KC block of k summed from 0 by fused multiply-adds in k order;
  *  - bf16: operands rounded to bf16 (nearest even), each MX_BF16_KC block summed from 0 in
  *    f32 pair by pair as vdpbf16ps adds them (the pair's second product, then its first, each
@@ -13,9 +13,10 @@
  * where the CPU has avx512_bf16, and with that forced off (MXBENCH_BF16=emulate) it gives the
  * emulation's results, bit-equal to the f32 GEMM's. A kind the CPU lacks is skipped with a
  * message (the whole test, 77, when it has neither). */
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
-#include "engine/dtype.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
+#include "engine/backend/dtype.h"
 #include "tests/check.h"
 
 #include <math.h>

@@ -8,8 +8,9 @@
  * refused, and a failing all-reduce failing every pull on every rank instead of hanging.
  * The exit status is non-zero when any rank saw a failure. */
 #include "check.h"
-#include "engine/status.h"
-#include "strategies/kvstore.h"
+#include "base/status.h"
+#include "kvstore/kvstore.h"
+#include "engine/core/backends.h"
 
 #include <math.h>
 #include <mpi.h>

@@ -4,8 +4,9 @@
  * the push hook, and bad keys, shapes or set-ups rejected; device's buckets keep all of
  * that and the bits of each key exchanged alone. */
 #include "check.h"
-#include "engine/status.h"
-#include "strategies/kvstore.h"
+#include "base/status.h"
+#include "kvstore/kvstore.h"
+#include "engine/core/backends.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -37,13 +37,14 @@
  * (aim: at most 0.55); backward's activation gradients share buffers by liveness
  * (check_grad_sharing). Refusal: 16 devices on mlp (its last dense layer has 10 units). */
 #include "check.h"
-#include "engine/exec.h"
-#include "engine/status.h"
-#include "strategies/comm.h"
+#include "engine/core/exec.h"
+#include "base/status.h"
+#include "comm/comm.h"
 #include "strategies/layer_plan.h"
 #include "strategies/strategy.h"
 #include "workloads/dataset.h"
 #include "workloads/workloads.h"
+#include "engine/core/backends.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -8,10 +8,11 @@
  * crossing their kink (with h = 1e-2 they did, and a central difference across a kink is
  * not a derivative); inputs sit on a 0.025 grid so relu and max pooling see no ties. */
 #include "check.h"
-#include "engine/cpu_kernels.h"
-#include "engine/net.h"
-#include "engine/rng.h"
-#include "engine/status.h"
+#include "engine/cpu/kernels.h"
+#include "engine/core/net.h"
+#include "engine/core/rng.h"
+#include "base/status.h"
+#include "engine/core/backends.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -200,7 +201,7 @@ int main(void)
     check_layer("flatten", (mx_layer_spec){.kind = "flatten"}, img, 2, 0);
     check_layer("residual identity", (mx_layer_spec){.kind = "residual", .units = 3, .stride = 1}, img, 3, 1);
     check_layer("residual projection s2", (mx_layer_spec){.kind = "residual", .units = 4, .stride = 2}, img, 3, 1);
-    /* one input channel at stride 1: the direct kernel (cpu_conv_direct.c), odd sizes and padding */
+    /* one input channel at stride 1: the direct kernel (engine/cpu/conv_direct.c), odd sizes and padding */
     check_layer("conv2d 1-ch 5x5 s1 p0 bias", (mx_layer_spec){.kind = "conv2d", .units = 5, .k = 5, .stride = 1, .pad = 0, .bias = 1}, (mx_shape){1, 9, 11}, 2, 0);
     check_layer("conv2d 1-ch 3x3 s1 p2", (mx_layer_spec){.kind = "conv2d", .units = 3, .k = 3, .stride = 1, .pad = 2}, (mx_shape){1, 7, 5}, 3, 0);
     check_layer("conv2d 1-ch 3x3 s2 p1", (mx_layer_spec){.kind = "conv2d", .units = 4, .k = 3, .stride = 2, .pad = 1}, (mx_shape){1, 7, 7}, 2, 0);
@@ -208,7 +209,7 @@ int main(void)
     check_conv_threads(1, 1, 3);
     check_conv_threads(2, 1, 3);
     check_conv_threads(2, 0, 1);
-    /* 3x3 at stride 1 with 8+ channels: Winograd F(4x4,3x3) (cpu_conv_winograd.c) where the CPU
+    /* 3x3 at stride 1 with 8+ channels: Winograd F(4x4,3x3) (engine/cpu/conv_winograd.c) where the CPU
      * has the own AVX-512 GEMM; maps not a multiple of the 4x4 tile, padding 1 and 2 (after
      * the thread checks, whose random data they would otherwise change) */
     const mx_conv_desc wg[2] = {{.c = 8, .h = 15, .w = 13, .oc = 9, .k = 3, .stride = 1, .pad = 1, .oh = 15, .ow = 13},

@@ -1,7 +1,7 @@
-/* The learning rate over a run (engine/optim.h): the warmup ramp, then the schedule's decay
+/* The learning rate over a run (engine/core/optim.h): the warmup ramp, then the schedule's decay
  * over the steps left, each value worked out by hand; the lookup of schedules by name, and
  * that the names listed for options and errors are the table's. */
-#include "engine/optim.h"
+#include "engine/core/optim.h"
 #include "tests/check.h"
 
 #include <math.h>

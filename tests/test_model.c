@@ -14,7 +14,7 @@
  *    (k-1)/(m+k-1) for m = 1, 2, 4, 8 (the median over steps; one retry on a noisy host);
  *  - the memory and bytes counters, and what create refuses. */
 #include "check.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "harness/hostload.h"
 #include "strategies/pipeline_schedule.h"
 #include "strategies/strategy.h"

@@ -3,9 +3,10 @@
  * of its own, ties go to earlier ends, and hand partitions that do not cover the layers or
  * name the wrong number of stages are refused. */
 #include "strategies/partition.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "workloads/workloads.h"
 #include "check.h"
+#include "engine/core/backends.h"
 
 #include <math.h>
 #include <stdio.h>

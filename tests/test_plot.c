@@ -3,7 +3,7 @@
  * measured it, each kvstore mode its own series); edge cases (one run, no ok run, no gnuplot,
  * a broken script) give a valid figure or a clear error. Exits 77 where gnuplot is absent. */
 #include "check.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "plots/plot.h"
 #include "results/results.h"
 #include "plot_fixture.h"

@@ -4,7 +4,7 @@
  * oversubscribed runs marked, and no half-written figure when gnuplot fails. Exits 77 where
  * gnuplot is absent. */
 #include "check.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "plots/plot.h"
 #include "plot_fixture.h"
 

@@ -3,10 +3,11 @@
  * shapes (odd sizes, one channel, a plane one window wide) and values chosen to tie often,
  * with NaN, -inf and -FLT_MAX among them; backward the same input gradient bit for bit (every
  * element written, -0 gradients among them). The same for the fused pooling of a relu
- * (exec.c's fusion) against relu then pooling. The layer's gradient check (test_layers) covers
+ * (engine/core/exec.c's fusion) against relu then pooling. The layer's gradient check (test_layers) covers
  * the maths; this covers the fast paths' equality with it. */
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
 #include "tests/check.h"
 
 #include <float.h>
@@ -56,7 +57,7 @@ int main(void)
         CHECK(memcmp(d1, d2, nin * sizeof *d1) == 0, "n %d c %d %dx%d k %d stride %d: backward differs from the "
               "reference", n, c, h, w, k, stride);
         /* relu then pooling, against the fused kernels: the pooling of the relu's output and
-         * backward through both (the relu's gradient a select, as cpu_backend.c's) */
+         * backward through both (the relu's gradient a select, as engine/cpu/backend.c's) */
         float *r = malloc(nin * sizeof *r), *d3 = malloc(nin * sizeof *d3);
         be->ops->relu_forward(be, nin, r, in);
         mx_cpu_maxpool_forward_ref(be, &d, n, o2, a2, r);

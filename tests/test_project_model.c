@@ -11,10 +11,11 @@
  *   calls) and model runs are not projected, with their reasons; a --fit count no run has is
  *   refused. */
 #include "check.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/lsq.h"
 #include "results/project.h"
-#include "strategies/kvstore.h"
+#include "kvstore/kvstore.h"
+#include "engine/core/backends.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -128,7 +129,7 @@ typedef struct {
     int batch;
 } truth;
 
-/* One member's calls at p: rounds, bus bytes, summed bytes (as kv_calls.c counts them). */
+/* One member's calls at p: rounds, bus bytes, summed bytes (as kvstore/calls.c counts them). */
 static void calls_at(const truth *t, int p, double *rounds, double *bus, double *red)
 {
     *rounds = *bus = *red = 0;

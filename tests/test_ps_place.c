@@ -1,8 +1,8 @@
-/* Key placement on parameter servers (strategies/ps.h), as MXNet's KVStoreDist: keys under
+/* Key placement on parameter servers (kvstore/ps.h), as MXNet's KVStoreDist: keys under
  * the big-array bound go whole to (key x 9973) mod S, so consecutive keys spread over the
  * servers; a key at or over the bound is split over every server into contiguous parts that
  * cover it exactly. */
-#include "strategies/ps.h"
+#include "kvstore/ps.h"
 
 #include <stdio.h>
 #include <stdlib.h>

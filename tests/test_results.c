@@ -2,7 +2,7 @@
  * files, crash safety of append, and the compare verdicts that CI gates on. The statistics
  * are in test_stats.c, the reader's checks in test_results_reader.c, write failures (a full
  * disk) in test_results_disk.c. */
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/compare.h"
 #include "results/results.h"
 #include "results/stats.h"

@@ -6,7 +6,7 @@
  * comes back as written. A record's copy owns its own rank table.
  * Usage: test_results_compat FIXTURE WORK_DIR */
 #include "check.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/results.h"
 #include "tests/results_fixture.h"
 

@@ -5,7 +5,7 @@
  * system's error, exit normally (HDF5 1.10 used to crash at exit after a failed close), and
  * leave the file byte for byte as it was, with no working copy beside it. A tiny tmpfs gives
  * the real "No space left on device" in tests/test_full_disk.sh. */
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/results.h"
 #include "tests/check.h"
 #include "tests/results_fixture.h"

@@ -3,7 +3,7 @@
  * could, and mx_results_load must give MX_EFORMAT with a message naming the file, the run
  * and the attribute or link, and leave no partial result. The writer refuses the same
  * values. A run with status `diverged` is read back as such. */
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/results.h"
 #include "tests/check.h"
 #include "tests/results_fixture.h"

@@ -4,11 +4,12 @@
  * the kernel's pieces and thread split, with values that round to a tie, overflow fp16 or
  * are inf or NaN; a dtype other than the two half types fails, naming it. */
 #include "check.h"
-#include "engine/backend.h"
-#include "engine/cpu_kernels.h"
-#include "engine/dtype.h"
-#include "engine/rng.h"
-#include "engine/status.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cpu/kernels.h"
+#include "engine/backend/dtype.h"
+#include "engine/core/rng.h"
+#include "base/status.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Tests of the statistics behind the results: median, quartiles, quantiles, Student's t,
  * Wilson intervals, and the confidence interval of the median throughput (its width, its
  * coverage on autocorrelated steps, and that it never leaves the positive numbers). */
-#include "engine/status.h"
+#include "base/status.h"
 #include "results/record.h"
 #include "results/stats.h"
 #include "tests/check.h"

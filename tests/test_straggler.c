@@ -3,9 +3,11 @@
  * longer than device 0's, and the report names it; equal devices name none; the pipeline
  * reports each stage's busy time, the layer strategy (lockstep devices) none. */
 #include "check.h"
-#include "engine/backend.h"
-#include "engine/rng.h"
-#include "engine/status.h"
+#include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/core/rng.h"
+#include "engine/cpu/cpu.h"
+#include "base/status.h"
 #include "harness/report_table.h"
 #include "strategies/strategy.h"
 #include "workloads/workloads.h"

@@ -23,12 +23,13 @@
  * device that runs the same slices one after another and accumulates their gradients.
  * Also: runs are bit-identical for the same seed, on one device and on several. */
 #include "check.h"
-#include "engine/net.h"
-#include "engine/optim.h"
-#include "engine/status.h"
+#include "engine/core/net.h"
+#include "engine/core/optim.h"
+#include "base/status.h"
 #include "strategies/strategy.h"
 #include "workloads/dataset.h"
 #include "workloads/workloads.h"
+#include "engine/core/backends.h"
 
 #include <math.h>
 #include <stdlib.h>

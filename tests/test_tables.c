@@ -5,7 +5,7 @@
  * table entry missing its wiring fails here, naming the entry.
  * Usage: test_tables SOURCE_DIR WORK_DIR */
 #include "check.h"
-#include "engine/status.h"
+#include "base/status.h"
 #include "harness/commands.h"
 #include "harness/sweep_plan.h"
 #include "harness/sweep_run.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The timeline (`train --trace`, engine/trace.h): a Chrome trace that a JSON reader loads (the
+# The timeline (`train --trace`, engine/core/trace.h): a Chrome trace that a JSON reader loads (the
 # format Perfetto imports: traceEvents of ph "X" with numeric ts and dur >= 0 in microseconds,
 # pid and tid, args.bytes a number, ph "M" process and thread names for every track; events
 # on a track nest or follow one another, as Perfetto needs), with every device's step phases

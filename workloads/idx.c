@@ -10,8 +10,8 @@
 #include "workloads/dataset.h"
 #include "workloads/idx_file.h"
 
-#include "engine/paths.h"
-#include "engine/status.h"
+#include "base/paths.h"
+#include "base/status.h"
 
 #include <errno.h>
 #include <fcntl.h>

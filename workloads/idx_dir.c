@@ -10,7 +10,7 @@
 #include "workloads/dataset.h"
 #include "workloads/idx_file.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <stdint.h>
 #include <stdio.h>

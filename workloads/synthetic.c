@@ -2,7 +2,7 @@
  * identical on every machine, plus mx_dataset_free for every dataset kind. */
 #include "workloads/dataset.h"
 
-#include "engine/status.h"
+#include "base/status.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 #ifndef MX_WORKLOADS_H
 #define MX_WORKLOADS_H
 
-#include "engine/layer.h"
+#include "engine/layers/layer.h"
 
 #define MX_MAX_LAYERS 64
 

@@ -12,7 +12,7 @@
  *   bit 4 directory layout and mx_idx_load_dir; bit 5 cut the compressed files short by a
  *   count read from the input; bit 6 the (train) label file is not written at all.
  * Beyond memory errors it checks the promises of dataset.h on what it returns. */
-#include "engine/status.h"
+#include "base/status.h"
 #include "tests/fuzz/fuzz.h"
 #include "workloads/dataset.h"
 

@@ -10,7 +10,7 @@
  * groups; datasets of fuzzed type and shape in place of /summary or a run's series.
  * Input: byte 0 selects the template (bits 0-1), the report format (bits 2-3), whether to run
  * report (bit 4) and compare (bit 5); byte 1 the number of edits; then the edits. */
-#include "engine/status.h"
+#include "base/status.h"
 #include "harness/commands.h"
 #include "results/results.h"
 #include "tests/fuzz/fuzz.h"

@@ -1,0 +1,58 @@
+/* The kernel switches' table (engine/backend/switches.h). */
+#include "switches.h"
+#include "base/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const mx_switch_info mx_switches[MX_NSWITCHES] = {
+    [MX_SWITCH_CONV] = {"MXBENCH_CONV",
+                        {"auto", "gemm", "nodnnl", "nowinograd"},
+                        {"each convolution on the fastest kernel that applies (direct, oneDNN, Winograd, im2col + GEMM)",
+                         "every convolution on im2col + GEMM (the reference)",
+                         "oneDNN's bf16 convolutions kept out (mxbench's own kernels alone)",
+                         "3x3 convolutions kept off Winograd (to measure what it brings)"}},
+    [MX_SWITCH_GEMM] = {"MXBENCH_GEMM",
+                        {"own", "blas"},
+                        {"f32 GEMMs on mxbench's own AVX-512 kernel where the CPU has avx512f",
+                         "f32 GEMMs on the BLAS's sgemm"}},
+    [MX_SWITCH_BF16] = {"MXBENCH_BF16",
+                        {"native", "emulate"},
+                        {"AMP bf16 products on the CPU's bf16 units (avx512_bf16) where it has them",
+                         "AMP bf16 emulated: operands rounded to bf16, products in f32"}},
+    [MX_SWITCH_FUSE] = {"MXBENCH_FUSE",
+                        {"on", "off"},
+                        {"a relu run inside its neighbour's pass, AMP skipping roundings that change nothing",
+                         "every layer apart, AMP rounding every tensor"}},
+};
+
+/* -1: set to a value not in the table */
+static int lookup(mx_switch s)
+{
+    const char *e = getenv(mx_switches[s].var);
+    if (!e || !e[0]) return 0;
+    for (int v = 1; v < MX_SWITCH_MAX_VALUES && mx_switches[s].values[v]; v++)
+        if (strcmp(e, mx_switches[s].values[v]) == 0) return v;
+    return -1;
+}
+
+int mx_switch_value(mx_switch s)
+{
+    const int v = lookup(s);
+    return v < 0 ? 0 : v;
+}
+
+int mx_switches_check(void)
+{
+    for (int s = 0; s < MX_NSWITCHES; s++) {
+        if (lookup((mx_switch)s) >= 0) continue;
+        char accepted[128] = "";
+        for (int v = 1; v < MX_SWITCH_MAX_VALUES && mx_switches[s].values[v]; v++) {
+            strncat(accepted, v > 1 ? ", " : "", sizeof accepted - strlen(accepted) - 1);
+            strncat(accepted, mx_switches[s].values[v], sizeof accepted - strlen(accepted) - 1);
+        }
+        return mx_error(MX_EINVAL, "%s='%s': accepted %s, or unset", mx_switches[s].var, getenv(mx_switches[s].var),
+                        accepted);
+    }
+    return MX_OK;
+}

@@ -1,0 +1,33 @@
+/* The kernel switches: environment variables that keep a family of kernels on its reference
+ * path, to measure what the faster one brings or to compare the two. One table, read by the
+ * kernels, listed by `mxbench info` and checked by the commands that train (a value not in
+ * the table is refused there, naming the accepted ones). docs/commands.md describes them. */
+#ifndef MX_SWITCHES_H
+#define MX_SWITCHES_H
+
+typedef enum { MX_SWITCH_CONV, MX_SWITCH_GEMM, MX_SWITCH_BF16, MX_SWITCH_FUSE, MX_NSWITCHES } mx_switch;
+
+/* Each switch's values, by index; 0 is the default (the variable unset or empty). */
+enum { MX_SW_CONV_AUTO, MX_SW_CONV_GEMM, MX_SW_CONV_NODNNL, MX_SW_CONV_NOWINOGRAD };
+enum { MX_SW_GEMM_OWN, MX_SW_GEMM_BLAS };
+enum { MX_SW_BF16_NATIVE, MX_SW_BF16_EMULATE };
+enum { MX_SW_FUSE_ON, MX_SW_FUSE_OFF };
+
+#define MX_SWITCH_MAX_VALUES 4
+typedef struct {
+    const char *var;                            /* the environment variable */
+    const char *values[MX_SWITCH_MAX_VALUES];   /* [0]: the default's name, never set */
+    const char *meaning[MX_SWITCH_MAX_VALUES];  /* what each value runs */
+} mx_switch_info;
+
+extern const mx_switch_info mx_switches[MX_NSWITCHES];
+
+/* The switch's value as set in the environment now (the kernels read it once, when they first
+ * run; execution contexts when they are made): an index into its values; a value not in the
+ * table reads as the default. */
+int mx_switch_value(mx_switch s);
+/* MX_OK, or MX_EINVAL naming the first variable set to a value not in the table and the
+ * values accepted. */
+int mx_switches_check(void);
+
+#endif

@@ -1,0 +1,35 @@
+/* What the CUDA backend's files share (engine/cuda/ctx.h): turning a failed status into the
+ * sticky error, and the device workspaces that grow. */
+#include "ctx.h"
+#include "base/status.h"
+
+int mx_cuda_failed(mx_backend *be, int st, const char *call)
+{
+    if (st == cudaSuccess) return 0;
+    mx_backend_fail(be, MX_ERUNTIME, "%s: %s (%s)", call, cudaGetErrorString((cudaError_t)st),
+                    cudaGetErrorName((cudaError_t)st));
+    return 1;
+}
+
+int mx_cudnn_failed(mx_backend *be, cudnnStatus_t st, const char *call)
+{
+    if (st == CUDNN_STATUS_SUCCESS) return 0;
+    mx_backend_fail(be, MX_ERUNTIME, "%s: %s", call, cudnnGetErrorString(st));
+    return 1;
+}
+
+void *mx_cuda_grow(mx_backend *be, void **buf, size_t *have, size_t bytes)
+{
+    if (*buf && *have >= bytes) return *buf;
+    if (*buf) {
+        cudaStreamSynchronize(((mx_cuda_ctx *)be->ctx)->stream); /* queued work may still read the old one */
+        be->ops->free(be, *buf);
+        *buf = NULL, *have = 0;
+    }
+    if (!(*buf = be->ops->alloc(be, bytes))) {
+        mx_backend_fail(be, MX_ENOMEM, "out of device memory for a %zu-byte workspace", bytes);
+        return NULL;
+    }
+    *have = bytes;
+    return *buf;
+}

@@ -2,14 +2,30 @@
 #include "buildinfo.h"
 #include "commands.h"
 #include "opts.h"
+#include "base/status.h"
 #include "engine/backend/backend.h"
 #include "engine/core/backends.h"
 #include "engine/cpu/kernels.h"
+#include "engine/backend/switches.h"
 #include "engine/core/exec.h"
 #include "kvstore/kvstore.h"
 #include "strategies/strategy.h"
 
 #include <stdio.h>
+
+/* The kernel switches (engine/backend/switches.h): each variable, its value here, and what each
+ * of its values runs, so that a user sees what can be set and what is set. */
+static void print_switches(void)
+{
+    printf("\nkernel switches (environment variables; the first value is the default, * what runs now):\n");
+    for (int s = 0; s < MX_NSWITCHES; s++) {
+        const mx_switch_info *w = &mx_switches[s];
+        const int now = mx_switch_value((mx_switch)s);
+        printf("  %s=%s\n", w->var, w->values[now]);
+        for (int v = 0; v < MX_SWITCH_MAX_VALUES && w->values[v]; v++)
+            printf("   %c%-11s %s\n", v == now ? '*' : ' ', w->values[v], w->meaning[v]);
+    }
+}
 
 int mx_cmd_info(int argc, char **argv)
 {
@@ -19,6 +35,7 @@ int mx_cmd_info(int argc, char **argv)
     const char *pos[1];
     int npos, rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
+    if (mx_switches_check() < 0) return fprintf(stderr, "mxbench info: %s\n", mx_last_error()), 2;
     mx_buildinfo_print(stdout);
     printf("\nbuilt:\n  %-10s %s\n  %-10s %s\n  %-10s %s\n", "strategies", mx_strategy_names(), "kvstores", mx_kv_modes(),
            "backends", mx_backend_names());
@@ -56,5 +73,6 @@ int mx_cmd_info(int argc, char **argv)
                : c16 == 0 ? "layer by layer (oneDNN's kernels here keep layouts of their own)"
                           : "unknown (no CPU device)");
     }
+    print_switches();
     return 0;
 }

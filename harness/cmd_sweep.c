@@ -3,6 +3,7 @@
  * finishes, so an interrupted sweep keeps what it finished and --resume completes it. */
 #include "buildinfo.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/switches.h"
 #include "engine/core/backends.h"
 #include "commands.h"
 #include "base/limits.h"
@@ -444,6 +445,7 @@ int mx_cmd_sweep(int argc, char **argv)
     a.timeout = 3600;
     int rc = parse_args(&a, argc, argv);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
+    if (mx_switches_check() < 0) return fprintf(stderr, "mxbench sweep: %s\n", mx_last_error()), 2;
     static mx_sweep_axes ax;
     if (fill_axes(&a, &ax) != MX_OPTS_OK || check_dist_options(&a, &ax) != MX_OPTS_OK) return 2;
     mx_run_record *runs;

@@ -13,6 +13,7 @@
 #include "kvstore/kvstore.h"
 #include "workloads/workloads.h"
 #include "engine/core/backends.h"
+#include "engine/backend/switches.h"
 
 #include <errno.h>
 #include <math.h>
@@ -366,6 +367,7 @@ int mx_cmd_train(int argc, char **argv)
     mx_train_config_defaults(&a.c);
     int rc = parse(&a, argc, argv);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
+    if (mx_switches_check() < 0) return fprintf(stderr, "mxbench train: %s\n", mx_last_error()), 2;
     if (a.np > 0) {
         if (!mx_kv_mode_is_dist(a.c.kvstore)) {
             fprintf(stderr, "mxbench train: --np %d starts an MPI job, for the dist_* kvstores; --kvstore %s is one "

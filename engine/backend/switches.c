@@ -31,7 +31,7 @@ static int lookup(mx_switch s)
 {
     const char *e = getenv(mx_switches[s].var);
     if (!e || !e[0]) return 0;
-    for (int v = 1; v < MX_SWITCH_MAX_VALUES && mx_switches[s].values[v]; v++)
+    for (int v = 0; v < MX_SWITCH_MAX_VALUES && mx_switches[s].values[v]; v++)
         if (strcmp(e, mx_switches[s].values[v]) == 0) return v;
     return -1;
 }
@@ -47,12 +47,12 @@ int mx_switches_check(void)
     for (int s = 0; s < MX_NSWITCHES; s++) {
         if (lookup((mx_switch)s) >= 0) continue;
         char accepted[128] = "";
-        for (int v = 1; v < MX_SWITCH_MAX_VALUES && mx_switches[s].values[v]; v++) {
-            strncat(accepted, v > 1 ? ", " : "", sizeof accepted - strlen(accepted) - 1);
+        for (int v = 0; v < MX_SWITCH_MAX_VALUES && mx_switches[s].values[v]; v++) {
+            strncat(accepted, v > 0 ? ", " : "", sizeof accepted - strlen(accepted) - 1);
             strncat(accepted, mx_switches[s].values[v], sizeof accepted - strlen(accepted) - 1);
         }
-        return mx_error(MX_EINVAL, "%s='%s': accepted %s, or unset", mx_switches[s].var, getenv(mx_switches[s].var),
-                        accepted);
+        return mx_error(MX_EINVAL, "%s='%s': accepted %s (or unset: %s)", mx_switches[s].var, getenv(mx_switches[s].var),
+                        accepted, mx_switches[s].values[0]);
     }
     return MX_OK;
 }

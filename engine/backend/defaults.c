@@ -1,7 +1,7 @@
 /* The defaults of a backend's optional ops, correct for any backend that implements the
  * required ones (host memory reached through copy), and the check that fills them in. */
 #include "backend.h"
-#include "defaults.h"
+#include "internal.h"
 #include "base/status.h"
 #include "base/timer.h"
 

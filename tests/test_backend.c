@@ -4,7 +4,6 @@
  * registry's checks, the sticky error, and a backend that fails part-way through training
  * surfacing as an error with its message from the data strategy's step. */
 #include "check.h"
-#include "engine/backend/backend.h"
 #include "engine/core/backends.h"
 #include "engine/cpu/cpu.h"
 #include "engine/core/net.h"
@@ -590,7 +589,6 @@ int main(void)
     test_registry();
     test_sticky();
     mx_backend_destroy(cpu);
-
     mx_backend_ops faulty = mx_cpu_backend_ops;
     faulty.name = "faulty";
     faulty.gemm = faulty_gemm;

@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+static mx_help_format help_format = MX_HELP_TEXT;
+
+void mx_opts_set_help_format(mx_help_format format) { help_format = format; }
+
 static const mx_opt *find_opt(const mx_opt *opts, const char *name, size_t len)
 {
     for (const mx_opt *o = opts; o->name; o++)
@@ -114,7 +118,10 @@ int mx_opts_parse(const mx_cmd_spec *spec, int argc, char **argv, const char **p
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!only_positional && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
-            mx_opts_print_help(spec, stdout);
+            if (help_format == MX_HELP_MARKDOWN)
+                mx_opts_print_markdown(spec, stdout);
+            else
+                mx_opts_print_help(spec, stdout);
             return MX_OPTS_HELP;
         }
         if (!only_positional && strcmp(a, "--") == 0) {
@@ -169,6 +176,106 @@ void mx_opts_print_help(const mx_cmd_spec *spec, FILE *f)
             fprintf(f, "  %-26s %s\n", left, o->help);
     }
     fprintf(f, "  %-26s %s\n", "-h, --help", "show this help");
+}
+
+/* ---- the Markdown table */
+
+/* Where a help text states its default (see opts.h): the value is help[d0, d1), and the
+ * meaning column leaves out help[c0, c1), the phrase that stated it. */
+typedef struct {
+    size_t d0, d1, c0, c1;
+} stated_default;
+
+/* The end of the parenthesis open at depth 1 before i: the index of its ')', else of the end. */
+static size_t paren_end(const char *h, size_t i)
+{
+    for (int depth = 1; h[i]; i++) {
+        if (h[i] == '(') depth++;
+        if (h[i] == ')' && --depth == 0) break;
+    }
+    return i;
+}
+
+static int paren_depth(const char *h, size_t end)
+{
+    int depth = 0;
+    for (size_t i = 0; i < end; i++) depth += (h[i] == '(') - (h[i] == ')');
+    return depth;
+}
+
+/* The first of "X (default)", "(default X)", "(default: X)" and "(...; default X)"; 0 when the
+ * text states none (a flag, an option whose absence is its default). */
+static int find_default(const char *h, stated_default *d)
+{
+    static const char word[] = "default";
+    for (const char *p = strstr(h, word); p; p = strstr(p + 1, word)) {
+        const size_t at = (size_t)(p - h), after = at + sizeof word - 1;
+        const int open = at > 0 && h[at - 1] == '(';
+        if (open && h[after] == ')') {
+            size_t c0 = at - 1 > 0 && h[at - 2] == ' ' ? at - 2 : at - 1, w0 = c0;
+            while (w0 > 0 && !strchr(" ,;(", h[w0 - 1])) w0--;
+            if (w0 == c0) continue;
+            *d = (stated_default){w0, c0, c0, after + 1};
+            return 1;
+        }
+        const int inner = at > 1 && h[at - 2] == ';' && h[at - 1] == ' ' && paren_depth(h, at) > 0;
+        if ((!open && !inner) || (h[after] != ' ' && h[after] != ':')) continue;
+        size_t v0 = after, v1;
+        while (h[v0] == ':' || h[v0] == ' ') v0++;
+        const size_t end = paren_end(h, v0);
+        for (v1 = end; v1 > v0 && h[v1 - 1] == ' ';) v1--;
+        if (v1 == v0) continue;
+        size_t c0 = open ? at - 1 : at - 2;
+        if (open && c0 > 0 && h[c0 - 1] == ' ') c0--;
+        *d = (stated_default){v0, v1, c0, open && h[end] == ')' ? end + 1 : end};
+        return 1;
+    }
+    return 0;
+}
+
+/* Text inside a table cell: one line, and nothing Markdown would read as a column break, a tag,
+ * code or emphasis ("dist_*" twice on a line, "<run id>"). */
+static void put_cell(FILE *f, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && s[i]; i++) {
+        if (strchr("\\|*<`~", s[i])) fputc('\\', f);
+        fputc(s[i] == '\n' ? ' ' : s[i], f);
+    }
+}
+
+static void put_choices(FILE *f, const char *choices)
+{
+    for (const char *c = choices; *c; c++)
+        if (*c == '|')
+            fputs(", ", f);
+        else
+            put_cell(f, c, 1);
+}
+
+void mx_opts_print_markdown(const mx_cmd_spec *spec, FILE *f)
+{
+    fprintf(f, "| option | argument | default | meaning |\n| --- | --- | --- | --- |\n");
+    for (const mx_opt *o = spec->opts; o->name; o++) {
+        char r[64];
+        fprintf(f, "| `--%s` | ", o->name);
+        if (o->type != MX_OPT_FLAG) {
+            fprintf(f, "`%s`", o->metavar ? o->metavar : "VALUE");
+            if (has_range(o)) fprintf(f, ": %s", range_text(o, r, sizeof r));
+            if (o->type == MX_OPT_STRING && o->choices) {
+                fputs(": ", f);
+                put_choices(f, o->choices);
+            }
+        }
+        const char *h = o->help ? o->help : "";
+        stated_default d = {0, 0, 0, 0};
+        fputs(" | ", f);
+        if (find_default(h, &d)) put_cell(f, h + d.d0, d.d1 - d.d0);
+        fputs(" | ", f);
+        put_cell(f, h, d.c0 < d.c1 ? d.c0 : strlen(h));
+        if (d.c0 < d.c1) put_cell(f, h + d.c1, strlen(h + d.c1));
+        fputs(" |\n", f);
+    }
+    fprintf(f, "| `-h`, `--help` |  |  | show this help |\n");
 }
 
 int mx_usage_error(const char *cmd, const char *fmt, ...)

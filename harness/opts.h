@@ -17,7 +17,9 @@ typedef struct {
     mx_opt_type type;
     void *dst;
     const char *metavar; /* shown in help, e.g. "N" or "LIST" */
-    const char *help;    /* one line; say the default and accepted values */
+    /* One line; say the accepted values and the default, as "(default X)", "(...; default X)"
+     * or "X (default)": the Markdown table (mx_opts_print_markdown) shows X in its own column. */
+    const char *help;
     const char *choices; /* MX_OPT_STRING only: "a|b|c" accepted values, or NULL for any */
     /* Accepted range, inclusive. Every MX_OPT_INT must state one (hi > lo): a count without
      * an upper bound overflowed arithmetic or the stack further on. For MX_OPT_DOUBLE,
@@ -43,6 +45,17 @@ typedef struct {
  * prints the help to stdout and returns MX_OPTS_HELP. */
 int mx_opts_parse(const mx_cmd_spec *spec, int argc, char **argv, const char **pos, int *npos);
 void mx_opts_print_help(const mx_cmd_spec *spec, FILE *f);
+
+/* The options as a Markdown table: option, argument (metavar with the accepted range or
+ * values), default (taken from the help text, see mx_opt.help), meaning. docs/commands.md
+ * holds this output for every command (scripts/gen-docs.sh), so the docs follow the code. */
+void mx_opts_print_markdown(const mx_cmd_spec *spec, FILE *f);
+
+/* What --help prints: the text (the default) or the Markdown table. `mxbench help --markdown
+ * CMD` sets it before running CMD --help, so every command prints its own table without
+ * exporting it. */
+typedef enum { MX_HELP_TEXT, MX_HELP_MARKDOWN } mx_help_format;
+void mx_opts_set_help_format(mx_help_format format);
 
 /* 1 when v is one of choices ("a|b|c"), or choices is NULL. */
 int mx_choice_ok(const char *choices, const char *v);

@@ -67,6 +67,33 @@ done
 expect 0 "mxbench train -h lists its options" --stdout "--workload" --stdout "--epochs" -- "$MX" train -h
 expect 0 "mxbench --version" --stdout "mxbench" -- "$MX" --version
 
+# ---- mxbench help [--markdown] [COMMAND]: the list, and each command's own --help
+expect 0 "mxbench help lists the commands" --stdout "usage: mxbench COMMAND" --stdout "mxbench help COMMAND" -- \
+    "$MX" help
+cmp -s "$T/out" <("$MX" --help) || fail "mxbench help and mxbench --help differ"
+commands=$(sed -n '/^commands:/,/^$/p' "$T/out" | awk 'NF > 1 { print $1 }')
+[ -n "$commands" ] || fail "mxbench help: no command listed"
+for cmd in $commands; do
+    "$MX" "$cmd" --help >"$T/direct" 2>&1
+    expect 0 "mxbench help $cmd" --stdout "usage: mxbench $cmd" -- "$MX" help "$cmd"
+    if cmp -s "$T/out" "$T/direct"; then
+        pass "mxbench help $cmd prints what mxbench $cmd --help prints"
+    else
+        fail "mxbench help $cmd differs from mxbench $cmd --help:"
+        diff -u "$T/direct" "$T/out" | head -20 | sed 's/^/    /'
+    fi
+    expect 0 "mxbench help --markdown $cmd" --stdout "| option | argument | default | meaning |" \
+        --stdout '| `-h`, `--help` |' -- "$MX" help --markdown "$cmd"
+done
+expect 0 "mxbench help --markdown train: a row per option" --stdout '| `--epochs` | `N`: 1..10000 | 1 |' -- \
+    "$MX" help train --markdown
+expect 2 "mxbench help nosuch" --stderr "unknown command 'nosuch'" --stderr "commands are: train" -- "$MX" help nosuch
+[ -s "$T/out" ] && fail "mxbench help nosuch printed to stdout: $(head -c 200 "$T/out")"
+expect 2 "mxbench help --markdown without a command" --stderr "--markdown needs a COMMAND" -- "$MX" help --markdown
+expect 2 "mxbench help with an unknown option" --stderr "'--html'" -- "$MX" help --html train
+expect 2 "mxbench help with two commands" --stderr "'sweep'" -- "$MX" help train sweep
+expect 0 "mxbench help help" --stdout "usage: mxbench help [--markdown] [COMMAND]" -- "$MX" help help
+
 # ---- usage errors: exit 2, stderr names the bad value
 expect 2 "unknown command" --stderr "'frobnicate'" -- "$MX" frobnicate
 expect 2 "unknown option" --stderr "--no-such-option" -- "$MX" train --no-such-option

@@ -190,8 +190,8 @@ int mx_cmd_ab(int argc, char **argv)
     int rounds = 10, warmup_rounds = 1, quiet = 0;
     const char *threshold_s = "5%", *format = "text";
     const mx_opt opts[] = {
-        {"rounds", MX_OPT_INT, &rounds, "N", "rounds, each one run of BASE and one of NEW (default 10; 6 or more give "
-                                             "a 95% interval)", NULL, 2, 200},
+        {"rounds", MX_OPT_INT, &rounds, "N",
+         "rounds, each one run of BASE and one of NEW; 6 or more give a 95% interval (default 10)", NULL, 2, 200},
         {"warmup-rounds", MX_OPT_INT, &warmup_rounds, "N", "rounds run first and left out (default 1)", NULL, 0, 100},
         {"threshold", MX_OPT_STRING, &threshold_s, "PCT", "smallest change that counts, as 5% or 0.05 (default 5%)",
          NULL},

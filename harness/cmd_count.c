@@ -145,7 +145,7 @@ int mx_cmd_count(int argc, char **argv)
     const char *via = "auto", *out = NULL;
     const mx_opt opts[] = {
         {"via", MX_OPT_STRING, &via, "HOW",
-         "auto (default: hardware counters where the kernel gives them, else valgrind), perf or valgrind",
+         "auto (hardware counters where the kernel gives them, else valgrind), perf or valgrind (default auto)",
          "auto|perf|valgrind"},
         {"steps", MX_OPT_INT, &steps, "N", "steps counted (default 2)", NULL, 1, 1000},
         {"warmup", MX_OPT_INT, &warmup, "N", "steps before them, in both runs, so cancelled (default 1)", NULL, 1, 1000},

@@ -51,49 +51,125 @@ static int parse(train_args *a, int argc, char **argv)
 {
     mx_train_config *c = &a->c;
     const mx_opt opts[] = {
-        {"workload", MX_OPT_STRING, &c->workload, "NAME", "model: mlp, lenet, resnet18 (default lenet)", mx_workload_names()},
-        {"dataset", MX_OPT_STRING, &c->dataset, "NAME", "fashion-mnist or synthetic (default fashion-mnist)", "fashion-mnist|synthetic"},
-        {"data", MX_OPT_STRING, &a->data, "DIR", "read an IDX (MNIST-format) dataset from DIR instead", NULL},
-        {"epochs", MX_OPT_INT, &c->epochs, "N", "epochs to train (default 1)", NULL, 1, MX_MAX_EPOCHS},
-        {"steps", MX_OPT_INT, &c->steps, "N", "run N steps instead of epochs (throughput only, no evaluation)", NULL, 1, MX_MAX_STEPS},
-        {"batch", MX_OPT_INT, &c->batch, "N", "batch per step, split over the devices (default 128); dist_*: each worker's", NULL, 1, MX_MAX_BATCH},
-        {"lr", MX_OPT_DOUBLE, &c->lr, "X", "learning rate, > 0 (default 0.05)", NULL, 0, MX_MAX_LR},
+        {"workload", MX_OPT_STRING, &c->workload, "NAME",
+         "model: mlp (784-256-128-10), lenet (conv 20 5x5, pool, conv 50 5x5, pool, dense 128, dense 10) or resnet18 "
+         "(small-image variant: 3x3 stem, no max-pool, 4 stages of 2 basic blocks, 64-512 channels) (default lenet)",
+         mx_workload_names()},
+        {"dataset", MX_OPT_STRING, &c->dataset, "NAME",
+         "fashion-mnist (Debian package dataset-fashion-mnist) or synthetic (random data of the workload's shape, for "
+         "throughput) (default fashion-mnist)", "fashion-mnist|synthetic"},
+        {"data", MX_OPT_STRING, &a->data, "DIR",
+         "read an IDX (MNIST-format) dataset from DIR instead: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]",
+         NULL},
+        {"epochs", MX_OPT_INT, &c->epochs, "N",
+         "epochs to train; give --epochs or --steps, not both (default 1)", NULL, 1, MX_MAX_EPOCHS},
+        {"steps", MX_OPT_INT, &c->steps, "N",
+         "run N steps instead of epochs, for throughput only: no evaluation", NULL, 1, MX_MAX_STEPS},
+        {"batch", MX_OPT_INT, &c->batch, "N",
+         "batch per step, split over the devices (default 128); under a dist_* kvstore each worker's own, the global "
+         "batch being workers x N", NULL, 1, MX_MAX_BATCH},
+        {"lr", MX_OPT_DOUBLE, &c->lr, "X", "SGD learning rate, above 0 (default 0.05)", NULL, 0, MX_MAX_LR},
         {"momentum", MX_OPT_DOUBLE, &c->momentum, "X", "SGD momentum, below 1 (default 0.9)", NULL, 0, 1},
-        {"wd", MX_OPT_DOUBLE, &c->wd, "X", "weight decay on weights, not biases or norms, below 1 (default 1e-4)", NULL, 0, 1},
-        {"seed", MX_OPT_INT, &c->seed, "N", "seed for initialisation and shuffling (default 1)", NULL, 0, MX_MAX_SEED},
-        {"init", MX_OPT_STRING, &c->init, "NAME", "weight initialiser: xavier or normal (default xavier)", "xavier|normal"},
-        {"strategy", MX_OPT_STRING, &c->strategy, "NAME", "parallel strategy (default data)", mx_strategy_planned()},
+        {"wd", MX_OPT_DOUBLE, &c->wd, "X",
+         "SGD weight decay, below 1; applies to weights, not biases or batch-norm parameters (default 1e-4)",
+         NULL, 0, 1},
+        {"seed", MX_OPT_INT, &c->seed, "N",
+         "seed for initialisation and shuffling; the same seed gives bit-identical results on CPU (default 1)",
+         NULL, 0, MX_MAX_SEED},
+        {"init", MX_OPT_STRING, &c->init, "NAME",
+         "weight initialiser: xavier (uniform, bound sqrt(6/(fan_in+fan_out))) or normal (sigma 0.01) (default xavier)",
+         "xavier|normal"},
+        {"strategy", MX_OPT_STRING, &c->strategy, "NAME",
+         "parallel strategy: data (replicas, batch split), model (pipeline: contiguous stages of layers, one per "
+         "device) or layer (every layer's channels split over the devices); see docs/parallelism.md (default data)",
+         mx_strategy_planned()},
         {"gpus", MX_OPT_INT, &c->devices, "N", "device count (CPU workers without a GPU; default 1)", NULL, 1, MX_MAX_DEVICES},
-        {"device", MX_OPT_STRING, &a->device, "KIND", "cpu, cuda or auto (default auto: cuda where present)", "cpu|cuda|auto"},
-        {"oversubscribe", MX_OPT_FLAG, &a->oversubscribe, NULL, "cuda: allow more devices than GPUs, several logical devices per GPU (separate streams), to test code paths; recorded oversubscribed, never plotted as scaling", NULL},
-        {"tf32", MX_OPT_FLAG, &a->tf32, NULL, "cuda: let f32 GEMMs and convolutions run as TF32 on the tensor cores (default: strict f32)", NULL},
-        {"kvstore", MX_OPT_STRING, &c->kvstore, "MODE", "gradient aggregation: local, device (one process), dist_sync, dist_device_sync, dist_async, dist_allreduce (under mpirun) (default device)", MX_KV_MODES_ALL},
-        {"np", MX_OPT_INT, &a->np, "N", "dist_*: start this command as N MPI ranks on this machine through mpirun, with what the sweep adds (--oversubscribe, --bind-to none, root allowed, each rank cores/N threads)", NULL, 1, MX_MAX_DEVICES + MX_MAX_SERVERS},
-        {"servers", MX_OPT_INT, &a->servers, "S", "dist_sync/dist_device_sync/dist_async: server ranks (default: as many as workers, as MXNet)", NULL, 1, MX_MAX_SERVERS},
-        {"bucket-mb", MX_OPT_DOUBLE, &c->bucket_mb, "X", "dist_allreduce: gradients are all-reduced in buckets of X MiB, filled in backward order (default 25, as PyTorch DDP); device: the same, asked for (default: each key alone, as MXNet)", NULL, 0, MX_MAX_BUCKET_MB},
-        {"partition", MX_OPT_STRING, &c->partition, "CUT", "model: auto (stages balanced by a short per-layer profile) or top-level layers per stage, e.g. 6,3,3 (default auto)", NULL},
-        {"micro-batches", MX_OPT_INT, &c->micro_batches, "M", "model: split each batch into M micro-batches, gradients accumulated, one update (default 4 per device, at most the batch)", NULL, 1, MX_MAX_MICRO_BATCHES},
-        {"compression", MX_OPT_STRING, &c->compression, "NAME", "data with a device or dist_* kvstore: gradient compression of pushes: none, 2bit (MXNet's, with error feedback), topk (the largest values, error feedback) or fp16 (default none)", "none|2bit|topk|fp16"},
-        {"amp", MX_OPT_STRING, &c->amp, "MODE", "data: mixed precision: off, fp16 (dynamic loss scaling) or bf16; f32 master weights, 16-bit activations (default off)", "off|fp16|bf16"},
-        {"threshold", MX_OPT_DOUBLE, &c->gc_threshold, "X", "2bit: a residual reaching +-X is sent as +-X (default 0.5, as MXNet)", NULL, 0, MX_MAX_GC_THRESHOLD},
-        {"topk-ratio", MX_OPT_DOUBLE, &c->gc_topk_ratio, "X", "topk: share of each key's values sent per push, above 0 (default 0.01)", NULL, 0, 1},
-        {"schedule", MX_OPT_STRING, &c->schedule, "NAME", "model: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward; holds fewer micro-batches) (default 1f1b)", "gpipe|1f1b"},
-        {"work-load", MX_OPT_STRING, &a->work_load, "LIST", "relative batch share per device, e.g. 3,1 (default even)", NULL},
+        {"device", MX_OPT_STRING, &a->device, "KIND",
+         "cpu, cuda or auto; cuda without a GPU exits 2 saying why; MXBENCH_DEVICE sets the default (default auto: "
+         "CUDA where this build has it and a GPU is present)", "cpu|cuda|auto"},
+        {"oversubscribe", MX_OPT_FLAG, &a->oversubscribe, NULL,
+         "cuda: allow more devices than GPUs, several logical devices per GPU (separate streams), to test code paths; "
+         "recorded oversubscribed, never plotted as scaling (without it, --gpus above the GPU count exits 2)", NULL},
+        {"tf32", MX_OPT_FLAG, &a->tf32, NULL,
+         "cuda: let f32 GEMMs and convolutions run as TF32 on the tensor cores; recorded as tf32 (default off: strict "
+         "f32, as PyTorch's matmuls by default)", NULL},
+        {"kvstore", MX_OPT_STRING, &c->kvstore, "MODE",
+         "gradient aggregation: local or device in one process, or dist_sync, dist_device_sync, dist_async, "
+         "dist_allreduce: an MPI job, every rank started by mpirun (see --np and docs/parallelism.md); with one "
+         "device no kvstore is used, as MXNet does, and the run records none (default device)", MX_KV_MODES_ALL},
+        {"np", MX_OPT_INT, &a->np, "N",
+         "dist_*: start this command as an MPI job of N ranks on this machine, as the sweep starts its rows: mpirun "
+         "--oversubscribe --bind-to none -np N (Open MPI counts slots in cores and refuses more ranks than slots), "
+         "Open MPI's allow-run-as-root switches when root, each rank cores/N threads unless --threads-per-device; the "
+         "mpirun line is printed. Across machines, run mpirun yourself", NULL, 1, MX_MAX_DEVICES + MX_MAX_SERVERS},
+        {"servers", MX_OPT_INT, &a->servers, "S",
+         "parameter-server ranks of dist_sync, dist_device_sync and dist_async; DMLC_NUM_SERVER also sets it "
+         "(default: as many as workers, as MXNet's launcher starts)", NULL, 1, MX_MAX_SERVERS},
+        {"bucket-mb", MX_OPT_DOUBLE, &c->bucket_mb, "X",
+         "dist_allreduce: gradients are all-reduced in buckets of X MiB, filled in backward order (default 25, as "
+         "PyTorch DDP); device: reduce-scattered and all-gathered in such buckets when given (else each key alone, as "
+         "MXNet; with --compression, each key alone always)", NULL, 0, MX_MAX_BUCKET_MB},
+        {"partition", MX_OPT_STRING, &c->partition, "CUT",
+         "model: auto (stages balanced by a short per-layer profile, by FLOPs where none can run) or top-level layers "
+         "per stage, e.g. 6,3,3 (a residual block is one layer) (default auto)", NULL},
+        {"micro-batches", MX_OPT_INT, &c->micro_batches, "M",
+         "model: split each batch into M micro-batches; gradients accumulate over them and each stage updates once "
+         "per batch (default 4 per device, at most the batch's samples, as GPipe advises m >= 4k; 1 on one device)",
+         NULL, 1, MX_MAX_MICRO_BATCHES},
+        {"compression", MX_OPT_STRING, &c->compression, "NAME",
+         "data with the device or a dist_* kvstore: what each push puts on the wire: none, 2bit (MXNet's: 2 bits a "
+         "value, error feedback), topk (the largest values with their indices, error feedback) or fp16 (half "
+         "precision); refused with local (nothing on a wire; MXNet refuses it too), on one device and with the model "
+         "and layer strategies; see docs/parallelism.md (default none)", "none|2bit|topk|fp16"},
+        {"amp", MX_OPT_STRING, &c->amp, "MODE",
+         "data: mixed precision off, fp16 (dynamic loss scaling) or bf16: f32 master weights and momentum, a 16-bit "
+         "compute copy of the weights, 16-bit saved activations; refused with the model and layer strategies and with "
+         "dist_async; see docs/parallelism.md (default off)", "off|fp16|bf16"},
+        {"threshold", MX_OPT_DOUBLE, &c->gc_threshold, "X",
+         "2bit: a residual reaching +-X is sent as +-X and keeps the rest (default 0.5, as MXNet)",
+         NULL, 0, MX_MAX_GC_THRESHOLD},
+        {"topk-ratio", MX_OPT_DOUBLE, &c->gc_topk_ratio, "X",
+         "topk: share of each key's values sent per push, above 0 (default 0.01)", NULL, 0, 1},
+        {"schedule", MX_OPT_STRING, &c->schedule, "NAME",
+         "model: gpipe (all forwards, then all backwards) or 1f1b (after a warm-up, one forward and one backward "
+         "alternate, so stage r holds at most k-r micro-batches) (default 1f1b: the schedule that saves memory)",
+         "gpipe|1f1b"},
+        {"work-load", MX_OPT_STRING, &a->work_load, "LIST",
+         "data: relative share of each batch per device, e.g. 3,1 (default even)", NULL},
         {"threads-per-device", MX_OPT_INT, &c->threads_per_device, "N", "CPU threads per device (default cores/devices)", NULL, 1, MX_MAX_THREADS_PER_DEVICE},
         {"lr-schedule", MX_OPT_STRING, &c->lr_schedule, "NAME", "the lr after the warmup: cosine (half a cosine from --lr down to 0 at the end of the run, so that the final weights settle) or constant (default cosine)", "constant|cosine"},
-        {"warmup-epochs", MX_OPT_DOUBLE, &c->warmup_epochs, "X", "ramp the lr linearly over X epochs (default 0)", NULL, 0, MX_MAX_EPOCHS},
-        {"warmup-from", MX_OPT_DOUBLE, &c->warmup_start_lr, "LR", "lr at the start of the ramp, > 0 (default lr/10)", NULL, 0, MX_MAX_LR},
+        {"warmup-epochs", MX_OPT_DOUBLE, &c->warmup_epochs, "X",
+         "gradual warmup: ramp the lr linearly from --warmup-from over X epochs, at most the epochs trained (default "
+         "0)", NULL, 0, MX_MAX_EPOCHS},
+        {"warmup-from", MX_OPT_DOUBLE, &c->warmup_start_lr, "LR",
+         "lr at the start of the ramp, above 0; needs --warmup-epochs (default lr/10)", NULL, 0, MX_MAX_LR},
         {"warmup-steps", MX_OPT_INT, &c->warmup_steps, "N", "leading steps left out of the timings (default 0)", NULL, 0, MX_MAX_WARMUP_STEPS},
-        {"repeat", MX_OPT_INT, &c->repeats, "N", "repeat the whole training N times for the timings (default 1)", NULL, 1, MX_MAX_REPEATS},
-        {"target-acc", MX_OPT_DOUBLE, &c->target_acc, "X", "report time to reach this test accuracy, above 0", NULL, 0, 1},
-        {"record", MX_OPT_STRING, &a->record, "FILE", "also write the run to FILE as an HDF5 results file", NULL},
-        {"trace", MX_OPT_STRING, &c->trace, "FILE", "write a timeline of --trace-steps steps from the first timed one as a Chrome trace (JSON; opens in Perfetto): every device's phases, layers, pushes and pulls, the kvstore workers' reductions, every communicator call; a dist_* job's ranks (servers too) in one file, a process each", NULL},
+        {"repeat", MX_OPT_INT, &c->repeats, "N",
+         "repeat the whole training N times for the timing statistics (default 1)", NULL, 1, MX_MAX_REPEATS},
+        {"target-acc", MX_OPT_DOUBLE, &c->target_acc, "X",
+         "also report the training time until test accuracy reached X, above 0", NULL, 0, 1},
+        {"record", MX_OPT_STRING, &a->record, "FILE",
+         "also write the run to FILE as an HDF5 results file; an existing FILE is refused (exit 2) unless --force",
+         NULL},
+        {"trace", MX_OPT_STRING, &c->trace, "FILE",
+         "write a timeline of --trace-steps steps from the first timed one as a Chrome trace (JSON traceEvents; opens "
+         "in Perfetto or chrome://tracing): every device's phases, layers, pushes and pulls, the kvstore workers' "
+         "reductions, every communicator call; a dist_* job's ranks (servers too) in one file, a process each; see "
+         "docs/results.md", NULL},
         {"trace-steps", MX_OPT_INT, &c->trace_steps, "N", "steps the --trace timeline covers (default 5)", NULL, 1, MX_MAX_TRACE_STEPS},
-        {"save-params", MX_OPT_STRING, &c->save_params, "FILE", "write the trained weights to FILE (raw little-endian f32, the model's parameter order)", NULL},
+        {"save-params", MX_OPT_STRING, &c->save_params, "FILE",
+         "write the trained weights to FILE: raw little-endian f32 in the model's parameter order (worker 0's under "
+         "MPI), written crash-safe", NULL},
         {"force", MX_OPT_FLAG, &record_force, NULL, "with --record: overwrite FILE if it exists (refused otherwise)", NULL},
-        {"log-interval", MX_OPT_INT, &c->log_interval, "N", "every N batches print speed, training accuracy and loss, as MXNet's Speedometer (default 0: off)", NULL, 0, MX_MAX_LOG_INTERVAL},
+        {"log-interval", MX_OPT_INT, &c->log_interval, "N",
+         "every N batches print a line as MXNet's Speedometer, Epoch[0] Batch [100-200]  Speed: 5123.4 samples/sec  "
+         "accuracy=0.8123  loss=0.5120 (speed over the interval's step times; training accuracy and loss over its "
+         "samples; epochs counted from 0 as MXNet does), and Epoch[0] Train-accuracy=0.8400 at each epoch's end "
+         "(default 0: off)", NULL, 0, MX_MAX_LOG_INTERVAL},
         {"quiet", MX_OPT_FLAG, &a->quiet, NULL, "print only the summary line", NULL},
-        {"dry-run", MX_OPT_FLAG, &a->dry_run, NULL, "check the options and the configuration as a run would, say what would run, and exit (nothing trained, launched or written)", NULL},
+        {"dry-run", MX_OPT_FLAG, &a->dry_run, NULL,
+         "check the options and the configuration as a run would (a dist_* one as its ranks would), say what would "
+         "run, and exit 0 (nothing trained, launched or written; a refusal exits 2 as the run would)", NULL},
         {0},
     };
     unsigned char seen[sizeof opts / sizeof *opts];

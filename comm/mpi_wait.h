@@ -2,12 +2,10 @@
  * a parameter server idling between rounds, or a worker waiting for its pull, takes CPU time
  * the workers compute with when ranks outnumber cores. These poll with a short back-off
  * instead (yields for MX_MPI_SPIN_US, then sleeps of MX_MPI_MAX_NAP_US, progressing MPI at
- * each poll), as a ps-lite server blocks in epoll. Measured on 2 cores (lenet, synthetic
- * data, batch 64 per worker, 3 interleaved rounds, medians) against a build whose waits spin:
- * an earlier back-off that slept from the 16th poll gave 2 workers + 2 servers 5684 vs 5113
- * samples/s (dist_sync) and 5235 vs 4613 (dist_async); this one 4577 vs 4882, 4397 vs 4338,
- * and dist_allreduce 4876 vs 5121: within this machine's noise either way, so the wait that
- * leaves the cores to the work is kept. */
+ * each poll), as a ps-lite server blocks in epoll. Measured against a build whose waits spin
+ * (lenet on 2 cores, 2 workers + 2 servers, dist_sync, dist_async and dist_allreduce): an
+ * earlier back-off and this one came out within this machine's noise either way, so the wait
+ * that leaves the cores to the work is kept (docs/performance.md, "Choices in the code"). */
 #ifndef MX_MPI_WAIT_H
 #define MX_MPI_WAIT_H
 

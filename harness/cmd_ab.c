@@ -2,9 +2,9 @@
  * training configuration runs with each binary in turn, round after round in one job, so that
  * both meet the same host; the per-round throughput ratios new/base decide (Hodges-Lehmann
  * estimate with Wilcoxon's signed-rank interval, results/stats.c), with exit 1 on a
- * regression beyond the threshold. Two sweeps minutes apart differ by up to 30% on a shared
- * 2-core machine; adjacent runs of one job differ far less, which is what makes a 5% gate
- * possible there (docs/regression.md). */
+ * regression beyond the threshold. Two sweeps minutes apart on a shared 2-core machine differ
+ * far more than adjacent runs of one job, which is what makes a 5% gate possible there
+ * (docs/regression.md; docs/performance.md, "Choices in the code"). */
 #include "base/paths.h"
 #include "base/status.h"
 #include "harness/ab_report.h"
@@ -97,8 +97,8 @@ static int keep_run(ab_job *j, int s, mx_results *res)
 /* Round r runs base then new when r is even, new then base when odd (ABBA): a drift of the
  * host in time then favours neither side. */
 /* One round of both sides, left out: the first runs of a job can be far slower than the rest
- * (measured here: a first lenet run at 830 samples/s, the next ones at 3400), which would
- * make round 1 an outlier on one side. */
+ * (docs/performance.md, "Choices in the code"), which would make round 1 an outlier on one
+ * side. */
 static int warmup_round(ab_job *j, int w, int quiet)
 {
     char round[48];

@@ -3,7 +3,7 @@
  * counted whole; the difference over N is the work of a step, with start-up, data loading and
  * the record's writing cancelled out. Under cachegrind the count is the same on every run of
  * the same binary and inputs, whatever else the host runs, so a CI job can gate on a 1%
- * change where timings on a shared runner move by 30% (docs/regression.md). */
+ * change where timings on a shared runner move far more (docs/regression.md). */
 #include "base/status.h"
 #include "harness/commands.h"
 #include "harness/count_run.h"
@@ -115,8 +115,9 @@ static int write_record(count_job *j, const mx_counts *c, const char *out, char 
     r->metrics[MX_COUNTER_INSTRUCTIONS] = c->instructions;
     r->metrics[MX_COUNTER_D1_MISSES] = c->d1_misses;
     r->metrics[MX_COUNTER_LL_MISSES] = c->ll_misses;
-    /* steps under valgrind run 50-1000x slower: they are no timings to keep (the host figures
-     * are NaN already: MXBENCH_COUNTED turns the readings off) */
+    /* steps under valgrind run many times slower (docs/performance.md, "Choices in the code"):
+     * they are no timings to keep (the host figures are NaN already: MXBENCH_COUNTED turns the
+     * readings off) */
     r->nsteps = 0;
     mx_record_derive(r);
     r->throughput_agg = r->speedup = r->efficiency = NAN;

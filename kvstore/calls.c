@@ -99,8 +99,8 @@ int mx_kv_allgather(mx_kvstore *kv, int worker, mx_comm *c, int member, void *bu
  * the bytes sent. Rounds as the communicator meets: a ring (mpi, and NCCL's) sends p-1
  * messages in sequence per reduce-scatter or all-gather and 2(p-1) per all-reduce; the threads
  * communicator meets once per call, every member reading the others' buffers at once (its
- * rendezvous wakes the members together: measured on 2 cores, 32 us a call on 2 members and
- * 44 on 4 in their turns, where p-1 rounds would make it 96). */
+ * rendezvous wakes the members together: a call on 4 members, in their turns, measured far
+ * below p-1 times a call on 2; docs/performance.md, "Choices in the code"). */
 static void coefficients(const struct mx_kv_call *k, double x[3])
 {
     const double p = k->members, share = (p - 1) / p * k->bytes;

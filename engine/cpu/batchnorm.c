@@ -4,8 +4,8 @@
  * lane sums more than that in f32: a relative error of MX_BN_FLUSH * 2^-24 at worst, 4e-6),
  * the rows' tails going into the double sum directly. The compiler keeps the lanes in
  * vector registers: the sums these replaced (eight double lanes, every value converted)
- * ran at 21-57 GB/s on resnet18's shapes, far below what the host's L3 gives, and took
- * a tenth of its step. */
+ * ran far below the bandwidth the host's L3 gives on resnet18's shapes and took a notable
+ * share of its step (docs/performance.md, "Choices in the code"). */
 #include "kernels.h"
 
 #include <math.h>
@@ -22,9 +22,9 @@ static inline void flush(float *restrict a, double *s)
 
 /* Rows of a channel are c * hw values apart, so each is a stream of its own that the
  * hardware's prefetchers learn anew: row i + AHEAD(hw) is asked for while row i is summed,
- * AHEAD rows making about 2 KiB (before row 0's sum, rows [0, AHEAD) are). This took
- * resnet18's batch norms from 0.61 to 0.42 ms (backward, 32x64x28x28) and from 0.25 to
- * 0.21 (forward). write: the row is about to be written. */
+ * AHEAD rows making about 2 KiB (before row 0's sum, rows [0, AHEAD) are). This made
+ * resnet18's batch norms faster, backward most (docs/performance.md, "Choices in the code").
+ * write: the row is about to be written. */
 static inline int ahead(int hw) { return hw >= 512 ? 1 : 512 / hw; }
 
 static inline void prefetch_row(const float *row, int hw, int write)

@@ -3,8 +3,8 @@
  * several samples make the GEMM wide enough to run near the sgemm ceiling even where the output
  * is small (4x4 maps in resnet18's last stage); chunk size is bounded by a workspace budget.
  * With several threads and at least as many samples, each thread works on its own samples
- * with a one-thread GEMM (no synchronisation inside GEMMs): measured on 2 cores, lenet
- * training +46%, resnet18 +7% over threading each GEMM. */
+ * with a one-thread GEMM (no synchronisation inside GEMMs): this trains lenet much faster,
+ * and resnet18 a little, than threading each GEMM (docs/performance.md, "Choices in the code"). */
 #include "kernels.h"
 #include "engine/backend/switches.h"
 
@@ -42,10 +42,9 @@ static void valid_rows(const mx_conv_desc *d, int ky, int *lo, int *hi)
 /* Rows of exactly 8 at stride 1 (lenet's second convolution: 8x8 outputs, no padding) are
  * copied (im2col) and added (col2im) with a fixed size, one vector operation a row, the test
  * hoisted out of the row loop: the loop of variable length had cost more than its 8 values
- * (that convolution's forward 1.78-1.80 -> 1.41-1.46 ms and lenet's step 7.07-7.19 -> 6.63-6.82
- * ms with the copy; its backward 2.83-2.96 -> 2.64-2.70 ms and the step 6.37-6.60 -> 6.12-6.39
- * ms with the add; interleaved runs). Runs of any length cut in fixed pieces of 8 and 4
- * measured no better than the plain loop. */
+ * (that convolution's forward and backward, and lenet's step, are faster with the fixed size:
+ * docs/performance.md, "Choices in the code"). Runs of any length cut in fixed pieces of 8
+ * and 4 measured no better than the plain loop. */
 static inline int rows_of_8(int st, int len, int ow) { return st == 1 && len == 8 && ow == 8; }
 
 /* Rows of col are (channel, ky, kx); columns are (sample, oy, ox) of the chunk. The bounds

@@ -13,13 +13,12 @@
  * GCC's vector extensions give the arithmetic whatever the build's instruction set, so the
  * kernel needs no run-time dispatch; the width is the build's: VW = 16 where it targets
  * AVX-512 (-march=native here), else 8 (AVX2 has 16 vector registers: 16-wide accumulators
- * there were spilled, and the count gate's Haswell build took 36% more instructions a lenet
+ * there were spilled, and the count gate's Haswell build took many more instructions a lenet
  * step). On this project's CPUs (AMD Zen 5, full-width AVX-512) a 16-wide FMA costs what an
- * 8-wide one does: lenet's first convolution went from 0.454-0.455 to 0.416-0.437 ms forward
- * (bias included) and from 0.596-0.597 to 0.467-0.482 ms backward with VW 16, its step from
- * 5.80-6.07 to 5.48-5.73 ms (interleaved runs). Samples are split over the device's threads; each thread sums its own
- * weight gradient, and the threads' sums are added in thread order (mx_cpu_add_thread_sums,
- * as the im2col path), so a result depends on the thread count only. */
+ * 8-wide one does, so VW 16 made lenet's first convolution faster both ways, and its step
+ * (docs/performance.md, "Choices in the code"). Samples are split over the device's threads;
+ * each thread sums its own weight gradient, and the threads' sums are added in thread order
+ * (mx_cpu_add_thread_sums, as the im2col path), so a result depends on the thread count only. */
 #include "kernels.h"
 
 #include <omp.h>

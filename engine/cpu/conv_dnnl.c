@@ -1,13 +1,13 @@
 /* 3x3 convolutions under AMP bf16 on oneDNN's bf16 direct convolutions (builds with
  * MXBENCH_HAVE_DNNL), chosen by measurement: on resnet18's 3x3 layers at batch 32, forward and
  * both backward passes, oneDNN's jit kernels with the reorders from and to mxbench's layouts
- * ran 1.00-1.41x as fast as mxbench's own (f32 Winograd at stride 1, bf16 im2col + GEMM at
- * stride 2), while its 1x1 and one-channel ones ran 0.37-0.56x as fast (bench/conv_bench
- * --bf16); on small outputs the weight gradient stays mxbench's, and the input gradient too
- * where Winograd applies (see mx_cpu_conv_dnnl_applies_backward). Everything else, and every
- * convolution without bf16 math or bf16 units, stays on mxbench's kernels (engine/cpu/conv.c). The
- * activations' reorders are mxbench's (engine/cpu/reorder16.c, 5x as fast as oneDNN's), the weights'
- * oneDNN's.
+ * ran as fast as mxbench's own (f32 Winograd at stride 1, bf16 im2col + GEMM at stride 2) or
+ * faster, while its 1x1 and one-channel ones ran slower (bench/conv_bench --bf16;
+ * docs/performance.md, "Choices in the code"); on small outputs the weight gradient stays
+ * mxbench's, and the input gradient too where Winograd applies (see
+ * mx_cpu_conv_dnnl_applies_backward). Everything else, and every convolution without bf16 math
+ * or bf16 units, stays on mxbench's kernels (engine/cpu/conv.c). The activations' reorders are
+ * mxbench's (engine/cpu/reorder16.c, much faster than oneDNN's), the weights' oneDNN's.
  *
  * Numbers: the operands are rounded to bf16 (under AMP they are bf16 values already), the
  * products are exact in f32 and summed in f32, and the outputs, input gradients and weight
@@ -143,7 +143,7 @@ static int boundary_init(boundary *b, const dnnl_memory_desc_t *user_md, const d
     if (!memory(&b->prim, prim_md)) return 0;
     b->off = *bytes;
     *bytes += align64(dnnl_memory_desc_get_size(prim_md));
-    /* an activation to bf16 nChw16c or back from f32 nChw16c: mxbench's reorder, 5x as fast */
+    /* an activation to bf16 nChw16c or back from f32 nChw16c: mxbench's reorder, the faster one */
     dnnl_memory_desc_t c16;
     if (!sum && user_md->ndims == 4 && user_md->dims[1] % 16 == 0 &&
         dnnl_memory_desc_init_by_tag(&c16, 4, user_md->dims, input ? dnnl_bf16 : dnnl_f32, dnnl_nChw16c) == dnnl_success &&
@@ -554,16 +554,15 @@ int mx_cpu_conv_dnnl_backward(mx_backend *be, const mx_conv_desc *d, int n, floa
 /* Where oneDNN takes a convolution, by the measurement above: 3x3 kernels with channel
  * counts in whole blocks of 16 (its bf16 layouts' block; resnet18's 64-512) under bf16
  * math on bf16 units; the backward only where the output has 32 pixels or more. On 4x4
- * outputs (resnet18's last stage, 512 channels) oneDNN's weight gradient is slow (4.9 ms
- * against its forward's 1.6) and the reorders of 2.4M weights and their gradient cost 1.4 ms
- * more: that stage's two blocks took 16.4-16.7 and 17.8-18.0 ms backward with oneDNN's whole
- * backward, 14.1-14.5 and 15.5-16.0 with mxbench's, 12.0-12.2 and 12.9-13.1 with oneDNN's
- * input gradient and mxbench's weight gradient (layer_profile, 3 interleaved rounds each),
- * while oneDNN's forward takes them from 7.3-7.7 to 4.3-5.0 ms. Since the GEMM's narrow
- * kernels (engine/cpu/gemm.c: a 4x4 map is one Winograd tile a sample), Winograd's whole backward
- * beats that mix where it applies (stride 1): 12.4-12.6 and 12.8-12.9 ms against 13.0-13.2
- * and 13.8-14.0 (2 rounds); engine/cpu/conv.c takes it there, and keeps oneDNN's input gradient with
- * the GEMM's weight gradient for the stage's stride-2 convolution. */
+ * outputs (resnet18's last stage, 512 channels) oneDNN's weight gradient is slow (far
+ * slower than its forward) and the reorders of 2.4M weights and their gradient add to it: that
+ * stage's two blocks ran backward slowest with oneDNN's whole backward, faster with mxbench's,
+ * fastest with oneDNN's input gradient and mxbench's weight gradient, while oneDNN's forward
+ * is the faster there (layer_profile; docs/performance.md, "Choices in the code"). Since the
+ * GEMM's narrow kernels (engine/cpu/gemm.c: a 4x4 map is one Winograd tile a sample),
+ * Winograd's whole backward beats that mix where it applies (stride 1); engine/cpu/conv.c
+ * takes it there, and keeps oneDNN's input gradient with the GEMM's weight gradient for the
+ * stage's stride-2 convolution. */
 int mx_cpu_conv_dnnl_applies(const mx_backend *be, const mx_conv_desc *d)
 {
     return be->math == MX_BF16 && mx_cpu_bf16_native() && d->k == 3 && d->c % 16 == 0 && d->oc % 16 == 0 &&

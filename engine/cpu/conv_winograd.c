@@ -17,12 +17,11 @@
  * 38 MB for 512 channels, and dU as much again (where few tiles make the whole batch one block,
  * both are instead made and used by blocks of rows: see whole_forward). The products saved
  * grow with the tiles, the weights' work does not, so the path pays only where enough tiles
- * share it: on resnet18's 512-channel 4x4 maps (one tile a sample), measured against im2col +
- * GEMM before the blocks of rows, 8 tiles 0.58x as fast, 16 tiles 0.78-0.90x, 32 tiles 1.5x.
- * With the blocks of rows, 16 tiles pay too: resnet18 at batch 16 (a device's share of 32 on
- * two) on one thread went from 67.8-68.8 to 74.7-75.6 samples/s, on two from 103-123 to
- * 128-140, while MIN_TILES 8 made batch 8 slower (57.9-58.3 against 62.2-63.2). MIN_TILES
- * keeps fewer on im2col + GEMM.
+ * share it: on resnet18's 512-channel 4x4 maps (one tile a sample), against im2col + GEMM,
+ * 8 and 16 tiles were slower and 32 faster before the blocks of rows; with them 16 tiles pay
+ * too (resnet18 at batch 16, a device's share of 32 on two, on one thread and on two), while
+ * 8 made batch 8 slower (docs/performance.md, "Choices in the code"). MIN_TILES keeps fewer
+ * on im2col + GEMM.
  *
  * Threads: the transforms split channels, the GEMMs split the 36 points, each GEMM on one
  * thread, blocks of samples in order: every sum is done in one order whatever the thread
@@ -32,9 +31,9 @@
  * below the half types', as the CUDA backend runs AMP's convolutions as TF32; measured on
  * resnet18, f32 Winograd is faster than the bf16 GEMMs on im2col. Its 36 products on the bf16
  * units instead (U and V rounded to bf16 after the transforms) were measured and rejected:
- * resnet18's bf16 step 1.18-1.24x faster, but each layer's outputs 1.4-2.1e-2 off in RMS
- * (4.5e-2 at most) against 1.66e-3 for rounding the output to bf16 once, as AMP does: the
- * transforms amplify the operands' rounding, where a GPU's bf16 products are exact.
+ * resnet18's bf16 step was faster, but each layer's outputs were far further off than
+ * rounding the output to bf16 once, as AMP does (docs/performance.md, "Choices in the code"):
+ * the transforms amplify the operands' rounding, where a GPU's bf16 products are exact.
  * MXBENCH_CONV=gemm or nowinograd keeps the im2col path. */
 #include "kernels.h"
 #include "base/status.h"
@@ -44,10 +43,9 @@
 
 /* A block's transform-domain work set (V and M), about 2 MB, not the 8 MB that fitted one
  * device in the whole 32 MB L3: with 8 MB a device beside another (data parallelism, or any
- * other program) lost its blocks to the other's, and it was slower alone too. resnet18, batch 32,
- * f32, alternated rounds: one thread 276-304 against 293-329 ms a step (4 of 5 rounds faster),
- * two devices of 16 samples 169-180 against 174-193 (5 of 5), one device of two threads 148-157
- * against 153-164 (6 of 6); 1 MB measured as 2. A constant, so that a result does not depend on
+ * other program) lost its blocks to the other's, and it was slower alone too (resnet18's f32
+ * step on one thread, on two devices and on one device of two threads; 1 MB measured as 2:
+ * docs/performance.md, "Choices in the code"). A constant, so that a result does not depend on
  * the thread count or the devices (the blocks decide the order dU is summed in). */
 #define BLOCK_BYTES ((size_t)2 << 20)
 #define MIN_TILES 16                  /* tiles of a call, at least (see above) */
@@ -250,7 +248,7 @@ static void input_block(const seg_walk *wk, const float *in, int s0, int ns, flo
  * transforms blocked by rows of ROWS channels, each block transformed by the thread that
  * multiplies with it, so that U (38 MB at 512 channels) and dU are never whole in memory: on
  * the 512-channel maps, writing U, reading it back, and writing and reading dU through DRAM
- * had taken 2 + 2.5 + 5-6 ms of a 15 ms forward and backward. */
+ * had taken much of the forward and backward (docs/performance.md, "Choices in the code"). */
 
 /* Per-thread scratch of the whole-batch drivers, in bytes */
 static size_t whole_thread_bytes(const plan *pl)

@@ -1,7 +1,8 @@
 /* mxbench's own packed GEMMs on AVX-512, chosen at run time by cpuid:
  *  - f32 on FMA, in place of the BLAS's sgemm: Debian's OpenBLAS 0.3.21 runs its Haswell
- *    AVX2 kernels on CPUs newer than it knows, and this kernel is 1.6-2.3x as fast on
- *    mxbench's GEMM shapes on the AVX-512 development machine;
+ *    AVX2 kernels on CPUs newer than it knows, and this kernel is much faster on mxbench's
+ *    GEMM shapes on the AVX-512 development machine (docs/performance.md, "Choices in the
+ *    code");
  *  - bf16 operands with f32 sums on the CPU's bf16 dot products (AVX512_BF16's vdpbf16ps),
  *    for AMP bf16: what autocast does on a GPU, where the emulation multiplies the same bf16
  *    values in f32. The operands arrive as f32 and are rounded to bf16 (nearest even) while
@@ -146,7 +147,8 @@ TARGET static void transpose16(__m512i r[16])
 TARGET void mx_cpu_transpose16(const float *const rows[16], int ncols, const float *end, float out[16][16])
 {
     /* whole rows where they may be read: masked loads are slow on this project's CPUs
-     * (Winograd's 512-channel layers 8-20% faster without them) */
+     * (Winograd's 512-channel layers are faster without them: docs/performance.md, "Choices in
+     * the code") */
     const __mmask16 m = first(ncols);
     __m512i r[16];
     for (int i = 0; i < 16; i++) {
@@ -222,7 +224,8 @@ TARGET static void pack_kcontig(uint32_t *dst, int W, const float *src, int ld, 
 
 /* A whole tile with alpha 1 goes straight to C: C = sums, or C + sums (add), the same
  * operations as store_tile's for alpha 1, without the round trip through acc (which had cost
- * 5-8% of resnet18's step on the Winograd products, whose k is 64 to 512). */
+ * a visible share of resnet18's step on the Winograd products, whose k is 64 to 512:
+ * docs/performance.md, "Choices in the code"). */
 #define DIRECT_VEC(i, v)                                                                                        \
     do {                                                                                                        \
         float *cv = c + (size_t)(i) * ldc + 16 * (v);                                                           \
@@ -414,8 +417,8 @@ static void gemm(mx_backend *be, int bf16, const void *packed_a, int ta, int tb,
     int rc = MX_OK;
     /* One thread: no parallel region. The convolutions call products on one thread from inside
      * their own teams (each thread on its samples, Winograd's 36 points), where each call had
-     * opened a nested region of one thread (the gain measured within the noise: lenet's step
-     * 6.14-6.33 -> 5.98-6.39 ms over 4 interleaved runs). */
+     * opened a nested region of one thread (the gain on lenet's step measured within the noise:
+     * docs/performance.md, "Choices in the code"). */
     if (T == 1) rc = gemm_part(&g, 0, m, 0, n, k);
     else
 #pragma omp parallel num_threads(T) reduction(min : rc)

@@ -49,9 +49,9 @@ void mx_cpu_maxpool_forward_ref(mx_backend *be, const mx_pool_desc *d, int n, fl
  * pooling): the same selects in the same order as the reference (row by row, a strictly
  * greater value wins, so the first of equal maxima and every NaN rule match bit for bit).
  * Outputs go 8 (or 4) at a time in GCC vector extensions: the window's four values are the
- * even and odd lanes of two rows, split by shuffles. The reference loop took 0.73 ms for
- * lenet's 128x20x24x24, a scalar loop with constant bounds 0.28 ms, and was then 11% of
- * lenet's step under perf (with the second pooling, 4 outputs wide, on the reference). */
+ * even and odd lanes of two rows, split by shuffles. On lenet's first pooling the reference
+ * loop was far slower than a scalar loop with constant bounds, and with that loop the poolings
+ * were still a sizeable share of lenet's step (docs/performance.md, "Choices in the code"). */
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
@@ -212,8 +212,8 @@ static void unpool_2x2_plane(float *din, const float *dout, const int32_t *arg, 
 static void backward(mx_backend *be, const mx_pool_desc *d, int n, float *din, const float *dout,
                      const int32_t *argmax, const float *mask)
 {
-    /* rows of 4 outputs stay with the reference: lenet's second pooling (8x8 planes) took
-     * 0.23 ms here against its 0.11 */
+    /* rows of 4 outputs stay with the reference: on lenet's second pooling (8x8 planes) this
+     * path was the slower one (docs/performance.md, "Choices in the code") */
     if (!tiled_2x2(d, 8)) {
         backward_ref(be, d, n, din, dout, argmax, mask);
         return;

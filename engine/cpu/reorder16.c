@@ -1,9 +1,9 @@
 /* Activations between mxbench's NCHW f32 and the channel-blocked layout oneDNN's bf16
  * convolutions take (nChw16c: per sample, per block of 16 channels, each pixel's 16 channels
- * side by side), for engine/cpu/conv_dnnl.c. oneDNN's own reorders took 0.27 ms for a 32x64x28x28
- * tensor to bf16 where this takes 0.05 (about a tenth of resnet18's bf16 step had gone into
- * them): each 16x16 block of (channel, pixel) is loaded as 16 vectors, converted, and
- * transposed in registers.
+ * side by side), for engine/cpu/conv_dnnl.c. oneDNN's own reorders are much slower and had
+ * taken a notable share of resnet18's bf16 step (docs/performance.md, "Choices in the code"):
+ * here each 16x16 block of (channel, pixel) is loaded as 16 vectors, converted, and transposed
+ * in registers.
  *
  * The bf16 rounding is vcvtneps2bf16's, as the bf16 GEMM's packing (engine/cpu/gemm.c): to nearest
  * even, with denormal inputs read as zero. The channel count must be a multiple of 16. */
@@ -16,8 +16,9 @@
 #include "avx512.h"
 #define TARGET MX_AVX512_TARGET
 /* The 16 planes a block reads are 16 streams, more than the hardware's prefetchers follow:
- * each is asked for AHEAD values (8 lines) before it is read (resnet18's 32x64x28x28 to bf16
- * 0.21-0.29 -> 0.18-0.23 ms; the writes of the way back, prefetched so, were slower). */
+ * each is asked for AHEAD values (8 lines) before it is read, which made the reorder to bf16
+ * faster; the writes of the way back, prefetched so, were slower (docs/performance.md,
+ * "Choices in the code"). */
 #define AHEAD 128
 
 /* r[0..7]: rows of 8 16-bit values in each 128-bit lane, transposed within each lane. */

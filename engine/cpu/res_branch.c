@@ -1,8 +1,8 @@
 /* A residual block's main branch (conv3x3 -> batch norm -> relu -> conv3x3 -> batch norm)
  * under bf16 math, kept in oneDNN's nChw16c layout between its convolutions (engine/backend/backend.h's
  * residual_branch_*). Run layer by layer, each convolution reorders its operands from and to
- * NCHW f32 (engine/cpu/conv_dnnl.c): ten passes over an activation per block and step, about 7 ms
- * of resnet18's bf16 step. Here:
+ * NCHW f32 (engine/cpu/conv_dnnl.c): ten passes over an activation per block and step, a
+ * notable share of resnet18's bf16 step (docs/performance.md, "Choices in the code"). Here:
  *  - the block's input is rounded into bf16 nChw16c once (keep[0]: the first convolution's
  *    input forward and for its weight gradient);
  *  - the first convolution's output stays f32 nChw16c (keep[1]); the first batch norm and the

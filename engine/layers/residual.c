@@ -4,7 +4,8 @@
  * saved state holds the sub-layers' states and outputs, so a context owns all of it. Where
  * the backend has the fused kernels (and MXBENCH_FUSE is not off), the inner batch norm and
  * relu run as one, each way: the batch norm's output is then never written (nor kept), and
- * the relu's trip through memory is saved (resnet18's relu passes had taken 1.5% of a step).
+ * the relu's trip through memory is saved (resnet18's relu passes had taken a small but
+ * measurable share of a step: docs/performance.md, "Choices in the code").
  * Where it also has residual_branch_* (the CPU's), training hands it the main branch, conv ->
  * batch norm -> relu -> conv -> batch norm, to run in its own layouts (engine/cpu/res_branch.c under
  * bf16), and runs the layers one by one where it declines. */

@@ -4,7 +4,7 @@
 #include "loss_watch.h"
 #include "hostload.h"
 #include "engine/core/trace.h"
-#include "harness/test_hooks.h"
+#include "harness/trainer_hook.h"
 #include "base/limits.h"
 #include "opts.h"
 #include "cluster/cluster.h"
@@ -183,7 +183,6 @@ typedef struct {
     mx_counter_acc counters;           /* every counter of the timed steps (results/metrics.h) */
     long skipped;                      /* AMP: steps skipped for inf/NaN gradients, every step counted */
     double timed_samples, timed_time; /* for throughput_agg: real batch sizes, same times as step_time */
-    double slowdown;                   /* MXBENCH_TEST_SLOWDOWN (test_hooks.h), 0 as users run */
     mx_loss_watch watch;
     int diverged;                      /* the growth rule or a non-finite loss fired (reason set) */
     int loss_noted;                    /* synthetic data: a rising loss said once, as a note */
@@ -191,6 +190,10 @@ typedef struct {
     mx_host_watch host;                /* the host beside the run: read about once a second */
     mx_lr_plan lr_plan;                /* the lr at each step: warmup, then the schedule */
 } run_state;
+
+static mx_trainer_step_hook step_hook; /* NULL in mxbench (trainer_hook.h) */
+
+void mx_trainer_set_step_hook(mx_trainer_step_hook fn) { step_hook = fn; }
 
 /* What run_step returns when the loss turned non-finite: the run stops there. */
 #define STEP_NONFINITE 1
@@ -248,7 +251,7 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
     const float lr = mx_lr_at(&st->lr_plan, epoch_pos);
     mx_step_stats_clear(ss); /* what a strategy does not measure stays "not measured" */
     MX_TRY(st->ops->step(st->s, st->bx, st->by, n, lr, ss));
-    mx_test_slowdown_wait(st->slowdown, t0);
+    if (step_hook) step_hook(t0);
     const double dt = mx_now() - t0;
     *train_time += dt;
     if (traced) { /* the trainer's track: the batch, then the whole step */
@@ -561,8 +564,7 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         mx_dataset_free(&ds.test);
         return rc;
     }
-    run_state st = {.c = c, .ds = &ds, .ops = ops, .rec = rec, .progress_every = progress_every(),
-                    .slowdown = mx_test_slowdown()};
+    run_state st = {.c = c, .ds = &ds, .ops = ops, .rec = rec, .progress_every = progress_every()};
     mx_counter_acc_init(&st.counters);
     st.bx = malloc(sizeof(float) * global_batch(c) * ds.train.c * ds.train.h * ds.train.w);
     st.by = malloc((size_t)global_batch(c));

@@ -4,19 +4,35 @@
 # - A/A (the same binary on both sides) is never a regression; the decision line and every
 #   round are printed; --format json is github-action-benchmark's shape; md is a table;
 #   --keep leaves base.h5 and new.h5 with one run per round.
-# - a 30% slowdown (MXBENCH_TEST_SLOWDOWN=0.3 in a wrapper script on the NEW side) is a
-#   regression (exit 1) at the default 5% threshold. The margin is wide on purpose: this is a
-#   test, not the benchmark (scripts/bench-ab-gate.sh measures the 10% case over 20 trials).
+# - a 30% slowdown (MXBENCH_TEST_SLOWDOWN=0.3 in a wrapper script on the NEW side, which runs
+#   mxbench_hooked: mxbench with the test hooks, built beside this test) is a regression
+#   (exit 1) at the default 5% threshold. The margin is wide on purpose: this is a test, not
+#   the benchmark (scripts/bench-ab-gate.sh measures the 10% case over 20 trials).
 #   With 10 rounds the interval's upper end is the 9th largest Walsh average: a regression
 #   call survives a round or two that the host disturbs, and A/A needs most rounds below 0.95
 #   at once to be called one.
 # - bad usage: exit 2 naming the value.
+# - the test hooks are in mxbench_hooked only: mxbench holds neither variable's name and says
+#   nothing of a bad value of either, which mxbench_hooked refuses.
 # usage: test_ab.sh MXBENCH SOURCE_DIR BUILD_DIR
+HOOKED=$(cd "${3:?usage: test_ab.sh MXBENCH SOURCE_DIR BUILD_DIR}" && pwd)/mxbench_hooked
 . "$(dirname "$0")/e2e-lib.sh" test_ab "${1:?usage: test_ab.sh MXBENCH SOURCE_DIR BUILD_DIR}"
-
+[ -x "$HOOKED" ] || { echo "test_ab: $HOOKED is not built (tests/CMakeLists.txt: mxbench_hooked)"; exit 1; }
 CFG=(-- --workload mlp --dataset synthetic --batch 32 --steps 40 --warmup-steps 3 --threads-per-device 1)
-printf '#!/bin/sh\nMXBENCH_TEST_SLOWDOWN=0.3 exec "%s" "$@"\n' "$MX" >"$T/slow.sh"
+printf '#!/bin/sh\nMXBENCH_TEST_SLOWDOWN=0.3 exec "%s" "$@"\n' "$HOOKED" >"$T/slow.sh"
 chmod +x "$T/slow.sh"
+
+# ---- the test hooks: in mxbench_hooked, not in mxbench
+! grep -qa 'MXBENCH_TEST_SLOW' "$MX" && pass "mxbench holds no test hook variable" ||
+    fail "mxbench holds a test hook variable: $(grep -ao 'MXBENCH_TEST_SLOW[A-Z_]*' "$MX" | sort -u | tr '\n' ' ')"
+MXBENCH_TEST_SLOWDOWN=2 MXBENCH_TEST_SLOW_GEMM=2 "$MX" info >/dev/null 2>"$T/hooks.err"
+! grep -q MXBENCH_TEST "$T/hooks.err" && pass "mxbench ignores the test hook variables" ||
+    fail "mxbench reacted to a test hook variable: $(cat "$T/hooks.err")"
+MXBENCH_TEST_SLOWDOWN=2 MXBENCH_TEST_SLOW_GEMM=2 "$HOOKED" info >/dev/null 2>"$T/hooks.err"
+grep -q "MXBENCH_TEST_SLOWDOWN '2' ignored" "$T/hooks.err" &&
+    grep -q "MXBENCH_TEST_SLOW_GEMM '2' ignored" "$T/hooks.err" &&
+    pass "mxbench_hooked reads both variables and refuses values out of range" ||
+    fail "mxbench_hooked: expected both variables refused: $(cat "$T/hooks.err")"
 
 # ---- A/A, with --keep and every format
 "$MX" ab "$MX" "$MX" --rounds 10 --keep "$T" "${CFG[@]}" >"$T/aa.out" 2>"$T/aa.err"

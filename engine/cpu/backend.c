@@ -66,31 +66,11 @@ static void cpu_bind_thread(mx_backend *be)
     }
 }
 
-/* A deliberate regression on demand, to show that the CI's instruction-count gate catches one
- * (scripts/ci-regress.sh): MXBENCH_TEST_SLOW_GEMM=F (0 < F <= 1) makes every GEMM compute the
- * first F of its output rows a second time, into scratch: F more work in the kernel, the same
- * results. Read once; unset, as users run, it costs a load and a branch per GEMM. */
-static float slow_gemm;
-static pthread_once_t slow_gemm_once = PTHREAD_ONCE_INIT;
+/* Called after every BLAS GEMM when set (mx_cpu_set_gemm_hook): NULL in mxbench, a load and a
+ * branch per GEMM. */
+static mx_cpu_gemm_hook gemm_hook;
 
-static void read_slow_gemm(void)
-{
-    const char *e = getenv("MXBENCH_TEST_SLOW_GEMM");
-    const float f = e ? strtof(e, NULL) : 0;
-    slow_gemm = f > 0 && f <= 1 ? f : 0;
-}
-
-static void gemm_again(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
-                       int ldb)
-{
-    const int rows = (int)((float)m * slow_gemm + 0.5f);
-    float *scratch = rows > 0 ? malloc(sizeof(float) * (size_t)rows * (size_t)n) : NULL;
-    if (!scratch) return;
-    /* the first rows of op(A) start at a whether or not A is transposed (row-major) */
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, rows, n, k, alpha, a,
-                lda, b, ldb, 0.0f, scratch, n);
-    free(scratch);
-}
+void mx_cpu_set_gemm_hook(mx_cpu_gemm_hook fn) { gemm_hook = fn; }
 
 void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                  const float *b, int ldb, float beta, float *c, int ldc)
@@ -105,8 +85,7 @@ void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alph
     }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
                 lda, b, ldb, beta, c, ldc);
-    pthread_once(&slow_gemm_once, read_slow_gemm);
-    if (slow_gemm > 0) gemm_again(ta, tb, m, n, k, alpha, a, lda, b, ldb);
+    if (gemm_hook) gemm_hook(ta, tb, m, n, k, alpha, a, lda, b, ldb);
 }
 
 static void cpu_bias_forward(mx_backend *be, int outer, int c, int inner, float *y, const float *b)

@@ -32,6 +32,13 @@ static inline int mx_cpu_sample_team(const mx_backend *be, int n)
 
 void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                  const float *b, int ldb, float beta, float *c, int ldc);
+/* A function mx_cpu_gemm calls after each GEMM it hands to the BLAS, with that GEMM's operands
+ * (C already written), or NULL (as in mxbench): the seam through which a test build makes
+ * the kernel do more work, to check that a gate notices (tests/hooks.c). Set it before any
+ * thread runs a GEMM. */
+typedef void (*mx_cpu_gemm_hook)(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                                 const float *b, int ldb);
+void mx_cpu_set_gemm_hook(mx_cpu_gemm_hook fn);
 
 /* Per-thread buffers (engine/cpu/thread_buf.c): the slot's buffer of this thread, grown to at least
  * bytes (64-byte aligned; contents kept only while it does not grow); NULL when out of

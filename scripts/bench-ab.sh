@@ -79,16 +79,12 @@ CONFIGS=(
 
 # run BIN name workload batch gpus threads kvstore steps: prints the median samples/s
 run() {
-    local bin=$1 line
+    local bin=$1
     shift
     # lr 0.01: resnet18 at 0.05 on random labels climbs until it is flagged diverged;
     # a step's cost does not depend on the lr
-    line=$("$bin" train --workload "$2" --dataset synthetic --batch "$3" --gpus "$4" --threads-per-device "$5" \
-        --kvstore "$6" --steps $(($7 + WARMUP)) --warmup-steps "$WARMUP" --lr 0.01 --quiet 2>/dev/null) || {
-        echo nan
-        return
-    }
-    sed -n 's/.* \([0-9.][0-9.]*\) samples\/s.*/\1/p' <<<"$line" | head -1
+    train_throughput "$bin" --workload "$2" --dataset synthetic --batch "$3" --gpus "$4" --threads-per-device "$5" \
+        --kvstore "$6" --steps $(($7 + WARMUP)) --warmup-steps "$WARMUP" --lr 0.01
 }
 
 declare -A RATIOS BASEV NEWV

@@ -62,32 +62,21 @@ echo "settings: $WORKLOAD, synthetic data, global batch $BATCH on 2 devices (dev
 CONFIGS=("none --compression none" "fp16 --compression fp16" "2bit --compression 2bit --threshold $THRESHOLD"
     "topk --compression topk --topk-ratio $RATIO" "amp-fp16 --amp fp16" "amp-bf16 --amp bf16")
 FIELDS="throughput step_time_median wire_bytes_per_step compress_time mem_act mem_peak status"
-NAN_ROW="nan nan nan nan nan nan nan"
-run_one() { # appends the figures of FIELDS (status aside), then the compress phase, to $TMP/<name>
-    local name opts f vals phase
-    read -r name opts <<<"$1"
-    f=$TMP/$name-$ROUND.h5
-    # shellcheck disable=SC2086 # opts are words
-    if ! "$MX" train --gpus 2 --threads-per-device 1 --kvstore device $opts \
-        --workload "$WORKLOAD" --dataset synthetic --batch "$BATCH" --lr 0.01 --steps $((STEPS + WARMUP)) \
-        --warmup-steps "$WARMUP" --quiet --record "$f" --force >/dev/null 2>>"$ERR"; then
-        printf '  round %d %-6s failed; see %s\n' "$ROUND" "$name" "$ERR"
-        echo "$NAN_ROW" >>"$TMP/$name"
-        return 0
-    fi
-    # shellcheck disable=SC2086
-    vals=$(csv_get "$f" $FIELDS)
-    if [[ ${vals##* } != ok ]]; then
-        printf '  round %d %-6s status %s, left out\n' "$ROUND" "$name" "${vals##* }"
-        echo "$NAN_ROW" >>"$TMP/$name"
-        return 0
-    fi
-    # the compress phase: the median over the timed steps of its phase_time column
-    phase=$(h5dump -d /runs/r0000/phase_time "$f" 2>/dev/null | awk -v w="$WARMUP" '
+compress_phase() { # record: the median over the timed steps of its phase_time's compress column
+    local phase
+    phase=$(h5dump -d /runs/r0000/phase_time "$1" 2>/dev/null | awk -v w="$WARMUP" '
         /\([0-9]+,0\):/ { gsub(/[(),:]/, " "); if ($1 >= w) print $NF }' | sort -g |
         awk '{v[NR] = $1} END {if (!NR) print "nan"; else print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
-    echo "${vals% *} ${phase:-nan}" >>"$TMP/$name"
-    printf '  round %d %-8s %s samples/s\n' "$ROUND" "$name" "${vals%% *}"
+    echo "${phase:-nan}"
+}
+run_one() { # appends the figures of FIELDS (status aside), then the compress phase, to $TMP/<name>
+    local name opts
+    read -r name opts <<<"$1"
+    # shellcheck disable=SC2086 # opts are words
+    record_run --rows "$TMP/$name" --record "$TMP/$name-$ROUND.h5" --label "$(printf '%-6s' "$name")" \
+        --ok-label "$(printf '%-8s' "$name")" --fields "$FIELDS" --extra compress_phase 1 -- \
+        "$MX" train --gpus 2 --threads-per-device 1 --kvstore device $opts --workload "$WORKLOAD" \
+        --dataset synthetic --batch "$BATCH" --lr 0.01 --steps $((STEPS + WARMUP)) --warmup-steps "$WARMUP"
 }
 echo
 echo "runs: $ROUNDS round(s) of ${#CONFIGS[@]}; each round starts further along the list, odd rounds run it backwards"
@@ -110,6 +99,4 @@ for c in "${CONFIGS[@]}"; do
 done
 echo "expected bytes: fp16 1/2, 2bit about 1/16, topk at 1% about 1/50 (8 bytes per value sent);"
 echo "AMP: saved activations about 1/2 (16-bit outputs); on the CPU the kernels compute in f32, so AMP's casts add time"
-echo "uptime at the end: $(uptime)"
-high_load && echo "warning: load average $(load1) on $NCPU cores: figures are unreliable; rerun on a quiet machine"
-echo "this output: $LOG; stderr of the runs: $ERR"
+bench_end 0

@@ -105,25 +105,16 @@ for m in "${MDS[@]}"; do
 done
 
 train_run() { # workload mode workers: appends "thr net_bytes busbw allreduce_time" to $TMP/<wl>-<mode>-<w>
-    local wl=$1 m=$2 w=$3 key=$1-$2-$3 f=$TMP/$1-$2-$3-$ROUND.h5 np vals
+    local wl=$1 m=$2 w=$3 key=$1-$2-$3 np
     np=$(ranks_of "$m" "$w")
     local extra=()
     [[ $m != dist_allreduce && -n $SERVERS ]] && extra=(--servers "$SERVERS")
-    if ! "${MPI[@]}" -np "$np" "$MX" train --kvstore "$m" --workload "$wl" --dataset synthetic --batch "$(batch_of "$wl")" \
-        --gpus 1 --threads-per-device 1 --lr 0.01 --steps $(($(steps_of "$wl") + WARMUP)) --warmup-steps "$WARMUP" \
-        "${extra[@]}" --quiet --record "$f" --force >/dev/null 2>>"$ERR"; then
-        printf '  round %d %-26s %d rank(s): failed; see %s\n' "$ROUND" "$key" "$np" "$ERR"
-        echo "nan nan nan nan" >>"$TMP/$key"
-        return 0
-    fi
-    vals=$(csv_get "$f" throughput net_bytes_per_step busbw allreduce_time status)
-    if [[ ${vals##* } != ok ]]; then
-        printf '  round %d %-26s %d rank(s): status %s, left out\n' "$ROUND" "$key" "$np" "${vals##* }"
-        echo "nan nan nan nan" >>"$TMP/$key"
-        return 0
-    fi
-    echo "${vals% *}" >>"$TMP/$key"
-    printf '  round %d %-26s %d rank(s): %s samples/s\n' "$ROUND" "$key" "$np" "${vals%% *}"
+    record_run --rows "$TMP/$key" --record "$TMP/$key-$ROUND.h5" \
+        --label "$(printf '%-26s %d rank(s):' "$key" "$np")" \
+        --fields "throughput net_bytes_per_step busbw allreduce_time status" -- \
+        "${MPI[@]}" -np "$np" "$MX" train --kvstore "$m" --workload "$wl" --dataset synthetic \
+        --batch "$(batch_of "$wl")" --gpus 1 --threads-per-device 1 --lr 0.01 --steps $(($(steps_of "$wl") + WARMUP)) \
+        --warmup-steps "$WARMUP" "${extra[@]}"
 }
 comm_run() { # workload: appends "bytes calls mx_busbw mpi_busbw ratio" to $TMP/<wl>-comm
     local line
@@ -183,7 +174,4 @@ if [[ " ${MDS[*]} " == *" dist_allreduce "* ]]; then
     echo "aim: train/raw >= 0.9. In training the all-reduce overlaps backward, which on $NCPU cores competes with it;"
     echo "comm/raw is the like-for-like figure of the communicator itself"
 fi
-echo "uptime at the end: $(uptime)"
-high_load && echo "warning: load average $(load1) on $NCPU cores: figures are unreliable; rerun on a quiet machine"
-((KEEP)) && echo "records: $TMP"
-echo "this output: $LOG; stderr of the runs: $ERR"
+bench_end "$KEEP"

@@ -1,7 +1,9 @@
 # shellcheck shell=bash disable=SC2153 # ROUNDS, CONFIGS, MX, ERR, TMP: the sourcing script sets them
-# Shared by the benchmark scripts (sourced): reading figures from records, medians over
-# rounds, formatting, and the machine's load. Expects MX (the mxbench binary), ERR (a log for
-# stderr), TMP (a scratch directory) and NCPU.
+# Shared by the benchmark scripts (sourced): the opening and closing lines, rounds in rotating
+# order, one timed run of a configuration (record_run: its figures from its record; or
+# train_throughput: the summary line's), medians over rounds, formatting, and the machine's
+# load. Expects MX (the mxbench binary), ERR (a log for stderr), TMP (a scratch directory) and
+# NCPU.
 
 # An option's value: an integer >= the minimum, or exit 2 naming the script, option and value.
 need_int() { # option value minimum
@@ -69,6 +71,72 @@ fmt() { # printf format, value (nan prints as -)
     if [[ $2 == nan || $2 == -nan || -z $2 ]]; then printf -- -; else printf "$1" "$2"; fi
 }
 scale() { awk -v x="$1" -v k="$2" 'BEGIN {print x == "nan" ? "nan" : x * k}'; }
+
+# One timed run of one configuration in one round, a row for the rounds' medians (med,
+# med_ratio): runs COMMAND (an `mxbench train` command line, mpirun's in front of it or not)
+# with --quiet --record RECORD --force, its stderr appended to $ERR, then appends to the file
+# ROWS the record's figures that FIELDS names (csv_get's names, status last: checked, not
+# written) and the columns that the function EXTRA prints from RECORD. A run that fails or
+# whose status is not ok gets a row of nan, so that every round has its row. A line says what
+# became of the run: "  round R LABEL failed; see ERR", "... status S, left out", or
+# "  round R OK_LABEL T samples/s" (T: FIELDS' first figure; OK_LABEL is LABEL by default).
+# usage: record_run --rows FILE --record FILE --label TEXT [--ok-label TEXT] --fields LIST
+#                   [--extra FUNCTION COLUMNS] -- COMMAND...
+record_run() {
+    local rows record label ok_label="" fields extra_fn="" extra_cols=0 vals nan_row status
+    while (($#)); do
+        case $1 in
+        --rows) rows=$2; shift 2 ;;
+        --record) record=$2; shift 2 ;;
+        --label) label=$2; shift 2 ;;
+        --ok-label) ok_label=$2; shift 2 ;;
+        --fields) fields=$2; shift 2 ;;
+        --extra) extra_fn=$2 extra_cols=$3; shift 3 ;;
+        --) shift; break ;;
+        *) echo "record_run: unknown option '$1'" >&2; return 2 ;;
+        esac
+    done
+    nan_row=$(awk -v n=$(($(wc -w <<<"$fields") - 1 + extra_cols)) \
+        'BEGIN {for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? " " : ""), "nan"; print ""}')
+    if ! "$@" --quiet --record "$record" --force >/dev/null 2>>"$ERR"; then
+        printf '  round %d %s failed; see %s\n' "$ROUND" "$label" "$ERR"
+        echo "$nan_row" >>"$rows"
+        return 0
+    fi
+    # shellcheck disable=SC2086
+    vals=$(csv_get "$record" $fields)
+    status=${vals##* }
+    if [[ $status != ok ]]; then
+        printf '  round %d %s status %s, left out\n' "$ROUND" "$label" "$status"
+        echo "$nan_row" >>"$rows"
+        return 0
+    fi
+    if [[ -n $extra_fn ]]; then
+        echo "${vals% *} $("$extra_fn" "$record")" >>"$rows"
+    else
+        echo "${vals% *}" >>"$rows"
+    fi
+    printf '  round %d %s %s samples/s\n' "$ROUND" "${ok_label:-$label}" "${vals%% *}"
+}
+
+# The median samples/s of one `BINARY train OPTIONS... --quiet` run, from its summary line (the
+# batch over the median step); nan where the run fails. Its stderr goes to $ERR where set.
+train_throughput() { # binary train-options...
+    local bin=$1 thr
+    shift
+    thr=$("$bin" train "$@" --quiet 2>>"${ERR:-/dev/null}" |
+        sed -n 's/.* \([0-9.][0-9.]*\) samples\/s median.*/\1/p' | head -1) || thr=""
+    echo "${thr:-nan}"
+}
+
+# The closing lines the benchmarks share: the load at the end (a warning where other processes
+# competed for the cores), where the records are kept (keep 1) and where the output went.
+bench_end() { # keep
+    echo "uptime at the end: $(uptime)"
+    high_load && echo "warning: load average $(load1) on $NCPU cores: figures are unreliable; rerun on a quiet machine"
+    (($1)) && echo "records: $TMP"
+    echo "this output: $LOG; stderr of the runs: $ERR"
+}
 
 
 # The opening every benchmark shares: out/NAME/ for the log (this script's stdout and stderr

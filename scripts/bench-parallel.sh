@@ -71,28 +71,14 @@ CONFIGS=("data1 data 1" "data2 data 2")
 for m in "${MB[@]}"; do CONFIGS+=("gpipe-m$m model 2 --micro-batches $m" "1f1b-m$m model 2 --micro-batches $m --schedule 1f1b"); done
 CONFIGS+=("layer2 layer 2")
 FIELDS="throughput bubble bubble_theory mem_peak mem_params bytes_per_step stage_bytes_per_step tp_bytes_per_step status"
-NAN_ROW="nan nan nan nan nan nan nan nan"
 run_one() { # appends the figures of FIELDS (status aside) to $TMP/<name>
-    local name strategy devices opts f vals
+    local name strategy devices opts
     read -r name strategy devices opts <<<"$1"
-    f=$TMP/$name-$ROUND.h5
     # shellcheck disable=SC2086 # opts are words
-    if ! "$MX" train --strategy "$strategy" --gpus "$devices" --threads-per-device 1 --workload "$WORKLOAD" \
-        --dataset synthetic --batch "$BATCH" --lr 0.01 --steps $((STEPS + WARMUP)) --warmup-steps "$WARMUP" \
-        $opts --quiet --record "$f" --force >/dev/null 2>>"$ERR"; then
-        printf '  round %d %-12s failed; see %s\n' "$ROUND" "$name" "$ERR"
-        echo "$NAN_ROW" >>"$TMP/$name"
-        return 0
-    fi
-    # shellcheck disable=SC2086
-    vals=$(csv_get "$f" $FIELDS)
-    if [[ ${vals##* } != ok ]]; then
-        printf '  round %d %-12s status %s, left out\n' "$ROUND" "$name" "${vals##* }"
-        echo "$NAN_ROW" >>"$TMP/$name"
-        return 0
-    fi
-    echo "${vals% *}" >>"$TMP/$name"
-    printf '  round %d %-12s %s samples/s\n' "$ROUND" "$name" "${vals%% *}"
+    record_run --rows "$TMP/$name" --record "$TMP/$name-$ROUND.h5" --label "$(printf '%-12s' "$name")" \
+        --fields "$FIELDS" -- "$MX" train --strategy "$strategy" --gpus "$devices" --threads-per-device 1 \
+        --workload "$WORKLOAD" --dataset synthetic --batch "$BATCH" --lr 0.01 --steps $((STEPS + WARMUP)) \
+        --warmup-steps "$WARMUP" $opts
 }
 echo
 echo "runs: $ROUNDS round(s) of ${#CONFIGS[@]}; each round starts further along the list, odd rounds run it backwards"
@@ -118,7 +104,4 @@ for c in "${CONFIGS[@]}"; do
         "$(fmt %.3f "$(scale "$(moved "$f")" 1e-6)")"
 done
 echo "aims on 2 CPU workers: measured bubble within 0.05 of theory; layer's parameter memory per device at most 0.55 of one device's"
-echo "uptime at the end: $(uptime)"
-high_load && echo "warning: load average $(load1) on $NCPU cores: figures are unreliable; rerun on a quiet machine"
-((KEEP)) && echo "records: $TMP"
-echo "this output: $LOG; stderr of the runs: $ERR"
+bench_end "$KEEP"

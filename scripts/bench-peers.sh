@@ -107,9 +107,8 @@ run_one() { # framework
     local f=$1 l line thr acc
     l=$(load1)
     if [[ $WORKLOAD == resnet18 && $f == mxbench ]]; then
-        line=$("$MX" train --workload resnet18 --dataset synthetic --batch "$BATCH" --steps "$STEPS" --warmup-steps 3 \
-            --lr 0.01 --threads-per-device "$THREADS" --quiet 2>>"$ERR" | tail -1) || line=""
-        thr=$(sed -n 's/.* \([0-9.]*\) samples\/s median.*/\1/p' <<<"$line")
+        thr=$(train_throughput "$MX" --workload resnet18 --dataset synthetic --batch "$BATCH" --steps "$STEPS" \
+            --warmup-steps 3 --lr 0.01 --threads-per-device "$THREADS")
     elif [[ $WORKLOAD == resnet18 ]]; then
         line=$(OMP_NUM_THREADS=$THREADS "${PY[$f]}" -W ignore "${PEER_SCRIPT[$f]}" --model resnet18 --batch "$BATCH" \
             --threads "$THREADS" --steps "$STEPS" --warmup 3 --lr 0.01 2>>"$ERR" | grep -E '^(TORCH|MXNET)') || line=""

@@ -9,13 +9,12 @@
  * every device pushed the whole bucket, then runs one reduce-scatter and one all-gather for
  * it. That needs DDP's contract (every device pushes every key of a bucket each round), which
  * the data strategy keeps (`--bucket-mb`); 0, the default, keeps MXNet's, where a key may be
- * pushed alone. Two lenet devices had spent about 0.5 ms a step on the rendezvous of its 8
- * keys; in one bucket they train 3% faster (20470 against 19890 samples/s, medians of 6
- * interleaved rounds), while resnet18 measured the same with buckets of 1, 4 or 25 MiB as
- * with none. Not the default, because calls of one size leave a projection (mxbench project)
- * unable to tell a call's latency from its bandwidth: mlp's 4-device projection from 1 and 2
- * erred by -11.4 and -12.3% in one bucket. The sums are those of each key alone, element by
- * element in member order.
+ * pushed alone. Two lenet devices had spent part of each step on the rendezvous of its 8
+ * keys and train a little faster in one bucket, while resnet18 measured the same with buckets
+ * as with none. Not the default, because calls of one size leave a projection (mxbench
+ * project) unable to tell a call's latency from its bandwidth: mlp's 4-device projection from
+ * 1 and 2 erred far more in one bucket than key by key (docs/performance.md, "Choices in the
+ * code"). The sums are those of each key alone, element by element in member order.
  * With a compressor (kvstore/compress.c), the reduce-scatter becomes what MXNet's device store
  * does with compression: each device packs its own gradient (its residual kept on it), the
  * packed payloads are all-gathered, and each device decompresses every payload and sums its

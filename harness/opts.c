@@ -225,9 +225,11 @@ static int find_default(const char *h, stated_default *d)
         const size_t end = paren_end(h, v0);
         for (v1 = end; v1 > v0 && h[v1 - 1] == ' ';) v1--;
         if (v1 == v0) continue;
-        size_t c0 = open ? at - 1 : at - 2;
+        size_t c0 = open ? at - 1 : at - 2, c1 = open && h[end] == ')' ? end + 1 : end;
         if (open && c0 > 0 && h[c0 - 1] == ' ') c0--;
-        *d = (stated_default){v0, v1, c0, open && h[end] == ')' ? end + 1 : end};
+        if (c0 == 0)
+            while (h[c1] == ' ') c1++; /* a help that starts with its default: the meaning starts after it */
+        *d = (stated_default){v0, v1, c0, c1};
         return 1;
     }
     return 0;

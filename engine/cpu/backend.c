@@ -42,13 +42,12 @@ static void cpu_zero(mx_backend *be, void *p, size_t bytes) { memset(p, 0, bytes
 /* Every op has finished when it returns: only the sticky error is left to report. */
 static int cpu_sync(mx_backend *be) { return mx_backend_error(be); }
 /* Device d owns cores [d*nthreads, (d+1)*nthreads) when they exist, so that devices do not
- * trade cores and caches (measured back to back on 2 cores, one-thread lenet: 2400-3000
- * samples/s free, 3075-3270 pinned; host noise on that VM was of the same order, so treat
- * the gain as likely, not proven). Beyond the cores, threads go round-robin (core (d*nthreads
- * + t) mod cores), so that every core takes an equal share of turns: left unpinned, the
- * devices past the cores shared whichever core the scheduler chose with the pinned ones, and
- * with mlp on 4 devices of 1 thread on 2 cores one core ran 3 of them in turn (step 5.8 ms
- * against 4.1 round-robin, alternated). */
+ * trade cores and caches (one-thread lenet measured faster pinned than free, by about as much
+ * as the host's noise: a likely gain, not a proven one). Beyond the cores, threads go
+ * round-robin (core (d*nthreads + t) mod cores), so that every core takes an equal share of
+ * turns: left unpinned, the devices past the cores shared whichever core the scheduler chose
+ * with the pinned ones, and with mlp on 4 devices of 1 thread on 2 cores one core ran 3 of
+ * them in turn, a slower step than round-robin (docs/performance.md, "Choices in the code"). */
 static void cpu_bind_thread(mx_backend *be)
 {
     mx_cpu_set_blas_threads(be->nthreads);
@@ -100,7 +99,8 @@ static void cpu_bias_forward(mx_backend *be, int outer, int c, int inner, float 
 
 /* The sum of one row, in 16 float lanes added in a fixed order: a single running sum is a
  * chain of dependent adds (4 cycles each), which made lenet's first bias gradient (128 x 576
- * values per channel) cost 0.41 ms, most of its layer's backward. */
+ * values per channel) most of its layer's backward (docs/performance.md, "Choices in the
+ * code"). */
 static float row_sum(const float *restrict x, int n)
 {
     float lane[16] = {0};

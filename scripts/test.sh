@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds with warnings as errors, and runs the whole CTest suite;
-# then the instruction-count regression gate (scripts/ci-regress.sh: a fixed study counted
-# under cachegrind against results/baseline-counts.h5, and a deliberate regression caught),
-# the sanitizer build (scripts/sanitize.sh: unit tests and CLI error cases under ASan
-# and UBSan) and each fuzz target for MXBENCH_FUZZ_SECONDS (30) seconds (scripts/fuzz.sh).
+# Installs what is missing, builds with warnings as errors, checks the sources' layout first
+# (scripts/check-format.sh: lines over 120 columns, tabs, trailing whitespace; it takes a
+# moment), and runs the whole CTest suite; then the instruction-count regression gate
+# (scripts/ci-regress.sh: a fixed study counted under cachegrind against
+# results/baseline-counts.h5, and a deliberate regression caught), the sanitizer build
+# (scripts/sanitize.sh: unit tests and CLI error cases under ASan and UBSan) and each fuzz
+# target for MXBENCH_FUZZ_SECONDS (30) seconds (scripts/fuzz.sh).
 # Every step runs even when one before it failed, and the summary at the end names each
 # failure, so one broken test does not hide what the others would have found; the exit status
 # is 1 when any step failed (only a failed install or build stops the script early: nothing
@@ -30,6 +32,9 @@ step() { # NAME COMMAND...: runs one step, timed, and notes a failure without st
 }
 ctest_suite() { (cd build && ctest --output-on-failure --timeout 900 "$@"); }
 
+if [ $# -eq 0 ]; then
+    step "format check" scripts/check-format.sh
+fi
 step "CTest suite" ctest_suite "$@"
 if [ $# -eq 0 ]; then
     step "instruction-count gate" scripts/ci-regress.sh

@@ -1,22 +1,6 @@
-/* Mixed precision: the mode's names and the dynamic loss scaler (see engine/core/amp.h). */
+/* Mixed precision: the types it computes in and the dynamic loss scaler (see engine/core/amp.h; the
+ * modes' names are base/config.h's). */
 #include "amp.h"
-#include "base/status.h"
-
-#include <string.h>
-
-static const char *const names[] = {[MX_AMP_OFF] = "off", [MX_AMP_FP16] = "fp16", [MX_AMP_BF16] = "bf16"};
-
-int mx_amp_parse(const char *name, mx_amp *out)
-{
-    for (int a = MX_AMP_OFF; a <= MX_AMP_BF16; a++)
-        if (name && strcmp(name, names[a]) == 0) {
-            *out = (mx_amp)a;
-            return MX_OK;
-        }
-    return mx_error(MX_EINVAL, "mixed precision '%s': accepted off|fp16|bf16", name ? name : "(null)");
-}
-
-const char *mx_amp_name(mx_amp a) { return (unsigned)a <= MX_AMP_BF16 ? names[a] : "?"; }
 
 mx_dtype mx_amp_dtype(mx_amp a) { return a == MX_AMP_FP16 ? MX_F16 : a == MX_AMP_BF16 ? MX_BF16 : MX_F32; }
 

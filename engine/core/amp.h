@@ -12,14 +12,9 @@
 #ifndef MX_AMP_H
 #define MX_AMP_H
 
+#include "base/config.h" /* mx_amp, its names and mx_amp_parse */
 #include "engine/backend/dtype.h"
 
-typedef enum { MX_AMP_OFF, MX_AMP_FP16, MX_AMP_BF16 } mx_amp;
-
-/* "off", "fp16" or "bf16" into *out; anything else fails with MX_EINVAL naming the value
- * and the accepted ones. */
-int mx_amp_parse(const char *name, mx_amp *out);
-const char *mx_amp_name(mx_amp a); /* "off", "fp16", "bf16" */
 /* The type activations and the compute copy of the weights take: MX_F32 when off. */
 mx_dtype mx_amp_dtype(mx_amp a);
 

@@ -31,9 +31,9 @@ static int env_role(void)
 
 /* Decides the counts from --servers and the environment; every rank decides alike from the
  * same inputs (roles gathered from all). */
-static int decide(mx_cluster *c, const char *mode, int servers, const int *roles)
+static int decide(mx_cluster *c, mx_kv_mode mode, int servers, const int *roles)
 {
-    const int ps = strcmp(mode, "dist_allreduce") != 0;
+    const int ps = mx_kv_mode_has(mode, MX_KV_SERVERS);
     int set = 0, nserv = 0;
     for (int r = 0; r < c->size; r++) {
         if (roles[r] == -2)
@@ -61,7 +61,7 @@ static int decide(mx_cluster *c, const char *mode, int servers, const int *roles
         if (c->size % 2)
             return mx_error(MX_EINVAL, "%s with %d ranks: by default half the ranks are servers (as MXNet's launcher "
                             "starts as many servers as workers), which needs an even count; give --servers S "
-                            "(1..%d)", mode, c->size, c->size - 1);
+                            "(1..%d)", mx_kv_mode_name(mode), c->size, c->size - 1);
         S = c->size / 2, from = "the default (as many servers as workers)";
     }
     if (!ps && S > 0)
@@ -119,7 +119,7 @@ static int find_local_workers(mx_cluster *c)
     return rc;
 }
 
-int mx_cluster_init(mx_cluster **out, const char *mode, int servers)
+int mx_cluster_init(mx_cluster **out, mx_kv_mode mode, int servers)
 {
     *out = NULL;
     mx_cluster *c = calloc(1, sizeof *c);

@@ -11,6 +11,8 @@
 #ifndef MX_CLUSTER_H
 #define MX_CLUSTER_H
 
+#include "base/config.h"
+
 #include <stddef.h>
 
 typedef enum { MX_ROLE_WORKER, MX_ROLE_SERVER } mx_role;
@@ -46,11 +48,11 @@ typedef struct mx_cluster {
 int mx_cluster_launched(void);
 
 /* Initialises MPI (thread level multiple) and assigns roles for kvstore mode `mode`
- * ("dist_sync", ...); servers < 0: not given. MX_EINVAL naming the value for counts that
+ * (MX_KV_DIST_SYNC, ...); servers < 0: not given. MX_EINVAL naming the value for counts that
  * cannot work (no worker left, servers for dist_allreduce, DMLC_* disagreeing with the
  * ranks). Collective over every rank. On failure *out may still be set (MPI initialised):
  * pass it to mx_cluster_abort or mx_cluster_end. */
-int mx_cluster_init(mx_cluster **out, const char *mode, int servers);
+int mx_cluster_init(mx_cluster **out, mx_kv_mode mode, int servers);
 /* Ends the whole job at once (MPI_Abort): for a failure on one rank, which would otherwise
  * leave the others waiting for it. mpirun then stops every rank. */
 void mx_cluster_abort(mx_cluster *c, int code);

@@ -86,7 +86,7 @@ static int build_opts(sweep_args *a, mx_opt *opts)
         mx_opt o = {ax->option, MX_OPT_STRING, &a->text[i], ax->metavar, ax->help, NULL, 0, 0};
         if (ax->loop > 0 || ax->type == MX_AXIS_STR) {
             a->text[i] = ax->def;
-            if (ax->loop == 0) o.choices = ax->choices;
+            if (ax->loop == 0) o.choices = mx_axis_choices(ax);
         } else if (ax->type == MX_AXIS_INT) {
             a->ival[i] = atoi(ax->def);
             o = (mx_opt){ax->option, MX_OPT_INT, &a->ival[i], ax->metavar, ax->help, NULL, ax->lo, ax->hi};
@@ -177,8 +177,8 @@ static int fill_list(const mx_axis *x, const char *value, mx_sweep_axes *ax, int
 {
     const char *cmd = "mxbench sweep";
     if (x->type == MX_AXIS_STR)
-        return ax->n[i] = mx_parse_choice_list(cmd, x->option, value, x->choices, ax->store[i], sizeof ax->store[i],
-                                               ax->text[i], MX_AXIS_MAX);
+        return ax->n[i] = mx_parse_choice_list(cmd, x->option, value, mx_axis_choices(x), ax->store[i],
+                                               sizeof ax->store[i], ax->text[i], MX_AXIS_MAX);
     int iv[MX_AXIS_MAX];
     double dv[MX_AXIS_MAX];
     const int n = x->type == MX_AXIS_INT ? mx_parse_int_list(cmd, x->option, value, iv, MX_AXIS_MAX, (int)x->lo, (int)x->hi)
@@ -322,7 +322,7 @@ static void print_plan(mx_run_record *runs, int n)
         mx_sweep_run_label(&runs[i], label, sizeof label);
         if (strcmp(runs[i].status, "skipped") == 0)
             printf("%3d  %s  [skipped: %s]\n", i + 1, label, runs[i].reason);
-        else if (mx_kv_mode_is_dist(runs[i].kvstore))
+        else if (mx_kv_name_has(runs[i].kvstore, MX_KV_DIST))
             printf("%3d  %s  [mpirun -np %d: %d worker(s) + %d server(s), %d thread(s) each%s]\n", i + 1, label,
                    mx_sweep_mpi_ranks(&runs[i]), runs[i].workers, runs[i].servers, runs[i].threads_per_device,
                    runs[i].oversubscribed ? ", oversubscribed" : "");
@@ -405,9 +405,9 @@ static int check_dist_options(const sweep_args *a, const mx_sweep_axes *ax)
     int dist = 0, ps = 0, allreduce = 0;
     for (int i = 0; i < ax->n[kv]; i++) {
         const char *m = ax->text[kv][i];
-        dist |= mx_kv_mode_is_dist(m);
-        allreduce |= strcmp(m, "dist_allreduce") == 0;
-        ps |= mx_kv_mode_is_dist(m) && strcmp(m, "dist_allreduce") != 0;
+        dist |= mx_kv_name_has(m, MX_KV_DIST);
+        allreduce |= mx_kv_name_has(m, MX_KV_DIST | MX_KV_BUCKETS);
+        ps |= mx_kv_name_has(m, MX_KV_DIST | MX_KV_SERVERS);
     }
     const char *list = a->text[kv];
     const char *cmd = "mxbench sweep";
@@ -437,7 +437,8 @@ static int gpus_in_use(const mx_cuda_info *cu)
 static void prepare_rows(const mx_sweep_mpi *mpi, mx_run_record *runs, int n, int gpus, int say)
 {
     int ndist = 0;
-    for (int i = 0; i < n; i++) ndist += mx_kv_mode_is_dist(runs[i].kvstore) && strcmp(runs[i].status, "skipped") != 0;
+    for (int i = 0; i < n; i++)
+        ndist += mx_kv_name_has(runs[i].kvstore, MX_KV_DIST) && strcmp(runs[i].status, "skipped") != 0;
     mx_sweep_mark_oversubscribed(mpi, runs, n, gpus);
     if (!say) return;
     if (ndist && geteuid() == 0) {
@@ -467,7 +468,8 @@ int mx_cmd_sweep(int argc, char **argv)
         return rc == MX_EINVAL ? 2 : 1; /* too many rows is bad usage; out of memory is not */
     }
     int ndist = 0;
-    for (int i = 0; i < n; i++) ndist += mx_kv_mode_is_dist(runs[i].kvstore) && strcmp(runs[i].status, "skipped") != 0;
+    for (int i = 0; i < n; i++)
+        ndist += mx_kv_name_has(runs[i].kvstore, MX_KV_DIST) && strcmp(runs[i].status, "skipped") != 0;
     static mx_sweep_mpi mpi;
     mx_cuda_info cu;
     mx_cuda_probe(&cu);

@@ -26,6 +26,7 @@
 typedef struct {
     mx_train_config c;
     const char *work_load, *data, *record, *device;
+    const char *strategy, *kvstore, *compression, *amp; /* the words given, parsed into c (NULL: defaults) */
     int quiet, threads_given;
     int oversubscribe, tf32; /* --oversubscribe, --tf32 */
     int oversubscribe_env;   /* MXBENCH_OVERSUBSCRIBE=1: a sweep's --oversubscribe (CUDA rows only) */
@@ -79,10 +80,10 @@ static int parse(train_args *a, int argc, char **argv)
         {"init", MX_OPT_STRING, &c->init, "NAME",
          "weight initialiser: xavier (uniform, bound sqrt(6/(fan_in+fan_out))) or normal (sigma 0.01) (default xavier)",
          "xavier|normal"},
-        {"strategy", MX_OPT_STRING, &c->strategy, "NAME",
+        {"strategy", MX_OPT_STRING, &a->strategy, "NAME",
          "parallel strategy: data (replicas, batch split), model (pipeline: contiguous stages of layers, one per "
          "device) or layer (every layer's channels split over the devices); see docs/parallelism.md (default data)",
-         mx_strategy_planned()},
+         mx_strategy_kind_names()},
         {"gpus", MX_OPT_INT, &c->devices, "N", "device count (CPU workers without a GPU; default 1)", NULL, 1, MX_MAX_DEVICES},
         {"device", MX_OPT_STRING, &a->device, "KIND",
          "cpu, cuda or auto; cuda without a GPU exits 2 saying why; MXBENCH_DEVICE sets the default (default auto: "
@@ -93,10 +94,10 @@ static int parse(train_args *a, int argc, char **argv)
         {"tf32", MX_OPT_FLAG, &a->tf32, NULL,
          "cuda: let f32 GEMMs and convolutions run as TF32 on the tensor cores; recorded as tf32 (default off: strict "
          "f32, as PyTorch's matmuls by default)", NULL},
-        {"kvstore", MX_OPT_STRING, &c->kvstore, "MODE",
+        {"kvstore", MX_OPT_STRING, &a->kvstore, "MODE",
          "gradient aggregation: local or device in one process, or dist_sync, dist_device_sync, dist_async, "
          "dist_allreduce: an MPI job, every rank started by mpirun (see --np and docs/parallelism.md); with one "
-         "device no kvstore is used, as MXNet does, and the run records none (default device)", MX_KV_MODES_ALL},
+         "device no kvstore is used, as MXNet does, and the run records none (default device)", mx_kv_mode_names()},
         {"np", MX_OPT_INT, &a->np, "N",
          "dist_*: start this command as an MPI job of N ranks on this machine, as the sweep starts its rows: mpirun "
          "--oversubscribe --bind-to none -np N (Open MPI counts slots in cores and refuses more ranks than slots), "
@@ -116,15 +117,15 @@ static int parse(train_args *a, int argc, char **argv)
          "model: split each batch into M micro-batches; gradients accumulate over them and each stage updates once "
          "per batch (default 4 per device, at most the batch's samples, as GPipe advises m >= 4k; 1 on one device)",
          NULL, 1, MX_MAX_MICRO_BATCHES},
-        {"compression", MX_OPT_STRING, &c->compression, "NAME",
+        {"compression", MX_OPT_STRING, &a->compression, "NAME",
          "data with the device or a dist_* kvstore: what each push puts on the wire: none, 2bit (MXNet's: 2 bits a "
          "value, error feedback), topk (the largest values with their indices, error feedback) or fp16 (half "
          "precision); refused with local (nothing on a wire; MXNet refuses it too), on one device and with the model "
-         "and layer strategies; see docs/parallelism.md (default none)", "none|2bit|topk|fp16"},
-        {"amp", MX_OPT_STRING, &c->amp, "MODE",
+         "and layer strategies; see docs/parallelism.md (default none)", MX_GC_CHOICES},
+        {"amp", MX_OPT_STRING, &a->amp, "MODE",
          "data: mixed precision off, fp16 (dynamic loss scaling) or bf16: f32 master weights and momentum, a 16-bit "
          "compute copy of the weights, 16-bit saved activations; refused with the model and layer strategies and with "
-         "dist_async; see docs/parallelism.md (default off)", "off|fp16|bf16"},
+         "dist_async; see docs/parallelism.md (default off)", mx_amp_names()},
         {"threshold", MX_OPT_DOUBLE, &c->gc_threshold, "X",
          "2bit: a residual reaching +-X is sent as +-X and keeps the rest (default 0.5, as MXNet)",
          NULL, 0, MX_MAX_GC_THRESHOLD},
@@ -177,6 +178,12 @@ static int parse(train_args *a, int argc, char **argv)
     const char *pos[1];
     int npos, rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
     if (rc != MX_OPTS_OK) return rc;
+    /* the words into the configuration's enums, once (the choices above let only their names through) */
+    if ((a->strategy && mx_strategy_parse(a->strategy, &c->strategy) < 0) ||
+        (a->kvstore && mx_kv_mode_parse(a->kvstore, &c->kvstore) < 0) ||
+        (a->compression && mx_gc_parse(a->compression, &c->compression) < 0) ||
+        (a->amp && mx_amp_parse(a->amp, &c->amp) < 0))
+        return mx_usage_error(spec.cmd, "%s", mx_last_error());
     if (a->data) c->dataset = "idx", c->data_dir = a->data;
     if (mx_opts_seen(&spec, "steps")) {
         if (mx_opts_seen(&spec, "epochs"))
@@ -191,12 +198,12 @@ static int parse(train_args *a, int argc, char **argv)
                               c->warmup_start_lr);
     if (mx_opts_seen(&spec, "warmup-epochs") && c->warmup_epochs > 0 && !mx_opts_seen(&spec, "warmup-from"))
         c->warmup_start_lr = c->lr / 10;
-    if (mx_opts_seen(&spec, "threshold") && strcmp(c->compression, "2bit") != 0)
+    if (mx_opts_seen(&spec, "threshold") && c->compression != MX_GC_2BIT)
         return mx_usage_error(spec.cmd, "--threshold %g applies to --compression 2bit, not %s", c->gc_threshold,
-                              c->compression);
-    if (mx_opts_seen(&spec, "topk-ratio") && strcmp(c->compression, "topk") != 0)
+                              mx_gc_name(c->compression));
+    if (mx_opts_seen(&spec, "topk-ratio") && c->compression != MX_GC_TOPK)
         return mx_usage_error(spec.cmd, "--topk-ratio %g applies to --compression topk, not %s", c->gc_topk_ratio,
-                              c->compression);
+                              mx_gc_name(c->compression));
     a->threads_given = mx_opts_seen(&spec, "threads-per-device");
     /* a sweep's --oversubscribe reaches its runs so */
     const char *over = getenv("MXBENCH_OVERSUBSCRIBE");
@@ -222,26 +229,28 @@ static int parse(train_args *a, int argc, char **argv)
 static int check_config(train_args *a, int launching)
 {
     mx_train_config *c = &a->c;
-    const int dist = mx_kv_mode_is_dist(c->kvstore);
-    if (dist && !launching && !mx_cluster_launched() && mx_choice_ok(mx_kv_modes(), c->kvstore)) {
+    const char *kvstore = mx_kv_mode_name(c->kvstore);
+    const int dist = mx_kv_mode_has(c->kvstore, MX_KV_DIST);
+    if (dist && !launching && !mx_cluster_launched() && mx_kv_mode_built(c->kvstore)) {
         fprintf(stderr, "mxbench train: --kvstore %s runs as an MPI job: start its ranks with --np, e.g.\n"
                 "  mxbench train --np 4 --kvstore %s ...   (%s)\n"
                 "(or under mpirun yourself, across machines)\n"
-                "or let `mxbench sweep --kvstore %s` launch it\n", c->kvstore, c->kvstore,
-                strcmp(c->kvstore, "dist_allreduce") == 0 ? "4 workers" : "2 workers and 2 servers; --servers S sets the servers",
-                c->kvstore);
+                "or let `mxbench sweep --kvstore %s` launch it\n", kvstore, kvstore,
+                mx_kv_mode_has(c->kvstore, MX_KV_SERVERS) ? "2 workers and 2 servers; --servers S sets the servers"
+                                                          : "4 workers",
+                kvstore);
         return 2;
     }
     if (!dist && mx_cluster_launched() && !launching && getenv("OMPI_COMM_WORLD_SIZE") &&
         atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1) {
         fprintf(stderr, "mxbench train: started by mpirun with %s ranks, but --kvstore %s is one process; accepted "
                 "under mpirun: dist_sync, dist_device_sync, dist_async, dist_allreduce\n",
-                getenv("OMPI_COMM_WORLD_SIZE"), c->kvstore);
+                getenv("OMPI_COMM_WORLD_SIZE"), kvstore);
         return 2;
     }
     if (!dist && a->servers >= 0) {
         fprintf(stderr, "mxbench train: --servers %d applies to the parameter-server kvstores (dist_sync, "
-                "dist_device_sync, dist_async), not %s\n", a->servers, c->kvstore);
+                "dist_device_sync, dist_async), not %s\n", a->servers, kvstore);
         return 2;
     }
     mx_cuda_info cu;
@@ -276,8 +285,8 @@ static int check_config(train_args *a, int launching)
      * gradients or activations in host memory (model stages' hand-offs, compressors, the MPI
      * ranks' buffers) and wait for the nccl communicator: refused, not crashed. */
     const char *untested = !gpu                                      ? NULL
-                           : strcmp(c->strategy, "data") != 0        ? "the model and layer strategies"
-                           : strcmp(c->compression, "none") != 0     ? "gradient compression"
+                           : c->strategy != MX_STRATEGY_DATA         ? "the model and layer strategies"
+                           : c->compression != MX_GC_NONE            ? "gradient compression"
                            : dist                                    ? "the dist_* kvstores"
                                                                      : NULL;
     if (untested) {
@@ -304,8 +313,9 @@ static void say_devices(const train_args *a)
     if (!a->quiet) {
         if (c->cluster)
             fprintf(stderr, "mxbench: %s job of %d workers and %d servers; each worker trains %d device(s) with "
-                    "%d thread(s) each, batch %d (global batch %d)\n", c->kvstore, c->cluster->nworkers,
-                    c->cluster->nservers, c->devices, c->threads_per_device, c->batch, c->batch * c->cluster->nworkers);
+                    "%d thread(s) each, batch %d (global batch %d)\n", mx_kv_mode_name(c->kvstore),
+                    c->cluster->nworkers, c->cluster->nservers, c->devices, c->threads_per_device, c->batch,
+                    c->batch * c->cluster->nworkers);
         else if (strcmp(c->backend, "cuda") == 0) {
             mx_cuda_info cu;
             mx_cuda_probe(&cu);
@@ -334,10 +344,11 @@ int mx_train_validate_argv(int argc, char **argv)
 static void print_summary(const train_args *a, const mx_run_record *r, double flops)
 {
     const mx_train_config *c = &a->c;
-    printf("%s on %s, %s x%d (%s kvstore, %d thread(s)/device), batch %d:", c->workload, r->dataset, c->strategy,
-           r->gpus, strcmp(r->kvstore, "none") != 0 ? r->kvstore : "no", c->threads_per_device, r->global_batch);
+    printf("%s on %s, %s x%d (%s kvstore, %d thread(s)/device), batch %d:", c->workload, r->dataset,
+           mx_strategy_name(c->strategy), r->gpus, mx_kv_mode_of(r->kvstore) != MX_KV_NONE ? r->kvstore : "no",
+           c->threads_per_device, r->global_batch);
     if (c->cluster) printf(" %d workers, %d servers,", c->cluster->nworkers, c->cluster->nservers);
-    if (strcmp(c->strategy, "model") == 0) printf(" %d micro-batches (%s),", r->micro_batches, r->schedule);
+    if (c->strategy == MX_STRATEGY_MODEL) printf(" %d micro-batches (%s),", r->micro_batches, r->schedule);
     if (c->steps) printf(" %d steps (%d warmup)", c->steps, c->warmup_steps);
     else printf(" %d epoch(s), test acc %.4f", c->epochs, r->final_test_acc);
     /* the median describes a typical step; the aggregate (samples over the time of all timed
@@ -413,7 +424,7 @@ static int check_trace_path(const char *path)
 static int join_job(train_args *a, mx_cluster **cl, int *done)
 {
     *done = 0;
-    if (!mx_kv_mode_is_dist(a->c.kvstore)) return 0;
+    if (!mx_kv_mode_has(a->c.kvstore, MX_KV_DIST)) return 0;
     const int rc = mx_dist_start(a->c.kvstore, a->servers, cl);
     if (rc != 0) {
         *done = 1;
@@ -445,19 +456,19 @@ int mx_cmd_train(int argc, char **argv)
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
     if (mx_switches_check() < 0) return fprintf(stderr, "mxbench train: %s\n", mx_last_error()), 2;
     if (a.np > 0) {
-        if (!mx_kv_mode_is_dist(a.c.kvstore)) {
+        if (!mx_kv_mode_has(a.c.kvstore, MX_KV_DIST)) {
             fprintf(stderr, "mxbench train: --np %d starts an MPI job, for the dist_* kvstores; --kvstore %s is one "
                     "process (accepted with --np: dist_sync, dist_device_sync, dist_async, dist_allreduce)\n", a.np,
-                    a.c.kvstore);
+                    mx_kv_mode_name(a.c.kvstore));
             return 2;
         }
         if (!a.dry_run) return mx_train_launch(a.np, a.threads_given, argc, argv);
     }
     if (a.dry_run) {
         /* as a rank launched by mpirun would check it: the job's ranks are not started */
-        if ((rc = check_config(&a, mx_kv_mode_is_dist(a.c.kvstore))) != 0) return rc;
+        if ((rc = check_config(&a, mx_kv_mode_has(a.c.kvstore, MX_KV_DIST))) != 0) return rc;
         printf("mxbench train: --dry-run: accepted: %s on %s, %s x%d (%s kvstore), batch %d%s%s\n", a.c.workload,
-               a.c.dataset, a.c.strategy, a.c.devices, a.c.kvstore, a.c.batch,
+               a.c.dataset, mx_strategy_name(a.c.strategy), a.c.devices, mx_kv_mode_name(a.c.kvstore), a.c.batch,
                a.np ? ", launched as an MPI job of --np ranks" : "", a.record ? ", recorded" : "");
         return 0;
     }
@@ -498,7 +509,7 @@ int mx_cmd_train(int argc, char **argv)
             /* what works, as measured (docs/parallelism.md, Gradient compression): 2bit with momentum
              * diverges at every lr and threshold tried; without momentum, lr 0.5 trains */
             char hint[160];
-            if (strcmp(a.c.compression, "2bit") == 0 && a.c.momentum > 0)
+            if (a.c.compression == MX_GC_2BIT && a.c.momentum > 0)
                 snprintf(hint, sizeof hint, "2bit's bursts of quanta overshoot under momentum %g: try --lr 0.5 "
                          "--momentum 0 (the same long-run step as lr 0.05 with momentum 0.9)", a.c.momentum);
             else

@@ -10,7 +10,7 @@
 /* Starts this rank's part of the job for kvstore `mode` (servers < 0: not given). On failure
  * prints why (rank 0 only: every rank fails alike) and returns the exit status (2 for a bad
  * count or environment), with *out NULL and MPI finalised. */
-int mx_dist_start(const char *mode, int servers, mx_cluster **out);
+int mx_dist_start(mx_kv_mode mode, int servers, mx_cluster **out);
 
 /* A server rank: serves every session until worker 0 ends the job, then joins the gather.
  * Returns 0, or 1 after printing why (the job is then aborted: nobody waits forever). */

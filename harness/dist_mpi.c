@@ -18,7 +18,7 @@ int mx_dist_local_ranks(void)
     return n > 0 ? n : 1;
 }
 
-int mx_dist_start(const char *mode, int servers, mx_cluster **out)
+int mx_dist_start(mx_kv_mode mode, int servers, mx_cluster **out)
 {
     *out = NULL;
     mx_cluster *c = NULL;
@@ -128,7 +128,8 @@ static int gather(mx_cluster *c, const mx_rank_row *mine, const mx_ps_stats *ps,
                 med[nmed++] = rows[r].step_median;
             }
         }
-        if (c->nservers > 0 && strcmp(rec->kvstore, "dist_async") == 0) staleness(hist_sum, stale_max, rec->metrics);
+        if (c->nservers > 0 && mx_kv_mode_has(mx_kv_mode_of(rec->kvstore), MX_KV_ASYNC))
+            staleness(hist_sum, stale_max, rec->metrics);
         if (nmed > 0) {
             double lo = med[0], hi = med[0];
             for (int i = 1; i < nmed; i++) lo = med[i] < lo ? med[i] : lo, hi = med[i] > hi ? med[i] : hi;

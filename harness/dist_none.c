@@ -3,11 +3,11 @@
 
 #include <stdio.h>
 
-int mx_dist_start(const char *mode, int servers, mx_cluster **out)
+int mx_dist_start(mx_kv_mode mode, int servers, mx_cluster **out)
 {
     *out = NULL;
     fprintf(stderr, "mxbench train: --kvstore %s: this build has no MPI support; install Open MPI (apt-get install "
-            "libopenmpi-dev openmpi-bin) and rebuild (scripts/build.sh)\n", mode);
+            "libopenmpi-dev openmpi-bin) and rebuild (scripts/build.sh)\n", mx_kv_mode_name(mode));
     return 2;
 }
 

@@ -10,7 +10,8 @@
 static int asks(const mx_sweep_mpi *mpi, const mx_run_record *r, int gpus)
 {
     if (gpus > 0) return r->gpus;
-    if (mx_kv_mode_is_dist(r->kvstore)) return mpi->one_machine ? mx_sweep_mpi_ranks(r) * r->threads_per_device : 0;
+    if (mx_kv_name_has(r->kvstore, MX_KV_DIST))
+        return mpi->one_machine ? mx_sweep_mpi_ranks(r) * r->threads_per_device : 0;
     return r->gpus * r->threads_per_device;
 }
 
@@ -37,7 +38,7 @@ void mx_sweep_warn_oversubscribed(const mx_sweep_mpi *mpi, const mx_run_record *
         if (!r->oversubscribed || strcmp(r->status, "skipped") == 0) continue;
         nover++;
         if (shown == 8 || len >= sizeof list - 80) continue; /* the first eight name the pattern */
-        const int dist = mx_kv_mode_is_dist(r->kvstore);
+        const int dist = mx_kv_name_has(r->kvstore, MX_KV_DIST);
         int k = gpus > 0 ? snprintf(list + len, sizeof list - len, "%s%d (%d devices)", shown ? ", " : "", i + 1,
                                     r->gpus)
                          : snprintf(list + len, sizeof list - len, "%s%d (%d %s x %d thread%s)", shown ? ", " : "",

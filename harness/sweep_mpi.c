@@ -2,6 +2,7 @@
 #include "sweep_mpi.h"
 #include "buildinfo.h"
 #include "sweep_child.h"
+#include "base/config.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -261,7 +262,9 @@ void mx_sweep_mpi_argv(const mx_sweep_mpi *m, const mx_run_record *r, char **tra
     PUT("-np"), FMT("%d", mx_sweep_mpi_ranks(r));
     PUT((char *)m->exe);
     for (int i = 1; train_argv[i] && k < 124; i++) PUT(train_argv[i]);
-    if (strcmp(r->kvstore, "dist_allreduce") == 0 && m->bucket_mb > 0) PUT("--bucket-mb"), FMT("%.17g", m->bucket_mb);
+    /* the sweep's --bucket-mb is the dist_* rows' (device rows of one process keep each key alone) */
+    if (mx_kv_name_has(r->kvstore, MX_KV_DIST | MX_KV_BUCKETS) && m->bucket_mb > 0)
+        PUT("--bucket-mb"), FMT("%.17g", m->bucket_mb);
     argv[k] = NULL;
 #undef PUT
 #undef FMT

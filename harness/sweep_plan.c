@@ -33,24 +33,25 @@ static int global_batch(const char *batch_mode, int batch, int gpus)
     return strcmp(batch_mode, "global") == 0 ? batch : batch * gpus;
 }
 
-static int in_list(const char *list, const char *name)
+/* For the axes whose every value the CLI knows but not every one is built yet: NULL where this
+ * build runs the row's value, else the values it runs (for the message). An axis with values
+ * still to come gets a line here. */
+static const char *built_strategies(const mx_run_record *r)
 {
-    size_t n = strlen(name);
-    for (const char *p = list; (p = strstr(p, name)); p += n)
-        if ((p == list || p[-1] == '|') && (p[n] == '|' || p[n] == 0)) return 1;
-    return 0;
+    return mx_strategy_find(mx_strategy_of(r->strategy)) ? NULL : mx_strategy_names();
 }
-
-/* The values this build runs, for the axes whose every value the CLI knows but not every one
- * is built yet; NULL: any value runs. An axis with values still to come gets a line here. */
-static const char *built_strategies(const mx_run_record *r) { (void)r; return mx_strategy_names(); }
 static const char *built_kvstores(const mx_run_record *r)
 {
-    if (strcmp(r->strategy, "data") != 0) return NULL; /* model and layer rows use none */
-    return r->gpus > 1 || mx_kv_mode_is_dist(r->kvstore) ? mx_kv_modes() : NULL;
+    const mx_kv_mode m = mx_kv_mode_of(r->kvstore);
+    /* model and layer rows, and one-device rows of one process, use none */
+    if (mx_strategy_of(r->strategy) != MX_STRATEGY_DATA || (r->gpus <= 1 && !mx_kv_mode_has(m, MX_KV_DIST)))
+        return NULL;
+    return mx_kv_mode_built(m) ? NULL : mx_kv_modes();
 }
-static const char *built_compressions(const mx_run_record *r) { (void)r; return mx_compressor_names(); }
-static const char *built_amps(const mx_run_record *r) { (void)r; return "off|fp16|bf16"; }
+static const char *built_compressions(const mx_run_record *r)
+{
+    return mx_compressor_built(mx_gc_of(r->compression)) ? NULL : mx_compressor_names();
+}
 
 static const struct {
     const char *field, *noun;
@@ -59,7 +60,6 @@ static const struct {
     {"strategy", "strategy", built_strategies},
     {"kvstore", "kvstore", built_kvstores},
     {"compression", "gradient compression", built_compressions},
-    {"amp", "mixed precision", built_amps},
 };
 
 /* What the strategy itself refuses (more stages than layers, more shards than channels, a
@@ -75,7 +75,7 @@ static const char *strategy_refuses(const mx_run_record *r, char *buf, size_t n)
         .workload = r->workload, .specs = specs, .nspecs = w->build(specs, in, 10), .in = in, .nclasses = 10,
         .devices = r->gpus, .max_batch = r->global_batch, .partition = r->partition,
         .micro_batches = r->micro_batches, .schedule = r->schedule};
-    if (mx_strategy_check(r->strategy, &sc) == MX_OK) return NULL;
+    if (mx_strategy_check(mx_strategy_of(r->strategy), &sc) == MX_OK) return NULL;
     snprintf(buf, n, "%s", mx_last_error());
     return buf;
 }
@@ -83,24 +83,25 @@ static const char *strategy_refuses(const mx_run_record *r, char *buf, size_t n)
 /* Why this combination cannot run in this build, or NULL. */
 static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
 {
+    const mx_kv_mode kv = mx_kv_mode_of(r->kvstore);
     for (size_t i = 0; i < sizeof builds / sizeof builds[0]; i++) {
         const mx_axis *a = mx_axis_find(builds[i].field);
         const char *v = (const char *)r + a->off, *ok = builds[i].built(r);
-        if (ok && !in_list(ok, v) && strcmp(builds[i].field, "kvstore") == 0 && mx_kv_mode_is_dist(v)) {
+        if (ok && builds[i].built == built_kvstores && mx_kv_mode_has(kv, MX_KV_DIST)) {
             snprintf(buf, n, "kvstore '%s' needs MPI, and this build has none (available: %s; apt-get install "
                      "libopenmpi-dev openmpi-bin and rebuild)", v, ok);
             return buf;
         }
-        if (ok && !in_list(ok, v)) {
+        if (ok) {
             snprintf(buf, n, "%s '%s' is not implemented in this build (available: %s)", builds[i].noun, v, ok);
             return buf;
         }
     }
-    if (mx_amp_check(r->strategy, r->kvstore, r->amp) < 0) {
+    if (mx_amp_check(mx_strategy_of(r->strategy), kv, mx_amp_of(r->amp)) < 0) {
         snprintf(buf, n, "%s", mx_last_error());
         return buf;
     }
-    if (mx_kv_compression_check(r->kvstore, r->compression) < 0) {
+    if (mx_kv_compression_check(kv, mx_gc_of(r->compression)) < 0) {
         snprintf(buf, n, "%s", mx_last_error());
         return buf;
     }
@@ -108,7 +109,7 @@ static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
         snprintf(buf, n, "global batch %d is smaller than the device count %d", r->global_batch, r->gpus);
         return buf;
     }
-    if (mx_kv_mode_is_dist(r->kvstore) && r->global_batch % r->gpus != 0) {
+    if (mx_kv_mode_has(kv, MX_KV_DIST) && r->global_batch % r->gpus != 0) {
         snprintf(buf, n, "global batch %d does not split evenly over %d workers (a dist_* row runs one worker per "
                  "device, each on global batch / workers)", r->global_batch, r->gpus);
         return buf;
@@ -155,29 +156,33 @@ static void derive(const mx_sweep_axes *ax, mx_run_record *r)
      * included, plus its servers */
     /* the pipeline's settings belong to model rows, and a kvstore to data rows: the other
      * strategies' rows hold the defaults, so that each such configuration is planned once */
-    if (strcmp(r->strategy, "model") != 0) {
+    const mx_strategy_kind strategy = mx_strategy_of(r->strategy);
+    const mx_kv_mode kv = mx_kv_mode_of(r->kvstore);
+    if (strategy != MX_STRATEGY_MODEL) {
         r->micro_batches = 1;
         snprintf(r->schedule, sizeof r->schedule, "gpipe");
         snprintf(r->partition, sizeof r->partition, "auto");
     }
-    if (strcmp(r->strategy, "data") != 0) {
-        snprintf(r->kvstore, sizeof r->kvstore, "none");
-    } else if (mx_kv_mode_is_dist(r->kvstore)) {
+    if (strategy != MX_STRATEGY_DATA) {
+        snprintf(r->kvstore, sizeof r->kvstore, "%s", mx_kv_mode_name(MX_KV_NONE));
+    } else if (mx_kv_mode_has(kv, MX_KV_DIST)) {
         r->workers = r->gpus;
-        r->servers = strcmp(r->kvstore, "dist_allreduce") == 0 ? 0 : ax->servers > 0 ? ax->servers : r->gpus;
+        r->servers = !mx_kv_mode_has(kv, MX_KV_SERVERS) ? 0 : ax->servers > 0 ? ax->servers : r->gpus;
         if (ax->dist_threads > 0) r->threads_per_device = ax->dist_threads;
     } else if (r->gpus <= 1) {
-        snprintf(r->kvstore, sizeof r->kvstore, "none");
+        snprintf(r->kvstore, sizeof r->kvstore, "%s", mx_kv_mode_name(MX_KV_NONE));
     }
     /* a row with no kvstore compresses nothing (one device: the first point of every
      * compressor's series); a compressor's settings belong to its own rows */
-    if (strcmp(r->kvstore, "none") == 0) snprintf(r->compression, sizeof r->compression, "none");
-    if (strcmp(r->compression, "2bit") != 0) r->gc_threshold = MX_GC_THRESHOLD_DEFAULT;
-    if (strcmp(r->compression, "topk") != 0) r->gc_topk_ratio = MX_GC_TOPK_RATIO_DEFAULT;
+    if (mx_kv_mode_of(r->kvstore) == MX_KV_NONE)
+        snprintf(r->compression, sizeof r->compression, "%s", mx_gc_name(MX_GC_NONE));
+    const mx_gc_kind gc = mx_gc_of(r->compression);
+    if (gc != MX_GC_2BIT) r->gc_threshold = MX_GC_THRESHOLD_DEFAULT;
+    if (gc != MX_GC_TOPK) r->gc_topk_ratio = MX_GC_TOPK_RATIO_DEFAULT;
     r->global_batch = global_batch(r->batch_mode, r->batch, r->gpus);
     /* a model row without the pipeline's axes gets the pipeline's own defaults (4
      * micro-batches per stage, 1f1b), resolved here so that the row says what it runs */
-    if (strcmp(r->strategy, "model") == 0) {
+    if (strategy == MX_STRATEGY_MODEL) {
         if (ax->n[mx_sweep_axis_index("micro_batches")] <= 0)
             r->micro_batches = mx_pipeline_micro_batches(0, r->gpus, r->global_batch);
         if (ax->n[mx_sweep_axis_index("schedule")] <= 0)

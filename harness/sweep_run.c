@@ -74,7 +74,7 @@ int mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *s
     arg(&l, "/proc/self/exe");
     arg(&l, "train");
     /* a dist_* row: every worker rank trains one device on its share of the global batch */
-    const int dist = mx_kv_mode_is_dist(r->kvstore) && r->gpus > 0;
+    const int dist = mx_kv_name_has(r->kvstore, MX_KV_DIST) && r->gpus > 0;
     for (int i = 0; i < mx_naxes; i++) {
         const mx_axis *a = &mx_axes[i];
         if (!mx_axis_to_child(a, r)) continue;
@@ -82,7 +82,7 @@ int mx_sweep_child_argv(const mx_run_record *r, const char *record_path, char *s
         mx_axis_text(a, r, v, sizeof v);
         if (dist && strcmp(a->name, "gpus") == 0) snprintf(v, sizeof v, "1");
         if (dist && strcmp(a->name, "global_batch") == 0) snprintf(v, sizeof v, "%d", r->global_batch / r->gpus);
-        const int other = a->type == MX_AXIS_STR && a->train_opt_other && !mx_choice_ok(a->choices, v);
+        const int other = a->type == MX_AXIS_STR && a->train_opt_other && !mx_choice_ok(mx_axis_choices(a), v);
         arg(&l, "--%s", other ? a->train_opt_other : a->train_opt), arg(&l, "%s", v);
     }
     /* the sweep's warmup ramps from the base lr to the scaled one: a rule between two fields */
@@ -159,7 +159,7 @@ static void fail(mx_run_record *r, const mx_child_result *cr, const char *why)
     rank_note(r, cr, note, sizeof note);
     if (cr->timed_out)
         snprintf(r->reason, sizeof r->reason, "timed out after %.0f s (--timeout)%s; stderr: %s", cr->seconds,
-                 mx_kv_mode_is_dist(r->kvstore) ? ", every rank ended" : "", tail);
+                 mx_kv_name_has(r->kvstore, MX_KV_DIST) ? ", every rank ended" : "", tail);
     else if (cr->term_signal) {
         /* "killed by SIGKILL" says what happened (the OOM killer, a user); "exit status 137" does not */
         const char *abbrev = sigabbrev_np(cr->term_signal);
@@ -190,7 +190,7 @@ void mx_sweep_execute(mx_run_record *r, const mx_sweep_mpi *m, const char *tmp_p
         if (argc + 2 < (int)(sizeof train_argv / sizeof train_argv[0]))
             train_argv[argc] = trace_opt, train_argv[argc + 1] = (char *)trace_path, train_argv[argc + 2] = NULL;
     }
-    const int dist = mx_kv_mode_is_dist(r->kvstore);
+    const int dist = mx_kv_name_has(r->kvstore, MX_KV_DIST);
     if (dist) mx_sweep_mpi_argv(m, r, train_argv, mstore, sizeof mstore, argv);
     unlink(tmp_path);
     mx_child_result cr;

@@ -29,8 +29,8 @@ void mx_train_config_defaults(mx_train_config *c)
     memset(c, 0, sizeof *c);
     c->workload = "lenet";
     c->dataset = "fashion-mnist";
-    c->strategy = "data";
-    c->kvstore = "device";
+    c->strategy = MX_STRATEGY_DATA;
+    c->kvstore = MX_KV_DEVICE;
     c->devices = 1;
     c->threads_per_device = 1;
     c->batch = 128;
@@ -42,8 +42,8 @@ void mx_train_config_defaults(mx_train_config *c)
     c->wd = 0.0001;
     c->init = "xavier";
     c->lr_schedule = "cosine";
-    c->compression = "none";
-    c->amp = "off";
+    c->compression = MX_GC_NONE;
+    c->amp = MX_AMP_OFF;
     c->trace_steps = 5;
     c->gc_threshold = MX_GC_THRESHOLD_DEFAULT;
     c->gc_topk_ratio = MX_GC_TOPK_RATIO_DEFAULT;
@@ -108,29 +108,27 @@ static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_
     snprintf(rec->workload, sizeof rec->workload, "%s", c->workload);
     snprintf(rec->dataset, sizeof rec->dataset, "%s",
              strcmp(c->dataset, "idx") == 0 && c->data_dir ? c->data_dir : c->dataset);
-    snprintf(rec->strategy, sizeof rec->strategy, "%s", c->strategy);
+    snprintf(rec->strategy, sizeof rec->strategy, "%s", mx_strategy_name(c->strategy));
     /* one device uses no kvstore (as MXNet): recorded as such, so that `--kvstore local,device`
      * cannot make two different-looking one-device rows of one configuration */
-    const int kv = strcmp(c->strategy, "data") == 0 && (c->devices > 1 || c->cluster); /* model, layer: none */
-    snprintf(rec->kvstore, sizeof rec->kvstore, "%s", kv ? c->kvstore : "none");
+    const int kv = c->strategy == MX_STRATEGY_DATA && (c->devices > 1 || c->cluster); /* model, layer: none */
+    snprintf(rec->kvstore, sizeof rec->kvstore, "%s", mx_kv_mode_name(kv ? c->kvstore : MX_KV_NONE));
     /* a pipeline's resolved defaults; other strategies hold one micro-batch, gpipe (a step) */
-    const int pipe = strcmp(c->strategy, "model") == 0;
+    const int pipe = c->strategy == MX_STRATEGY_MODEL;
     rec->micro_batches = pipe ? mx_pipeline_micro_batches(c->micro_batches, c->devices, global_batch(c)) : 1;
     snprintf(rec->schedule, sizeof rec->schedule, "%s", pipe ? mx_pipeline_schedule(c->schedule) : "gpipe");
     snprintf(rec->partition, sizeof rec->partition, "%s", c->partition ? c->partition : "auto");
     /* what a one-device run or a strategy without a kvstore compresses: nothing */
-    snprintf(rec->compression, sizeof rec->compression, "%s", kv ? c->compression : "none");
-    rec->gc_threshold = kv && strcmp(c->compression, "2bit") == 0 ? c->gc_threshold : MX_GC_THRESHOLD_DEFAULT;
-    rec->gc_topk_ratio = kv && strcmp(c->compression, "topk") == 0 ? c->gc_topk_ratio : MX_GC_TOPK_RATIO_DEFAULT;
-    snprintf(rec->amp, sizeof rec->amp, "%s", c->amp);
+    snprintf(rec->compression, sizeof rec->compression, "%s", mx_gc_name(kv ? c->compression : MX_GC_NONE));
+    rec->gc_threshold = kv && c->compression == MX_GC_2BIT ? c->gc_threshold : MX_GC_THRESHOLD_DEFAULT;
+    rec->gc_topk_ratio = kv && c->compression == MX_GC_TOPK ? c->gc_topk_ratio : MX_GC_TOPK_RATIO_DEFAULT;
+    snprintf(rec->amp, sizeof rec->amp, "%s", mx_amp_name(c->amp));
     /* what the backend says it is, not what was asked for (auto) */
     const mx_backend_ops *be = mx_backend_find(c->backend ? c->backend : "cpu");
     snprintf(rec->device_type, sizeof rec->device_type, "%s", be ? be->device_type : "?");
-    mx_amp amp = MX_AMP_OFF;
-    (void)mx_amp_parse(c->amp, &amp); /* checked by mx_train_config_check */
     /* asked of the machine that trains, at run time: the same binary may emulate elsewhere */
-    if (amp != MX_AMP_OFF)
-        snprintf(rec->amp_kernels, sizeof rec->amp_kernels, "%s", be ? be->amp_kernels(mx_amp_dtype(amp)) : "?");
+    if (c->amp != MX_AMP_OFF)
+        snprintf(rec->amp_kernels, sizeof rec->amp_kernels, "%s", be ? be->amp_kernels(mx_amp_dtype(c->amp)) : "?");
     rec->gpus = c->devices * workers(c);
     rec->workers = workers(c);
     rec->servers = c->cluster ? c->cluster->nservers : 0;
@@ -154,7 +152,7 @@ static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_
 }
 
 /* Growable series of the record. */
-static int reserve(mx_run_record *rec, int steps_total, int epochs_total)
+static int reserve(mx_run_record *rec, mx_amp amp, int steps_total, int epochs_total)
 {
     rec->step_time = calloc(steps_total ? steps_total : 1, sizeof(double));
     rec->phase_time = calloc((size_t)(steps_total ? steps_total : 1) * MX_NPHASES, sizeof(double));
@@ -162,7 +160,7 @@ static int reserve(mx_run_record *rec, int steps_total, int epochs_total)
     rec->test_acc = calloc(epochs_total ? epochs_total : 1, sizeof(double));
     rec->epoch_time = calloc(epochs_total ? epochs_total : 1, sizeof(double));
     /* fp16 AMP: the loss scale of every step, beside its loss */
-    if (strcmp(rec->amp, "fp16") == 0 && !(rec->loss_scale = calloc(steps_total ? steps_total : 1, sizeof(float))))
+    if (amp == MX_AMP_FP16 && !(rec->loss_scale = calloc(steps_total ? steps_total : 1, sizeof(float))))
         return mx_error(MX_ENOMEM, "out of memory for the run's series");
     if (!rec->step_time || !rec->phase_time || !rec->loss || !rec->test_acc || !rec->epoch_time)
         return mx_error(MX_ENOMEM, "out of memory for the run's series");
@@ -480,7 +478,7 @@ static int record_detail(run_state *st, const mx_strategy_config *sc)
         *l = (mx_layer_row){.layer = i, .device = -1, .bytes_per_step = d->layer_bytes[i]};
         snprintf(l->kind, sizeof l->kind, "%s", sc->specs[i].kind);
         /* a pipeline stage holds the layers of its cut */
-        for (int s = 0; strcmp(st->c->strategy, "model") == 0 && s < d->ndevices; s++)
+        for (int s = 0; st->c->strategy == MX_STRATEGY_MODEL && s < d->ndevices; s++)
             if (i >= d->dev[s].first && i < d->dev[s].last) l->device = s;
     }
     if (rc == MX_OK) rec->nlayers = nl;
@@ -497,7 +495,7 @@ static int write_trace(const mx_train_config *c)
     int rc = MX_OK;
     if (c->trace) {
         char name[64];
-        snprintf(name, sizeof name, "mxbench %s %s x%d", c->workload, c->strategy, c->devices);
+        snprintf(name, sizeof name, "mxbench %s %s x%d", c->workload, mx_strategy_name(c->strategy), c->devices);
         rc = mx_trace_write(c->trace, 0, name);
     }
     mx_trace_reset();
@@ -508,7 +506,7 @@ static int run_all(run_state *st, const mx_train_config *c, const mx_strategy_co
 {
     const int per_epoch = steps_per_epoch(c, st->ds->train.n);
     const int total = c->steps ? c->steps : per_epoch * c->epochs;
-    MX_TRY(reserve(st->rec, total * c->repeats, c->epochs));
+    MX_TRY(reserve(st->rec, c->amp, total * c->repeats, c->epochs));
     for (st->repeat = 0; st->repeat < c->repeats; st->repeat++) {
         MX_TRY(st->ops->create(&st->s, sc));
         if (c->flops_out) *c->flops_out = st->ops->flops_per_sample(st->s);
@@ -532,8 +530,8 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
     MX_TRY(mx_train_config_check(c));
     const mx_strategy_ops *ops = mx_strategy_find(c->strategy);
     if (!ops)
-        return mx_error(MX_EUNSUPPORTED, "strategy '%s' is not available in this build (available: %s)", c->strategy,
-                        mx_strategy_names());
+        return mx_error(MX_EUNSUPPORTED, "strategy '%s' is not available in this build (available: %s)",
+                        mx_strategy_name(c->strategy), mx_strategy_names());
     datasets ds;
     MX_TRY(load_data(c, &ds));
     int rc = check_length(c, ds.train.n);
@@ -556,8 +554,8 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         .opt = {(float)c->lr, (float)c->momentum, (float)c->wd}, .seed = (uint64_t)c->seed,
         .init = strcmp(c->init, "normal") == 0 ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER,
         .partition = c->partition, .micro_batches = c->micro_batches, .schedule = c->schedule,
-        .compression = c->compression, .gc_threshold = c->gc_threshold, .gc_topk_ratio = c->gc_topk_ratio};
-    mx_amp_parse(c->amp, &sc.amp); /* checked by mx_train_config_check */
+        .compression = c->compression, .gc_threshold = c->gc_threshold, .gc_topk_ratio = c->gc_topk_ratio,
+        .amp = c->amp};
     rc = mx_strategy_check(c->strategy, &sc);
     if (rc < 0) {
         mx_dataset_free(&ds.train);
@@ -578,7 +576,7 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
     mx_host_watch_figures(&st.host, &rec->host_others, &rec->host_load, &rec->host_steal, &rec->noisy);
     mx_counter_acc_reduce(&st.counters, rec->metrics);
     /* every step's skip, warmup included: where fp16's first scales overflow */
-    if (strcmp(c->amp, "off") != 0) rec->metrics[MX_COUNTER_SKIPPED] = (double)st.skipped;
+    if (c->amp != MX_AMP_OFF) rec->metrics[MX_COUNTER_SKIPPED] = (double)st.skipped;
     free(st.bx);
     free(st.by);
     free(st.order);

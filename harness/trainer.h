@@ -13,8 +13,9 @@ typedef struct {
     const char *workload;
     const char *dataset;    /* "fashion-mnist" (the default directory), "idx" (data_dir), "synthetic" */
     const char *data_dir;
-    const char *strategy;
-    const char *kvstore;
+    /* the vocabularies' words, parsed once by the CLI (base/config.h) */
+    mx_strategy_kind strategy;
+    mx_kv_mode kvstore;     /* the mode asked for; a run with no store records none */
     const char *backend;    /* a backend kind (mx_backend_names()); NULL = cpu */
     int devices, threads_per_device;
     int batch;              /* global batch per step; a dist_* worker's own batch */
@@ -43,12 +44,12 @@ typedef struct {
     const char *partition;
     int micro_batches;
     const char *schedule;
-    /* data with a kvstore that exchanges gradients: the compressor of pushes ("none", "2bit",
-     * "topk", "fp16"; kvstore/compressor.h) and its settings (2bit's threshold, topk's ratio) */
-    const char *compression;
+    /* data with a kvstore that exchanges gradients: the compressor of pushes (kvstore/compressor.h)
+     * and its settings (2bit's threshold, topk's ratio) */
+    mx_gc_kind compression;
     double gc_threshold, gc_topk_ratio;
-    /* mixed precision: "off", "fp16" or "bf16" (engine/core/amp.h; data strategy, mx_amp_check) */
-    const char *amp;
+    /* mixed precision (engine/core/amp.h; data strategy, mx_amp_check) */
+    mx_amp amp;
     /* if set, a timeline of trace_steps steps from the first timed one (first repeat) is
      * written there as a Chrome trace (engine/core/trace.h; a dist_* job's: worker 0's) */
     const char *trace;

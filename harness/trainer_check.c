@@ -5,7 +5,6 @@
 #include "base/limits.h"
 #include "engine/core/optim.h"
 #include "base/status.h"
-#include "opts.h"
 #include "kvstore/compressor.h"
 #include "kvstore/kvstore.h"
 #include "workloads/workloads.h"
@@ -17,44 +16,46 @@
  * ranks. MXNet refuses it on `local`, which sums on the host with nothing on a wire. */
 static int check_compression(const mx_train_config *c)
 {
-    const char *gc = c->compression ? c->compression : "none";
-    if (!mx_choice_ok(mx_compressor_names(), gc))
+    const char *gc = mx_gc_name(c->compression), *strategy = mx_strategy_name(c->strategy);
+    if (!mx_compressor_built(c->compression))
         return mx_error(MX_EINVAL, "compression '%s': accepted %s", gc, mx_compressor_names());
     if (!(c->gc_threshold > 0 && c->gc_threshold <= MX_MAX_GC_THRESHOLD))
         return mx_error(MX_EINVAL, "2bit threshold %g: accepted above 0 and at most %g", c->gc_threshold,
                         MX_MAX_GC_THRESHOLD);
     if (!(c->gc_topk_ratio > 0 && c->gc_topk_ratio <= 1))
         return mx_error(MX_EINVAL, "topk ratio %g: accepted above 0 and at most 1", c->gc_topk_ratio);
-    if (strcmp(gc, "none") == 0) return MX_OK;
-    if (strcmp(c->strategy, "data") != 0)
+    if (c->compression == MX_GC_NONE) return MX_OK;
+    if (c->strategy != MX_STRATEGY_DATA)
         return mx_error(MX_EINVAL, "--compression %s with --strategy %s: compression acts on the gradients a "
-                        "data-parallel kvstore exchanges; the %s strategy has none", gc, c->strategy, c->strategy);
-    if (c->devices < 2 && !mx_kv_mode_is_dist(c->kvstore))
+                        "data-parallel kvstore exchanges; the %s strategy has none", gc, strategy, strategy);
+    if (c->devices < 2 && !mx_kv_mode_has(c->kvstore, MX_KV_DIST))
         return mx_error(MX_EINVAL, "--compression %s on one device: nothing is exchanged; accepted with --gpus 2 "
                         "or more, or a dist_* kvstore", gc);
-    return mx_kv_compression_check(c->kvstore, gc);
+    return mx_kv_compression_check(c->kvstore, c->compression);
 }
 
 int mx_train_config_check(const mx_train_config *c)
 {
     if (!mx_workload_find(c->workload))
         return mx_error(MX_EINVAL, "unknown workload '%s' (known: %s)", c->workload, mx_workload_names());
+    const char *strategy = mx_strategy_name(c->strategy), *kvstore = mx_kv_mode_name(c->kvstore);
     if (!mx_strategy_find(c->strategy))
-        return mx_error(MX_EINVAL, "strategy '%s' is %s (available: %s)", c->strategy,
-                        mx_choice_ok(mx_strategy_planned(), c->strategy) ? "planned but not in this build yet"
-                                                                    : "unknown",
+        return mx_error(MX_EINVAL, "strategy '%s' is %s (available: %s)", strategy,
+                        c->strategy >= 0 && c->strategy < MX_NSTRATEGIES ? "planned but not in this build yet"
+                                                                         : "unknown",
                         mx_strategy_names());
     if (c->backend && !mx_backend_find(c->backend))
         return mx_error(MX_EINVAL, "backend '%s' is not in this build (available: %s)", c->backend, mx_backend_names());
     if (c->devices < 1 || c->devices > MX_MAX_DEVICES)
         return mx_error(MX_EINVAL, "device count %d: accepted 1..%d", c->devices, MX_MAX_DEVICES);
-    if ((c->devices > 1 || mx_kv_mode_is_dist(c->kvstore)) && !mx_choice_ok(mx_kv_modes(), c->kvstore))
-        return mx_error(MX_EINVAL, "kvstore '%s' is not in this build (available: %s)%s", c->kvstore, mx_kv_modes(),
-                        mx_kv_mode_is_dist(c->kvstore) ? "; the dist_* modes need a build with Open MPI "
+    const int dist = mx_kv_mode_has(c->kvstore, MX_KV_DIST);
+    if ((c->devices > 1 || dist) && !mx_kv_mode_built(c->kvstore))
+        return mx_error(MX_EINVAL, "kvstore '%s' is not in this build (available: %s)%s", kvstore, mx_kv_modes(),
+                        dist ? "; the dist_* modes need a build with Open MPI "
                         "(apt-get install libopenmpi-dev openmpi-bin, then scripts/build.sh)" : "");
     if (c->cluster && c->nwork_load)
         return mx_error(MX_EINVAL, "--work-load with --kvstore %s: accepted only in one process (every worker's "
-                        "devices take even shares)", c->kvstore);
+                        "devices take even shares)", kvstore);
     if (!(c->bucket_mb >= 0 && c->bucket_mb <= MX_MAX_BUCKET_MB))
         return mx_error(MX_EINVAL, "bucket size %g MiB: accepted 0 (the default: 25 for dist_allreduce, each key alone for device) up to %d", c->bucket_mb,
                         MX_MAX_BUCKET_MB);
@@ -106,23 +107,23 @@ int mx_train_config_check(const mx_train_config *c)
         if (!(c->work_load[i] > 0 && c->work_load[i] <= MX_MAX_WORK_LOAD))
             return mx_error(MX_EINVAL, "work-load %g for device %d: accepted above 0 and at most %g", c->work_load[i],
                             i, MX_MAX_WORK_LOAD);
-    const int model = strcmp(c->strategy, "model") == 0, data = strcmp(c->strategy, "data") == 0;
+    const int model = c->strategy == MX_STRATEGY_MODEL, data = c->strategy == MX_STRATEGY_DATA;
     if (!model && (c->micro_batches > 1 || c->schedule || (c->partition && strcmp(c->partition, "auto") != 0)))
         return mx_error(MX_EINVAL, "--%s applies to the pipeline of --strategy model, not %s", c->micro_batches > 1
-                        ? "micro-batches" : c->schedule ? "schedule" : "partition", c->strategy);
+                        ? "micro-batches" : c->schedule ? "schedule" : "partition", strategy);
     if (c->micro_batches < 0 || c->micro_batches > MX_MAX_MICRO_BATCHES)
         return mx_error(MX_EINVAL, "micro-batches %d: accepted 1..%d", c->micro_batches, MX_MAX_MICRO_BATCHES);
     if (!data && c->nwork_load)
         return mx_error(MX_EINVAL, "--work-load with --strategy %s: a work-load list splits the batch of data "
-                        "parallelism; the %s strategy gives every device %s", c->strategy, c->strategy,
+                        "parallelism; the %s strategy gives every device %s", strategy, strategy,
                         model ? "a stage of layers" : "a share of every layer");
-    if (!data && (c->cluster || mx_kv_mode_is_dist(c->kvstore)))
+    if (!data && (c->cluster || dist))
         return mx_error(MX_EINVAL, "--kvstore %s with --strategy %s: the dist_* kvstores aggregate data-parallel "
-                        "gradients; the %s strategy runs in one process and needs no kvstore", c->kvstore, c->strategy,
-                        c->strategy);
+                        "gradients; the %s strategy runs in one process and needs no kvstore", kvstore, strategy,
+                        strategy);
     MX_TRY(check_compression(c));
     /* one device has no kvstore: what it is called does not matter */
-    MX_TRY(mx_amp_check(c->strategy, c->devices > 1 || c->cluster ? c->kvstore : NULL, c->amp ? c->amp : "?"));
+    MX_TRY(mx_amp_check(c->strategy, c->devices > 1 || c->cluster ? c->kvstore : MX_KV_NONE, c->amp));
     if (strcmp(c->init, "xavier") != 0 && strcmp(c->init, "normal") != 0)
         return mx_error(MX_EINVAL, "initialiser '%s': accepted xavier or normal", c->init);
     return MX_OK;

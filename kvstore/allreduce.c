@@ -125,7 +125,7 @@ static int compressed_allreduce(mx_kvstore *kv, kv_allreduce *m, int b, float *r
     mx_comm *world = kv->opt.world;
     const int n = world->n, me = world->local_first;
     const size_t count = m->b[b].count, packed = mx_kv_gc_packed_bytes(kv, b);
-    if (strcmp(mx_kv_compression(kv), "fp16") == 0) {
+    if (mx_kv_compression(kv) == MX_GC_FP16) {
         mx_kv_gc_compress(kv, 0, b, range, m->slots);
         MX_TRY(mx_kv_allreduce(kv, 0, world, me, m->slots, m->slots, count, MX_F16));
         mx_kv_gc_decompress(kv, b, m->slots, range);
@@ -263,7 +263,7 @@ static void allreduce_destroy(mx_kvstore *kv)
 }
 
 const mx_kvstore_ops mx_kv_dist_allreduce_ops = {
-    .name = "dist_allreduce",
+    .kind = MX_KV_DIST_ALLREDUCE,
     .create = allreduce_create,
     .nworkers = allreduce_nworkers,
     .follows = allreduce_follows,
@@ -272,5 +272,4 @@ const mx_kvstore_ops mx_kv_dist_allreduce_ops = {
     .process = allreduce_process,
     .pull = allreduce_pull,
     .destroy = allreduce_destroy,
-    .compresses = 1,
 };

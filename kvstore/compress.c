@@ -13,31 +13,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mx_kv_compression_asked(const mx_kvstore *kv)
-{
-    return kv->opt.compression && strcmp(kv->opt.compression, "none") != 0;
-}
+int mx_kv_compression_asked(const mx_kvstore *kv) { return kv->opt.compression != MX_GC_NONE; }
 
-int mx_kv_compression_check(const char *mode, const char *compression)
+int mx_kv_compression_check(mx_kv_mode mode, mx_gc_kind compression)
 {
-    if (!compression || strcmp(compression, "none") == 0) return MX_OK;
-    if (mode && strcmp(mode, "local") == 0)
-        return mx_error(MX_EINVAL, "compression %s with kvstore local: local sums the devices' gradients in host "
+    if (compression == MX_GC_NONE || mode == MX_KV_NONE) return MX_OK;
+    /* local, the one store without a wire */
+    if (!mx_kv_mode_has(mode, MX_KV_COMPRESSES))
+        return mx_error(MX_EINVAL, "compression %s with kvstore %s: %s sums the devices' gradients in host "
                         "memory, with no wire to save bytes on (MXNet refuses it too); accepted with device, "
-                        "dist_sync, dist_device_sync, dist_async or dist_allreduce", compression);
+                        "dist_sync, dist_device_sync, dist_async or dist_allreduce", mx_gc_name(compression),
+                        mx_kv_mode_name(mode), mx_kv_mode_name(mode));
     return MX_OK;
 }
 
 int mx_kv_gc_create(mx_kvstore *kv)
 {
-    const char *name = kv->opt.compression;
-    if (!name || strcmp(name, "none") == 0) return MX_OK;
-    MX_TRY(mx_kv_compression_check(kv->ops->name, name));
-    if (!kv->ops->compresses)
-        return mx_error(MX_EINVAL, "compression %s: kvstore %s does not compress its pushes", name, kv->ops->name);
+    const mx_gc_kind kind = kv->opt.compression;
+    if (kind == MX_GC_NONE) return MX_OK;
+    MX_TRY(mx_kv_compression_check(kv->ops->kind, kind));
     if (!kv->gc_keys) kv->gc_keys = kv->keys, kv->gc_nkeys = kv->nkeys; /* the mode compresses whole keys */
     const mx_compressor_opts o = {kv->opt.gc_threshold, kv->opt.gc_topk_ratio};
-    MX_TRY(mx_compressor_create(&kv->gc, name, kv->ndev, kv->gc_keys, kv->gc_nkeys, &o));
+    MX_TRY(mx_compressor_create(&kv->gc, kind, kv->ndev, kv->gc_keys, kv->gc_nkeys, &o));
     kv->capgc = 4 * kv->gc_nkeys * (kv->ndev + kv->nworkers + 1);
     kv->gc_spans = calloc(kv->capgc, sizeof *kv->gc_spans);
     kv->gc_sumsq = calloc((size_t)kv->ndev * kv->gc_nkeys, sizeof *kv->gc_sumsq);
@@ -141,4 +138,4 @@ void mx_kv_set_grad_scale(mx_kvstore *kv, float n)
     if (kv->gc && n > 0) kv->gc->prescale = n;
 }
 
-const char *mx_kv_compression(const mx_kvstore *kv) { return kv->gc ? kv->gc->ops->name : "none"; }
+mx_gc_kind mx_kv_compression(const mx_kvstore *kv) { return kv->gc ? kv->gc->ops->kind : MX_GC_NONE; }

@@ -4,13 +4,34 @@
 #include "base/status.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The kinds built, by their line of MX_GC_LIST (NULL: not in this build). */
 extern const mx_compressor_ops mx_gc_none, mx_gc_fp16, mx_gc_2bit, mx_gc_topk;
-static const mx_compressor_ops *const kinds[] = {&mx_gc_none, &mx_gc_fp16, &mx_gc_2bit, &mx_gc_topk};
+static const mx_compressor_ops *const kinds[MX_NGC] = {
+    [MX_GC_NONE] = &mx_gc_none, [MX_GC_FP16] = &mx_gc_fp16, [MX_GC_2BIT] = &mx_gc_2bit, [MX_GC_TOPK] = &mx_gc_topk};
 
-const char *mx_compressor_names(void) { return "none|fp16|2bit|topk"; }
+int mx_compressor_built(mx_gc_kind kind) { return kind >= 0 && kind < MX_NGC && kinds[kind]; }
+
+static char built_list[64];
+static pthread_once_t built_once = PTHREAD_ONCE_INIT;
+static void list_built(void)
+{
+    size_t at = 0;
+    for (int k = 0; k < MX_NGC; k++)
+        if (kinds[k])
+            at += (size_t)snprintf(built_list + at, sizeof built_list - at, "%s%s", at ? "|" : "",
+                                   mx_gc_name((mx_gc_kind)k));
+}
+
+const char *mx_compressor_names(void)
+{
+    pthread_once(&built_once, list_built);
+    return built_list;
+}
 
 void mx_compressor_destroy(mx_compressor *c)
 {
@@ -25,18 +46,17 @@ void mx_compressor_destroy(mx_compressor *c)
     free(c);
 }
 
-int mx_compressor_create(mx_compressor **out, const char *name, int ndev, const mx_kv_key *keys, int nkeys,
+int mx_compressor_create(mx_compressor **out, mx_gc_kind kind, int ndev, const mx_kv_key *keys, int nkeys,
                          const mx_compressor_opts *opts)
 {
     *out = NULL;
+    const char *name = mx_gc_name(kind);
     const double threshold = opts && opts->threshold != 0 ? opts->threshold : MX_GC_THRESHOLD_DEFAULT;
     const double ratio = opts && opts->topk_ratio != 0 ? opts->topk_ratio : MX_GC_TOPK_RATIO_DEFAULT;
     if (!(threshold > 0 && threshold <= MX_MAX_GC_THRESHOLD))
         return mx_error(MX_EINVAL, "2bit threshold %g: accepted above 0 and at most %g", threshold, MX_MAX_GC_THRESHOLD);
     if (!(ratio > 0 && ratio <= 1)) return mx_error(MX_EINVAL, "topk ratio %g: accepted above 0 and at most 1", ratio);
-    const mx_compressor_ops *ops = NULL;
-    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-        if (strcmp(kinds[i]->name, name) == 0) ops = kinds[i];
+    const mx_compressor_ops *ops = kind >= 0 && kind < MX_NGC ? kinds[kind] : NULL;
     if (!ops) return mx_error(MX_EINVAL, "compression '%s' is not in this build (available: %s)", name, mx_compressor_names());
     if (ndev < 1 || nkeys < 1) return mx_error(MX_EINVAL, "compressor needs devices and keys (got %d, %d)", ndev, nkeys);
     size_t total = 0, largest = 0;
@@ -91,7 +111,7 @@ int mx_compressor_push(void *user, int dev, int key, void *data, size_t count, m
     mx_compressor *c = user;
     if (dev < 0 || dev >= c->ndev || key < 0 || key >= c->nkeys || count != c->keys[key].count || dtype != MX_F32)
         return mx_error(MX_EINVAL, "compressor '%s': push of key %d (%zu %s) from device %d does not match its table",
-                        c->ops->name, key, count, mx_dtype_name(dtype), dev);
+                        mx_gc_name(c->ops->kind), key, count, mx_dtype_name(dtype), dev);
     float *residual = c->ops->error_feedback ? c->residual[dev] + c->keys[key].offset : NULL;
     c->ops->compress(c, data, residual, count, c->buf[dev]);
     c->ops->decompress(c, c->buf[dev], count, data);

@@ -1,5 +1,6 @@
 /* Gradient compressors: what one device's push of one key becomes on the wire. A compressor is
- * a table of functions in its own file (gc_<name>.c), listed in kvstore/compressor.c; its state, the
+ * a table of functions in its own file (gc_<name>.c), named by its line of MX_GC_LIST
+ * (base/config.h) and listed in kvstore/compressor.c; its state, the
  * residual that error feedback keeps, lives per device and key in the mx_compressor instance.
  * The kvstore runs it through its push hook (mx_compressor_push): the gradient is compressed
  * into a packed payload, whose size is what the wire carries, and decompressed in place where
@@ -13,7 +14,7 @@
 typedef struct mx_compressor mx_compressor;
 
 typedef struct {
-    const char *name;
+    mx_gc_kind kind; /* its name is base/config.h's (mx_gc_name) */
     const char *summary;
     int error_feedback; /* keeps a residual per device and key (what was not sent yet) */
     /* Bytes of the packed payload for count f32 values. */
@@ -44,9 +45,10 @@ struct mx_compressor {
     unsigned char **buf; /* [ndev] one packed payload of the largest key */
 };
 
-/* A compressor of the named kind for ndev parties (each with its residuals) and the table
- * of units it compresses one at a time (f32 keys; offsets lay out the residuals). */
-int mx_compressor_create(mx_compressor **out, const char *name, int ndev, const mx_kv_key *keys, int nkeys,
+/* A compressor of kind (one this build has: mx_compressor_names()) for ndev parties (each with
+ * its residuals) and the table of units it compresses one at a time (f32 keys; offsets lay out
+ * the residuals). */
+int mx_compressor_create(mx_compressor **out, mx_gc_kind kind, int ndev, const mx_kv_key *keys, int nkeys,
                          const mx_compressor_opts *opts);
 void mx_compressor_destroy(mx_compressor *c);
 /* The L2 norm of the residuals over all devices and keys (0 for a kind without error
@@ -54,8 +56,9 @@ void mx_compressor_destroy(mx_compressor *c);
  * residual is kept in (the prescaled gradient, as the threshold). It reads every residual,
  * so call it between steps, while no device pushes. */
 double mx_compressor_residual_norm(const mx_compressor *c);
-/* The kinds built, "none|fp16|2bit|topk". */
+/* The kinds built, "none|fp16|2bit|topk" (every kind mxbench knows is base/config.h's mx_gc_names()). */
 const char *mx_compressor_names(void);
+int mx_compressor_built(mx_gc_kind kind);
 
 /* The kvstore push hook that runs compressor user: mx_kv_set_push_hook(kv, mx_compressor_push, c).
  * Called by each device's thread for its own pushes only, so devices never share state. */

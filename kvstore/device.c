@@ -200,7 +200,7 @@ static void device_destroy(mx_kvstore *kv)
 }
 
 const mx_kvstore_ops mx_kv_device_ops = {
-    .name = "device",
+    .kind = MX_KV_DEVICE,
     .create = device_create,
     .nworkers = device_nworkers,
     .follows = device_follows,
@@ -209,5 +209,4 @@ const mx_kvstore_ops mx_kv_device_ops = {
     .process = device_process,
     .pull = device_pull,
     .destroy = device_destroy,
-    .compresses = 1,
 };

@@ -74,23 +74,23 @@ static int dist_create_mode(mx_kvstore *kv, int device_reduce, int async)
     mx_cluster *c = kv->opt.cluster;
     if (!c || c->role != MX_ROLE_WORKER || c->nservers < 1)
         return mx_error(MX_EINVAL, "kvstore %s: needs the MPI job's worker ranks and at least one server (run under "
-                        "mpirun: see `mxbench train --help`)", kv->ops->name);
+                        "mpirun: see `mxbench train --help`)", mx_kv_name(kv));
     if (device_reduce && (kv->comm->nlocal != kv->ndev || kv->comm->n != kv->ndev))
         return mx_error(MX_EINVAL, "kvstore %s: one local comm member per device is needed (comm of %d, %d devices)",
-                        kv->ops->name, kv->comm->n, kv->ndev);
+                        mx_kv_name(kv), kv->comm->n, kv->ndev);
     if (!kv->opt.opt && kv->updater)
-        return mx_error(MX_EINVAL, "kvstore %s: the servers' optimizer (options .opt) is missing", kv->ops->name);
+        return mx_error(MX_EINVAL, "kvstore %s: the servers' optimizer (options .opt) is missing", mx_kv_name(kv));
     int *ub = NULL, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     if (flag && mx_ps_tag(kv->nkeys, 0) > *ub)
         return mx_error(MX_EUNSUPPORTED, "kvstore %s: %d keys need MPI tags up to %d; this MPI allows %d",
-                        kv->ops->name, kv->nkeys, mx_ps_tag(kv->nkeys, 0), *ub);
+                        mx_kv_name(kv), kv->nkeys, mx_ps_tag(kv->nkeys, 0), *ub);
     for (int k = 0; k < kv->nkeys; k++)
         if (kv->keys[k].dtype != MX_F32)
-            return mx_error(MX_EINVAL, "kvstore %s: key %d is %s; accepted: f32", kv->ops->name, k,
+            return mx_error(MX_EINVAL, "kvstore %s: key %d is %s; accepted: f32", mx_kv_name(kv), k,
                             mx_dtype_name(kv->keys[k].dtype));
     kv_dist *m = calloc(1, sizeof *m);
-    if (!m) return mx_error(MX_ENOMEM, "out of memory creating kvstore %s", kv->ops->name);
+    if (!m) return mx_error(MX_ENOMEM, "out of memory creating kvstore %s", mx_kv_name(kv));
     kv->mode = m;
     m->device_reduce = device_reduce;
     m->async = async;
@@ -105,7 +105,7 @@ static int dist_create_mode(mx_kvstore *kv, int device_reduce, int async)
     m->req = malloc(sizeof(MPI_Request) * nk * S);
     m->dmerge = calloc(kv->ndev, sizeof(float *));
     if (!m->nparts || !m->parts || !m->stage_at || !m->req || !m->dmerge)
-        return mx_error(MX_ENOMEM, "out of memory creating kvstore %s", kv->ops->name);
+        return mx_error(MX_ENOMEM, "out of memory creating kvstore %s", mx_kv_name(kv));
     for (size_t i = 0; i < nk * S; i++) m->req[i] = MPI_REQUEST_NULL;
     const size_t bound = mx_ps_bigarray_bound();
     MX_TRY(check_servers_used(kv, (int)S, bound));
@@ -116,7 +116,7 @@ static int dist_create_mode(mx_kvstore *kv, int device_reduce, int async)
     m->unit_at = gc ? malloc(sizeof(int) * nk * S) : NULL;
     m->cstage_at = gc ? malloc(sizeof(size_t) * nk * S) : NULL;
     if (gc && (!m->units || !m->unit_at || !m->cstage_at))
-        return mx_error(MX_ENOMEM, "out of memory creating kvstore %s", kv->ops->name);
+        return mx_error(MX_ENOMEM, "out of memory creating kvstore %s", mx_kv_name(kv));
     for (int k = 0; k < kv->nkeys; k++) {
         m->nparts[k] = mx_ps_place(k, kv->keys[k].count, c->nservers, bound, &m->parts[k * S]);
         for (int p = 0; p < m->nparts[k]; p++) {
@@ -137,7 +137,7 @@ static int dist_create_mode(mx_kvstore *kv, int device_reduce, int async)
     m->tmp = m->host->ops->alloc(m->host, bytes);
     m->stage = m->host->ops->alloc(m->host, sizeof(float) * (staged ? staged : 1));
     if (!m->w || !m->merge || !m->tmp || !m->stage)
-        return mx_error(MX_ENOMEM, "out of memory for kvstore %s host buffers (%zu floats)", kv->ops->name, kv->total);
+        return mx_error(MX_ENOMEM, "out of memory for kvstore %s host buffers (%zu floats)", mx_kv_name(kv), kv->total);
     return MX_OK;
 }
 
@@ -160,7 +160,7 @@ static int dist_init(mx_kvstore *kv)
     for (int d = 0; d < kv->ndev && m->device_reduce; d++) {
         mx_backend *be = kv->dev[d].be;
         m->dmerge[d] = be->ops->alloc(be, sizeof(float) * kv->total);
-        if (!m->dmerge[d]) return mx_error(MX_ENOMEM, "out of memory on device %d for kvstore %s", d, kv->ops->name);
+        if (!m->dmerge[d]) return mx_error(MX_ENOMEM, "out of memory on device %d for kvstore %s", d, mx_kv_name(kv));
     }
     mx_backend *be0 = kv->dev[0].be;
     be0->ops->copy(be0, m->w, kv->dev[0].w, sizeof(float) * kv->total, MX_COPY_D2H);
@@ -181,8 +181,7 @@ static int dist_init(mx_kvstore *kv)
     if (!msg) return mx_error(MX_ENOMEM, "out of memory for the key table");
     mx_ps_setup setup = {kv->nkeys, c->nworkers, m->async, kv->updater != NULL,
                          kv->opt.opt ? kv->opt.opt->momentum : 0, kv->opt.opt ? kv->opt.opt->wd : 0,
-                         (int64_t)mx_ps_bigarray_bound(), "none", 0, 0};
-    snprintf(setup.compression, sizeof setup.compression, "%s", mx_kv_compression(kv));
+                         (int64_t)mx_ps_bigarray_bound(), mx_kv_compression(kv), 0, 0};
     setup.gc_threshold = kv->opt.gc_threshold;
     setup.gc_topk_ratio = kv->opt.gc_topk_ratio;
     memcpy(msg, &setup, sizeof setup);
@@ -322,11 +321,10 @@ static void dist_destroy(mx_kvstore *kv)
     free(m);
 }
 
-#define DIST_MODE(var, mode_name, create_fn) \
-    const mx_kvstore_ops var = {.name = mode_name, .create = create_fn, .nworkers = dist_nworkers, \
+#define DIST_MODE(var, mode, create_fn) \
+    const mx_kvstore_ops var = {.kind = mode, .create = create_fn, .nworkers = dist_nworkers, \
                                 .follows = dist_follows, .ready = mx_kv_all_pushed, .init = dist_init, \
-                                .process = dist_process, .pull = dist_pull, .destroy = dist_destroy, \
-                                .compresses = 1};
-DIST_MODE(mx_kv_dist_sync_ops, "dist_sync", dist_sync_create)
-DIST_MODE(mx_kv_dist_device_sync_ops, "dist_device_sync", dist_device_sync_create)
-DIST_MODE(mx_kv_dist_async_ops, "dist_async", dist_async_create)
+                                .process = dist_process, .pull = dist_pull, .destroy = dist_destroy};
+DIST_MODE(mx_kv_dist_sync_ops, MX_KV_DIST_SYNC, dist_sync_create)
+DIST_MODE(mx_kv_dist_device_sync_ops, MX_KV_DIST_DEVICE_SYNC, dist_device_sync_create)
+DIST_MODE(mx_kv_dist_async_ops, MX_KV_DIST_ASYNC, dist_async_create)

@@ -66,7 +66,7 @@ static void twobit_decompress(const mx_compressor *c, const void *packed, size_t
 }
 
 const mx_compressor_ops mx_gc_2bit = {
-    .name = "2bit",
+    .kind = MX_GC_2BIT,
     .summary = "MXNet's 2-bit quantisation to +-threshold or 0, error feedback in the residual",
     .error_feedback = 1,
     .packed_bytes = twobit_bytes,

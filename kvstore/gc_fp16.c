@@ -24,7 +24,7 @@ static void fp16_decompress(const mx_compressor *c, const void *packed, size_t c
 }
 
 const mx_compressor_ops mx_gc_fp16 = {
-    .name = "fp16",
+    .kind = MX_GC_FP16,
     .summary = "each value rounded to half precision for the wire, summed in f32",
     .packed_bytes = fp16_bytes,
     .compress = fp16_compress,

@@ -17,7 +17,7 @@ static void none_decompress(const mx_compressor *c, const void *packed, size_t c
 }
 
 const mx_compressor_ops mx_gc_none = {
-    .name = "none",
+    .kind = MX_GC_NONE,
     .summary = "f32 as computed",
     .packed_bytes = none_bytes,
     .compress = none_compress,

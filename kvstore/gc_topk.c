@@ -93,7 +93,7 @@ static void topk_decompress(const mx_compressor *c, const void *packed, size_t c
 }
 
 const mx_compressor_ops mx_gc_topk = {
-    .name = "topk",
+    .kind = MX_GC_TOPK,
     .summary = "the largest values by magnitude as (index, value) pairs, the rest kept in the residual",
     .error_feedback = 1,
     .packed_bytes = topk_bytes,

@@ -18,23 +18,34 @@ extern const mx_kvstore_ops mx_kv_local_ops, mx_kv_device_ops;
 extern const mx_kvstore_ops mx_kv_dist_sync_ops, mx_kv_dist_device_sync_ops, mx_kv_dist_async_ops,
     mx_kv_dist_allreduce_ops;
 #endif
-static const mx_kvstore_ops *const modes[] = {
-    &mx_kv_local_ops, &mx_kv_device_ops,
+/* The modes built, by their line in base/kv_modes.def (NULL: not in this build; none is no store). */
+static const mx_kvstore_ops *const modes[MX_KV_NMODES] = {
+    [MX_KV_LOCAL] = &mx_kv_local_ops, [MX_KV_DEVICE] = &mx_kv_device_ops,
 #ifdef MXBENCH_HAVE_MPI
-    &mx_kv_dist_sync_ops, &mx_kv_dist_device_sync_ops, &mx_kv_dist_async_ops, &mx_kv_dist_allreduce_ops,
+    [MX_KV_DIST_SYNC] = &mx_kv_dist_sync_ops, [MX_KV_DIST_DEVICE_SYNC] = &mx_kv_dist_device_sync_ops,
+    [MX_KV_DIST_ASYNC] = &mx_kv_dist_async_ops, [MX_KV_DIST_ALLREDUCE] = &mx_kv_dist_allreduce_ops,
 #endif
 };
 
-const char *mx_kv_modes(void)
+int mx_kv_mode_built(mx_kv_mode mode) { return mode >= 0 && mode < MX_KV_NMODES && modes[mode]; }
+
+/* Built once, before any thread can ask: the list of the registry's modes in table order. */
+static char built_list[128];
+static pthread_once_t built_once = PTHREAD_ONCE_INIT;
+static void list_built(void)
 {
-#ifdef MXBENCH_HAVE_MPI
-    return "local|device|dist_sync|dist_device_sync|dist_async|dist_allreduce";
-#else
-    return "local|device";
-#endif
+    size_t at = 0;
+    for (int m = 0; m < MX_KV_NMODES; m++)
+        if (modes[m])
+            at += (size_t)snprintf(built_list + at, sizeof built_list - at, "%s%s", at ? "|" : "",
+                                   mx_kv_mode_name((mx_kv_mode)m));
 }
 
-int mx_kv_mode_is_dist(const char *mode) { return mode && strncmp(mode, "dist_", 5) == 0; }
+const char *mx_kv_modes(void)
+{
+    pthread_once(&built_once, list_built);
+    return built_list;
+}
 
 int mx_kv_all_pushed(const mx_kvstore *kv, int key, int round)
 {
@@ -79,7 +90,7 @@ int mx_kv_host_create(mx_kvstore *kv, mx_kv_host *h)
     h->merge = h->host->ops->alloc(h->host, bytes);
     h->tmp = h->host->ops->alloc(h->host, bytes);
     if (!h->w || !h->mom || !h->merge || !h->tmp)
-        return mx_error(MX_ENOMEM, "out of memory for kvstore %s host buffers (4 x %zu floats)", kv->ops->name,
+        return mx_error(MX_ENOMEM, "out of memory for kvstore %s host buffers (4 x %zu floats)", mx_kv_name(kv),
                         kv->total);
     return MX_OK;
 }
@@ -218,15 +229,15 @@ static int create_fail(mx_kvstore *kv, int rc)
     return rc;
 }
 
-int mx_kv_create(mx_kvstore **out, const char *mode, mx_comm *comm, const mx_kv_key *keys, int nkeys,
+int mx_kv_create(mx_kvstore **out, mx_kv_mode mode, mx_comm *comm, const mx_kv_key *keys, int nkeys,
                  const mx_kv_options *opt)
 {
     *out = NULL;
-    const mx_kvstore_ops *ops = NULL;
-    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
-        if (mode && strcmp(modes[i]->name, mode) == 0) ops = modes[i];
-    if (!ops) return mx_error(MX_EINVAL, "kvstore '%s' is not available (available: %s)", mode ? mode : "(null)", mx_kv_modes());
-    if (!comm) return mx_error(MX_EINVAL, "kvstore %s needs a communicator (got none)", mode);
+    if (!mx_kv_mode_built(mode))
+        return mx_error(MX_EINVAL, "kvstore '%s' is not available (available: %s)", mx_kv_mode_name(mode),
+                        mx_kv_modes());
+    const mx_kvstore_ops *ops = modes[mode];
+    if (!comm) return mx_error(MX_EINVAL, "kvstore %s needs a communicator (got none)", mx_kv_mode_name(mode));
     const int ndev = opt && opt->devices > 0 ? opt->devices : comm->nlocal;
     if (ndev < 1 || ndev > MX_COMM_MAX || nkeys < 1)
         return mx_error(MX_EINVAL, "kvstore needs 1..%d devices and keys (got %d devices, %d keys)", MX_COMM_MAX, ndev, nkeys);
@@ -401,7 +412,7 @@ int mx_kv_pull(mx_kvstore *kv, int key, int dev, size_t count)
     while (kv->completed[key] < kv->pushed[dev * kv->nkeys + key]) pthread_cond_wait(&kv->done, &kv->lock);
     const int err = kv->first_error;
     pthread_mutex_unlock(&kv->lock);
-    if (err) return mx_error(err, "kvstore %s: %s", kv->ops->name, kv->errmsg);
+    if (err) return mx_error(err, "kvstore %s: %s", mx_kv_name(kv), kv->errmsg);
     const double t0 = mx_now();
     const int rc = kv->ops->pull(kv, key, dev);
     const double t1 = mx_now();

@@ -6,6 +6,7 @@
 #ifndef MX_KVSTORE_H
 #define MX_KVSTORE_H
 
+#include "base/config.h"
 #include "comm/comm.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/dtype.h"
@@ -41,9 +42,9 @@ typedef struct {
     double bucket_mb;
     const mx_sgd *opt;
     const int *decay;
-    /* gradient compression of pushes (kvstore/compressor.h): NULL or "none", or a compressor the
+    /* gradient compression of pushes (kvstore/compressor.h): MX_GC_NONE, or a compressor the
      * mode supports, with 2bit's threshold and topk's ratio (0: the defaults) */
-    const char *compression;
+    mx_gc_kind compression;
     double gc_threshold, gc_topk_ratio;
 } mx_kv_options;
 
@@ -72,20 +73,20 @@ typedef struct {
     double net_bytes, push_seconds, pull_seconds;
 } mx_kv_stats;
 
-/* Creates a store of the named mode (mx_kv_modes()) over comm (borrowed: it must
+/* Creates a store of mode (one this build has: mx_kv_modes()) over comm (borrowed: it must
  * outlive the store) for the key table. Starts the mode's comm workers. Each device then
  * binds its buffers, and mx_kv_init runs once all are bound. */
-int mx_kv_create(mx_kvstore **out, const char *mode, mx_comm *comm, const mx_kv_key *keys, int nkeys,
+int mx_kv_create(mx_kvstore **out, mx_kv_mode mode, mx_comm *comm, const mx_kv_key *keys, int nkeys,
                  const mx_kv_options *opt);
 void mx_kv_destroy(mx_kvstore *kv);
-const char *mx_kv_modes(void); /* "local|device", and the dist_* modes where built with MPI */
-/* Every mode mxbench knows, built or not (what the CLI accepts before saying what is built). */
-#define MX_KV_MODES_ALL "local|device|dist_sync|dist_device_sync|dist_async|dist_allreduce"
-/* Whether mode compresses pushes with compression ("none" always does): MX_EINVAL saying why
- * not (local sums in host memory: nothing on a wire, and MXNet refuses it too). */
-int mx_kv_compression_check(const char *mode, const char *compression);
-/* 1 for a dist_* name (whether or not this build has it): such a mode runs under mpirun. */
-int mx_kv_mode_is_dist(const char *mode);
+/* The modes this build has: "local|device", and the dist_* modes where built with MPI (every
+ * mode mxbench knows is base/config.h's mx_kv_mode_names()). */
+const char *mx_kv_modes(void);
+int mx_kv_mode_built(mx_kv_mode mode);
+/* Whether mode compresses pushes with compression (MX_GC_NONE always does, and so does a run
+ * without a kvstore): MX_EINVAL saying why not (local sums in host memory: nothing on a wire,
+ * and MXNet refuses it too). */
+int mx_kv_compression_check(mx_kv_mode mode, mx_gc_kind compression);
 
 /* Device dev registers its own backend and weight and gradient buffers (device memory laid
  * out by the key table). The store moves another device's data only through the comm. */
@@ -108,10 +109,10 @@ int mx_kv_push(mx_kvstore *kv, int key, int dev, size_t count);
  * every round dev pushed. */
 int mx_kv_pull(mx_kvstore *kv, int key, int dev, size_t count);
 
-/* Compression: its name ("none" without), the thread-seconds of compress and decompress work
+/* Compression: its kind (MX_GC_NONE without), the thread-seconds of compress and decompress work
  * since the last reset and how much of it ran after cut (the end of backward), and the L2
  * norm of every residual (what error feedback still owes; 0 without). */
-const char *mx_kv_compression(const mx_kvstore *kv);
+mx_gc_kind mx_kv_compression(const mx_kvstore *kv);
 /* The step's gradients are means over n samples: compress them as their sums (n x), as
  * MXNet's kvstore sees them, so that thresholds and half-precision ranges mean the same.
  * Set between steps (no push in flight). */

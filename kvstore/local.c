@@ -63,7 +63,7 @@ static void local_destroy(mx_kvstore *kv)
 }
 
 const mx_kvstore_ops mx_kv_local_ops = {
-    .name = "local",
+    .kind = MX_KV_LOCAL,
     .create = local_create,
     .nworkers = local_nworkers,
     .follows = local_follows,

@@ -1,7 +1,8 @@
 /* What a kvstore mode sees: the store's state and the table of functions a mode fills in.
  * Shared code (kvstore/kvstore.c) keeps the push log, rounds and comm workers; a mode says which
  * rounds may run (its policy), what a worker does for a key and what a pull brings back.
- * A new mode is one kv_<mode>.c plus a registry line in kvstore/kvstore.c. */
+ * A new mode is one kv_<mode>.c plus its line in base/kv_modes.def and in the registry of
+ * kvstore/kvstore.c. */
 #ifndef MX_KV_MODE_H
 #define MX_KV_MODE_H
 
@@ -10,7 +11,7 @@
 #include <pthread.h>
 
 typedef struct {
-    const char *name;
+    mx_kv_mode kind; /* its line in base/kv_modes.def: name and properties (MX_KV_COMPRESSES...) */
     /* Checks the store as created (keys, devices, comm) and allocates mode state. */
     int (*create)(mx_kvstore *kv);
     /* Comm worker threads the mode runs in this process. */
@@ -29,8 +30,6 @@ typedef struct {
     /* Brings the processed key into device dev's weights (gradients without an updater). */
     int (*pull)(mx_kvstore *kv, int key, int dev);
     void (*destroy)(mx_kvstore *kv);
-    /* 1: the mode compresses its pushes when asked (kv->gc, kvstore/compress.c) */
-    int compresses;
 } mx_kvstore_ops;
 
 typedef struct {
@@ -93,6 +92,9 @@ struct mx_kvstore {
     int *ncalls, capcalls;
 };
 
+/* The store's mode name, for messages. */
+static inline const char *mx_kv_name(const mx_kvstore *kv) { return mx_kv_mode_name(kv->ops->kind); }
+
 /* ---- a mode's collectives, through the comm and logged call by call for the step's
  * communication figures (kvstore/calls.c, mx_kv_comm_figures): worker is the comm worker
  * making the call (its row of the log), the other arguments those of mx_comm_<verb> */
@@ -106,12 +108,12 @@ int mx_kv_calls_create(mx_kvstore *kv);
 void mx_kv_calls_destroy(mx_kvstore *kv);
 void mx_kv_calls_reset(mx_kvstore *kv);
 
-/* ---- compression (kvstore/compress.c), for modes with .compresses */
-/* Creates kv->gc from kv->opt.compression (none: stays NULL) over kv->gc_keys, the units
+/* ---- compression (kvstore/compress.c), for modes with MX_KV_COMPRESSES */
+/* Creates kv->gc from kv->opt.compression (MX_GC_NONE: stays NULL) over kv->gc_keys, the units
  * compressed one at a time (the key table unless the mode's create set its own; the mode
  * owns that table's memory). Called after the mode's create. */
 int mx_kv_gc_create(mx_kvstore *kv);
-/* 1 when the store was asked to compress its pushes (opt.compression, not none); a mode's
+/* 1 when the store was asked to compress its pushes (opt.compression, not MX_GC_NONE); a mode's
  * create may ask before mx_kv_gc_create made kv->gc. */
 int mx_kv_compression_asked(const mx_kvstore *kv);
 void mx_kv_gc_destroy(mx_kvstore *kv);

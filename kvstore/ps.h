@@ -49,9 +49,10 @@ typedef struct {
     int32_t update;      /* 1: run SGD (else answer the summed gradient) */
     float momentum, wd;
     int64_t bound;
-    /* compression of the workers' pushes (kvstore/compressor.h): "none", or the compressor whose
-     * payloads arrive, with its settings; servers decompress, and answer uncompressed */
-    char compression[8];
+    /* compression of the workers' pushes (kvstore/compressor.h): an mx_gc_kind, MX_GC_NONE or the
+     * compressor whose payloads arrive, with its settings; servers decompress, and answer
+     * uncompressed (every rank runs the same binary: the enum means the same to all) */
+    int32_t compression;
     double gc_threshold, gc_topk_ratio; /* as the worker has them: the payload sizes must agree */
 } mx_ps_setup;
 

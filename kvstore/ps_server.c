@@ -81,8 +81,8 @@ static void session_free(session *s)
  * (as the workers compress them). */
 static int setup_compression(session *s)
 {
-    s->setup.compression[sizeof s->setup.compression - 1] = '\0';
-    if (strcmp(s->setup.compression, "none") == 0 || !s->nparts) return MX_OK;
+    const mx_gc_kind kind = (mx_gc_kind)s->setup.compression;
+    if (kind == MX_GC_NONE || !s->nparts) return MX_OK;
     mx_kv_key *units = malloc(sizeof *units * s->nparts);
     if (!units) return mx_error(MX_ENOMEM, "server: out of memory for %d parts", s->nparts);
     size_t at = 0, largest = 0;
@@ -92,7 +92,7 @@ static int setup_compression(session *s)
         if (s->parts[i].len > largest) largest = s->parts[i].len;
     }
     const mx_compressor_opts o = {s->setup.gc_threshold, s->setup.gc_topk_ratio};
-    int rc = mx_compressor_create(&s->gc, s->setup.compression, 1, units, s->nparts, &o);
+    int rc = mx_compressor_create(&s->gc, kind, 1, units, s->nparts, &o);
     free(units);
     MX_TRY(rc);
     if (!(s->unpacked = malloc(sizeof(float) * (largest ? largest : 1))))

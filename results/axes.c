@@ -3,6 +3,7 @@
  * fields at the end (with in_v1 = 0, so that a file without them still matches). */
 #include "axes.h"
 
+#include "base/config.h"
 #include "base/limits.h"
 #include "record.h"
 
@@ -17,18 +18,18 @@ const mx_axis mx_axes[] = {
      "models: mlp, lenet, resnet18 (default lenet)", "workload", NULL, MX_CHILD_ALWAYS, 1, 1, 1, 1, "%s", 0},
     {AX(dataset, STR), "dataset", 0, "fashion-mnist|synthetic", 0, 0, 0, "fashion-mnist", "NAME",
      "fashion-mnist or synthetic (default fashion-mnist)", "dataset", "data", MX_CHILD_ALWAYS, 1, 1, 1, 0, NULL, 0},
-    {AX(strategy, STR), "strategies", 20, "data|model|layer", 0, 0, 0, "data", "LIST",
+    {AX(strategy, STR), "strategies", 20, NULL, 0, 0, 0, "data", "LIST",
      "parallel strategies: data, model, layer (default data)", "strategy", NULL, MX_CHILD_ALWAYS, 1, 1, 1, 2, "%s",
-     0},
+     0, NULL, mx_strategy_kind_names},
     /* "none" on one device (no kvstore, as MXNet); matched apart from the series key */
-    {AX(kvstore, STR), "kvstore", 30, "local|device|dist_sync|dist_device_sync|dist_async|dist_allreduce", 0, 0, 0,
+    {AX(kvstore, STR), "kvstore", 30, NULL, 0, 0, 0,
      "device", "LIST", "local, device (one process); dist_sync, dist_device_sync, dist_async, dist_allreduce (MPI "
      "jobs, one worker per device; default device)", "kvstore", NULL,
-     MX_CHILD_IF_SET, 1, 0, 1, 4, "kv=%s", 0},
-    {AX(compression, STR), "compression", 40, "none|2bit|topk|fp16", 0, 0, 0, "none", "LIST",
+     MX_CHILD_IF_SET, 1, 0, 1, 4, "kv=%s", 0, NULL, mx_kv_mode_names},
+    {AX(compression, STR), "compression", 40, MX_GC_CHOICES, 0, 0, 0, "none", "LIST",
      "none, 2bit, topk, fp16 (default none)", "compression", NULL, MX_CHILD_IF_SET, 1, 0, 1, 7, "gc=%s", 1},
-    {AX(amp, STR), "amp", 50, "off|fp16|bf16", 0, 0, 0, "off", "LIST", "off, fp16, bf16 (default off)", "amp", NULL,
-     MX_CHILD_IF_SET, 1, 1, 1, 8, "amp=%s", 1},
+    {AX(amp, STR), "amp", 50, NULL, 0, 0, 0, "off", "LIST", "off, fp16, bf16 (default off)", "amp", NULL,
+     MX_CHILD_IF_SET, 1, 1, 1, 8, "amp=%s", 1, NULL, mx_amp_names},
     {AX(device_type, STR), NULL, 0, NULL, 0, 0, 0, "cpu", NULL, NULL, NULL, NULL, MX_CHILD_NO, 1, 1, 1, 0, NULL, 0},
     {AX(gpus, INT), "gpus", 90, NULL, 1, MX_MAX_DEVICES, 0, "1,2", "LIST", "device counts (default 1,2)", "gpus", NULL,
      MX_CHILD_ALWAYS, 1, 0, 1, 3, "x%d", 0},
@@ -114,6 +115,8 @@ const mx_axis *mx_axis_find(const char *name)
     return NULL;
 }
 
+const char *mx_axis_choices(const mx_axis *a) { return a->vocab ? a->vocab() : a->choices; }
+
 void mx_axis_text(const mx_axis *a, const void *record, char *buf, size_t n)
 {
     const char *p = (const char *)record + a->off;
@@ -129,7 +132,7 @@ int mx_axis_is_set(const mx_axis *a, const void *record)
     const char *p = (const char *)record + a->off;
     if (a->type == MX_AXIS_INT) return *(const int *)p != 0;
     if (a->type == MX_AXIS_DBL) return *(const double *)p != 0;
-    return p[0] && strcmp(p, "none") != 0 && strcmp(p, "off") != 0;
+    return p[0] && !mx_config_unset(p);
 }
 
 int mx_axis_is_default(const mx_axis *a, const void *record)

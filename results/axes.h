@@ -27,7 +27,7 @@ typedef struct {
     const char *option;    /* --option */
     int loop;              /* 0: one value; > 0: a comma list, a factor of the product, nested
                             * by rank (the largest varies fastest) */
-    const char *choices;   /* strings: "a|b|c" (NULL: any) */
+    const char *choices;   /* strings: "a|b|c" (NULL: any, or vocab's); read through mx_axis_choices */
     double lo, hi;         /* numbers: accepted range */
     int above_lo;          /* numbers: lo itself is refused (a learning rate of 0) */
     const char *def;       /* default, as it would be typed */
@@ -47,6 +47,8 @@ typedef struct {
                             * 2: only when not the default */
     const char *absent;    /* fields added later: what a file without the field means, where
                             * that differs from def (the runs then had no choice); NULL: def */
+    /* strings of a vocabulary (base/config.h): its generated list is the choices */
+    const char *(*vocab)(void);
 } mx_axis;
 
 extern const mx_axis mx_axes[];
@@ -54,9 +56,12 @@ extern const int mx_naxes;
 
 /* The entry called name, or NULL. */
 const mx_axis *mx_axis_find(const char *name);
+/* The accepted strings, "a|b|c" (NULL: any). */
+const char *mx_axis_choices(const mx_axis *a);
 /* The value of axis a in record r as text: %s, %d, or %.17g (exact round trip). */
 void mx_axis_text(const mx_axis *a, const void *record, char *buf, size_t n);
-/* 1 when the value is "set" in the MX_CHILD_IF_SET sense. */
+/* 1 when the value is "set" in the MX_CHILD_IF_SET sense (a string: not a vocabulary's
+ * "nothing chosen", mx_config_unset). */
 int mx_axis_is_set(const mx_axis *a, const void *record);
 /* 1 when the value is the entry's default (def). */
 int mx_axis_is_default(const mx_axis *a, const void *record);

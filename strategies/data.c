@@ -253,7 +253,7 @@ static int create_store(mx_strategy *s)
         if (!s->decay) rc = mx_error(MX_ENOMEM, "out of memory for kvstore keys");
         for (int p = 0; rc == MX_OK && p < n0->nparams; p++) s->decay[p] = n0->params[p].decay;
         opt.decay = s->decay;
-        if (rc == MX_OK && strcmp(s->cfg.kvstore, "dist_allreduce") == 0)
+        if (rc == MX_OK && mx_kv_mode_has(s->cfg.kvstore, MX_KV_COLLECTIVE))
             rc = mx_comm_create(&s->world, "mpi", s->workers);
         opt.world = s->world;
     }
@@ -271,7 +271,7 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
     *out = NULL;
     if (cfg->devices < 1 || cfg->devices > MX_MAX_DEVICES)
         return mx_error(MX_EINVAL, "device count %d: accepted 1..%d", cfg->devices, MX_MAX_DEVICES);
-    MX_TRY(mx_amp_check("data", cfg->devices > 1 || cfg->cluster ? cfg->kvstore : NULL, mx_amp_name(cfg->amp)));
+    MX_TRY(mx_amp_check(MX_STRATEGY_DATA, cfg->devices > 1 || cfg->cluster ? cfg->kvstore : MX_KV_NONE, cfg->amp));
     mx_strategy *s = calloc(1, sizeof *s);
     if (!s) return mx_error(MX_ENOMEM, "out of memory creating the data strategy");
     s->cfg = *cfg;
@@ -360,7 +360,7 @@ static void compression_counters(mx_strategy *s, double bwd_end, double end, mx_
     st->counter[MX_COUNTER_WIRE_BYTES] = ks.wire_bytes;
     st->counter[MX_COUNTER_WIRE_RATIO] = ks.wire_bytes;
     st->counter[MX_COUNTER_RAW_BYTES] = ks.raw_bytes;
-    if (strcmp(mx_kv_compression(s->kv), "none") == 0) return;
+    if (mx_kv_compression(s->kv) == MX_GC_NONE) return;
     double work, after;
     mx_kv_compression_time(s->kv, bwd_end, &work, &after);
     const double tail = end - bwd_end, mine = after / s->k;
@@ -513,7 +513,7 @@ static void data_destroy(mx_strategy *s)
 }
 
 const mx_strategy_ops mx_strategy_data = {
-    .name = "data",
+    .kind = MX_STRATEGY_DATA,
     .summary = "replicas on every device, batch split by a work-load list, gradients through a kvstore",
     .create = data_create,
     .step = data_step,

@@ -347,7 +347,7 @@ static void layer_destroy(mx_strategy *s)
 }
 
 const mx_strategy_ops mx_strategy_layer = {
-    .name = "layer",
+    .kind = MX_STRATEGY_LAYER,
     .summary = "tensor parallelism: channels and units split over the devices (Megatron pairs for dense layers), "
                "the whole batch on every device",
     .check = layer_check,

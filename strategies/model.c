@@ -275,7 +275,7 @@ static void model_destroy(mx_strategy *s)
 }
 
 const mx_strategy_ops mx_strategy_model = {
-    .name = "model",
+    .kind = MX_STRATEGY_MODEL,
     .summary = "pipeline: contiguous stages of layers, one per device, micro-batches under gpipe or 1f1b",
     .check = mx_model_check,
     .create = model_create,

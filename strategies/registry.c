@@ -1,43 +1,50 @@
 /* The strategies this build has, and the batch split they share. */
 #include "strategy.h"
 #include "base/status.h"
-#include "results/axes.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
-#include <string.h>
 
-/* One line per strategy: its table, defined in its own file. */
+/* One line per strategy: its table, defined in its own file, at its line of MX_STRATEGY_LIST
+ * (base/config.h); NULL: not in this build. */
 extern const mx_strategy_ops mx_strategy_data;
 extern const mx_strategy_ops mx_strategy_model;
 extern const mx_strategy_ops mx_strategy_layer;
-static const mx_strategy_ops *const strategies[] = {&mx_strategy_data, &mx_strategy_model, &mx_strategy_layer};
-#define NSTRATEGIES (sizeof strategies / sizeof *strategies)
+static const mx_strategy_ops *const strategies[MX_NSTRATEGIES] = {
+    [MX_STRATEGY_DATA] = &mx_strategy_data, [MX_STRATEGY_MODEL] = &mx_strategy_model,
+    [MX_STRATEGY_LAYER] = &mx_strategy_layer};
 
-const mx_strategy_ops *mx_strategy_find(const char *name)
+const mx_strategy_ops *mx_strategy_find(mx_strategy_kind kind)
 {
-    for (size_t i = 0; i < NSTRATEGIES; i++)
-        if (strcmp(strategies[i]->name, name) == 0) return strategies[i];
-    return NULL;
+    return kind >= 0 && kind < MX_NSTRATEGIES ? strategies[kind] : NULL;
 }
 
-int mx_strategy_check(const char *name, const mx_strategy_config *cfg)
+int mx_strategy_check(mx_strategy_kind kind, const mx_strategy_config *cfg)
 {
-    const mx_strategy_ops *ops = mx_strategy_find(name);
-    if (!ops) return mx_error(MX_EINVAL, "strategy '%s' is not in this build (available: %s)", name, mx_strategy_names());
+    const mx_strategy_ops *ops = mx_strategy_find(kind);
+    if (!ops)
+        return mx_error(MX_EINVAL, "strategy '%s' is not in this build (available: %s)", mx_strategy_name(kind),
+                        mx_strategy_names());
     return ops->check ? ops->check(cfg) : MX_OK;
+}
+
+static char built_list[64];
+static pthread_once_t built_once = PTHREAD_ONCE_INIT;
+static void list_built(void)
+{
+    size_t at = 0;
+    for (int k = 0; k < MX_NSTRATEGIES; k++)
+        if (strategies[k])
+            at += (size_t)snprintf(built_list + at, sizeof built_list - at, "%s%s", at ? "|" : "",
+                                   mx_strategy_name((mx_strategy_kind)k));
 }
 
 const char *mx_strategy_names(void)
 {
-    static char names[64];
-    if (!names[0])
-        for (size_t i = 0, at = 0; i < NSTRATEGIES; i++)
-            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? "|" : "", strategies[i]->name);
-    return names;
+    pthread_once(&built_once, list_built);
+    return built_list;
 }
-/* The strategies the CLI knows are the sweep axis's choices (results/axes.c): one list. */
-const char *mx_strategy_planned(void) { return mx_axis_find("strategy")->choices; }
 
 int mx_split_batch(int n, int k, const double *weights, int *counts)
 {

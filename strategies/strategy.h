@@ -3,6 +3,7 @@
 #ifndef MX_STRATEGY_H
 #define MX_STRATEGY_H
 
+#include "base/config.h"
 #include "base/limits.h"
 #include "engine/core/net.h"
 #include "engine/core/optim.h"
@@ -23,7 +24,7 @@ typedef struct {
     int nclasses;
     int devices;
     int threads_per_device;
-    const char *kvstore;       /* a kvstore mode (kvstore/kvstore.h; ignored with one device: no store, as MXNet) */
+    mx_kv_mode kvstore;        /* a kvstore mode (kvstore/kvstore.h; ignored with one device: no store, as MXNet) */
     const char *backend;       /* a kind from mx_backend_names(): cpu, cuda; NULL = cpu */
     int max_batch;             /* global batch */
     const double *work_load;   /* [devices] relative shares of each batch; NULL = even */
@@ -43,9 +44,9 @@ typedef struct {
     const char *partition;
     int micro_batches;
     const char *schedule;
-    /* data with a kvstore: the compressor of pushes (NULL or "none": none) and its settings
+    /* data with a kvstore: the compressor of pushes (MX_GC_NONE: none) and its settings
      * (kvstore/compressor.h; 0: the defaults) */
-    const char *compression;
+    mx_gc_kind compression;
     double gc_threshold, gc_topk_ratio;
     /* mixed precision (engine/core/amp.h): data only (mx_amp_check) */
     mx_amp amp;
@@ -101,7 +102,7 @@ static inline void mx_step_stats_clear(mx_step_stats *st)
 typedef struct mx_strategy mx_strategy;
 
 typedef struct {
-    const char *name;
+    mx_strategy_kind kind; /* its name is base/config.h's (mx_strategy_name) */
     const char *summary;
     /* OPTIONAL: whether cfg makes sense for this strategy, decided from the model and the
      * counts alone (no devices touched): MX_EINVAL naming the value and what is accepted.
@@ -124,9 +125,10 @@ typedef struct {
     void (*destroy)(mx_strategy *s);
 } mx_strategy_ops;
 
-const mx_strategy_ops *mx_strategy_find(const char *name);
-/* The named strategy's check of cfg (MX_OK where it has none; MX_EINVAL if unknown). */
-int mx_strategy_check(const char *name, const mx_strategy_config *cfg);
+/* The strategy's table, NULL where this build lacks it. */
+const mx_strategy_ops *mx_strategy_find(mx_strategy_kind kind);
+/* The strategy's check of cfg (MX_OK where it has none; MX_EINVAL if not in this build). */
+int mx_strategy_check(mx_strategy_kind kind, const mx_strategy_config *cfg);
 /* The checks of the model and layer strategies (strategy_check.c). */
 int mx_model_check(const mx_strategy_config *cfg);
 /* The pipeline's defaults, resolved where a run is configured so that the record holds what
@@ -138,13 +140,14 @@ int mx_model_check(const mx_strategy_config *cfg);
 int mx_pipeline_micro_batches(int requested, int stages, int batch);
 const char *mx_pipeline_schedule(const char *requested);
 int mx_layer_check(const mx_strategy_config *cfg);
-/* Whether mixed precision amp ("off", "fp16", "bf16") runs with the strategy and kvstore (NULL
- * or "none": no store): MX_EINVAL saying why not. AMP runs in the data strategy, whose replicas
- * update their own f32 master weights once the summed gradient is known to be finite; a
- * dist_async server updates at every push instead, before any such check could run. */
-int mx_amp_check(const char *strategy, const char *kvstore, const char *amp);
-const char *mx_strategy_names(void);     /* those built: "data|model|layer" */
-const char *mx_strategy_planned(void);   /* those known to the CLI: "data|model|layer" */
+/* Whether mixed precision amp runs with the strategy and kvstore (MX_KV_NONE: no store):
+ * MX_EINVAL saying why not. AMP runs in the data strategy, whose replicas update their own f32
+ * master weights once the summed gradient is known to be finite; a dist_async server updates
+ * at every push instead, before any such check could run (MX_KV_AMP_OK). */
+int mx_amp_check(mx_strategy_kind strategy, mx_kv_mode kvstore, mx_amp amp);
+/* Those built: "data|model|layer" (every strategy the CLI knows is base/config.h's
+ * mx_strategy_kind_names()). */
+const char *mx_strategy_names(void);
 
 /* Splits a batch of n over k devices by relative weights (NULL = even), as MXNet's
  * work_load_list: round(w_i * n / sum w), the last device takes the remainder. Fails if a

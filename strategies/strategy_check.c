@@ -50,19 +50,17 @@ int mx_layer_check(const mx_strategy_config *cfg)
     return MX_OK;
 }
 
-int mx_amp_check(const char *strategy, const char *kvstore, const char *amp)
+int mx_amp_check(mx_strategy_kind strategy, mx_kv_mode kvstore, mx_amp amp)
 {
-    mx_amp a;
-    MX_TRY(mx_amp_parse(amp, &a));
-    if (a == MX_AMP_OFF) return MX_OK;
-    if (strcmp(strategy, "data") != 0)
+    if (amp == MX_AMP_OFF) return MX_OK;
+    if (strategy != MX_STRATEGY_DATA)
         return mx_error(MX_EINVAL, "--amp %s with --strategy %s: mixed precision runs in the data strategy's "
                         "replicas (master weights, loss scaling); accepted with --strategy data, or --amp off",
-                        amp, strategy);
-    if (kvstore && strcmp(kvstore, "dist_async") == 0)
-        return mx_error(MX_EINVAL, "--amp %s with --kvstore dist_async: its servers update the weights at every "
+                        mx_amp_name(amp), mx_strategy_name(strategy));
+    if (!mx_kv_mode_has(kvstore, MX_KV_AMP_OK))
+        return mx_error(MX_EINVAL, "--amp %s with --kvstore %s: its servers update the weights at every "
                         "push, before the step's summed gradient could be checked for inf/NaN and skipped on "
                         "every worker; accepted with local, device, dist_sync, dist_device_sync, "
-                        "dist_allreduce, or --amp off", amp);
+                        "dist_allreduce, or --amp off", mx_amp_name(amp), mx_kv_mode_name(kvstore));
     return MX_OK;
 }

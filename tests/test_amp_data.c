@@ -40,9 +40,9 @@ static mx_strategy *create(int devices, const char *kvstore, mx_amp amp, const c
     const int nspecs = mx_workload_find("mlp")->build(specs, (mx_shape){1, 28, 28}, 10);
     const mx_strategy_config cfg = {
         .workload = "mlp", .specs = specs, .nspecs = nspecs, .in = {1, 28, 28}, .nclasses = 10,
-        .devices = devices, .threads_per_device = 1, .kvstore = kvstore, .backend = "overflow", .max_batch = BATCH,
-        .opt = {0.05f, 0.9f, 1e-4f}, .seed = 1, .init = MX_WEIGHT_INIT_XAVIER, .compression = compression,
-        .gc_threshold = 0.5, .gc_topk_ratio = 0.1, .amp = amp};
+        .devices = devices, .threads_per_device = 1, .kvstore = mx_kv_mode_of(kvstore), .backend = "overflow",
+        .max_batch = BATCH, .opt = {0.05f, 0.9f, 1e-4f}, .seed = 1, .init = MX_WEIGHT_INIT_XAVIER,
+        .compression = mx_gc_of(compression), .gc_threshold = 0.5, .gc_topk_ratio = 0.1, .amp = amp};
     mx_strategy *s = NULL;
     if (D->create(&s, &cfg) != MX_OK)
         CHECK(0, "create (%d devices, %s, amp %s, %s): %s", devices, kvstore, mx_amp_name(amp), compression,
@@ -134,19 +134,21 @@ static void test_close(mx_amp amp, int devices, double tol)
 
 static void test_refused(void)
 {
-    CHECK(mx_amp_check("model", NULL, "fp16") < 0 && strstr(mx_last_error(), "--strategy model"),
+    CHECK(mx_amp_check(MX_STRATEGY_MODEL, MX_KV_NONE, MX_AMP_FP16) < 0 && strstr(mx_last_error(), "--strategy model"),
           "amp with model: %s", mx_last_error());
-    CHECK(mx_amp_check("data", "dist_async", "bf16") < 0 && strstr(mx_last_error(), "dist_async"),
+    CHECK(mx_amp_check(MX_STRATEGY_DATA, MX_KV_DIST_ASYNC, MX_AMP_BF16) < 0 && strstr(mx_last_error(), "dist_async"),
           "amp with dist_async: %s", mx_last_error());
-    CHECK(mx_amp_check("data", "dist_sync", "fp16") == MX_OK, "amp with dist_sync: %s", mx_last_error());
-    CHECK(mx_amp_check("data", "device", "fp32") < 0 && strstr(mx_last_error(), "fp32"), "amp fp32: %s",
+    CHECK(mx_amp_check(MX_STRATEGY_DATA, MX_KV_DIST_SYNC, MX_AMP_FP16) == MX_OK, "amp with dist_sync: %s",
           mx_last_error());
-    CHECK(mx_amp_check("layer", NULL, "off") == MX_OK, "amp off with layer: %s", mx_last_error());
+    /* a mode outside the table is refused where the words are parsed, once */
+    mx_amp amp;
+    CHECK(mx_amp_parse("fp32", &amp) < 0 && strstr(mx_last_error(), "fp32"), "amp fp32: %s", mx_last_error());
+    CHECK(mx_amp_check(MX_STRATEGY_LAYER, MX_KV_NONE, MX_AMP_OFF) == MX_OK, "amp off with layer: %s", mx_last_error());
 }
 
 int main(void)
 {
-    D = mx_strategy_find("data");
+    D = mx_strategy_find(MX_STRATEGY_DATA);
     mx_backend_ops ov = mx_cpu_backend_ops;
     ov.name = "overflow";
     ov.bias_backward = overflow_bias_backward;

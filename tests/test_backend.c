@@ -527,12 +527,12 @@ static void test_faulty_training(int devices, const char *kvstore)
     atomic_store(&faulty_calls, 0);
     faulty_after = 12;
     faulty_device = devices - 1; /* with 2 devices, a worker thread's device */
-    const mx_strategy_ops *ops = mx_strategy_find("data");
+    const mx_strategy_ops *ops = mx_strategy_find(MX_STRATEGY_DATA);
     mx_layer_spec specs[MX_MAX_LAYERS];
     const int nspecs = mx_workload_find("mlp")->build(specs, (mx_shape){1, 28, 28}, 10);
     mx_strategy_config cfg = {.workload = "mlp", .specs = specs, .nspecs = nspecs, .in = {1, 28, 28},
-                              .nclasses = 10, .devices = devices,
-                              .threads_per_device = 1, .kvstore = kvstore, .backend = "faulty", .max_batch = BATCH,
+                              .nclasses = 10, .devices = devices, .threads_per_device = 1,
+                              .kvstore = mx_kv_mode_of(kvstore), .backend = "faulty", .max_batch = BATCH,
                               .opt = {0.05f, 0.9f, 1e-4f}, .seed = 1, .init = MX_WEIGHT_INIT_XAVIER};
     mx_strategy *s;
     if (ops->create(&s, &cfg) != MX_OK) {

@@ -33,8 +33,8 @@ static void check_kind(const char *kind, const char *mode, int ndev, double byte
     mx_kvstore *kv = NULL;
     mx_compressor *c = NULL;
     int rc = mx_comm_create(&comm, "threads", ndev);
-    if (rc == MX_OK) rc = mx_kv_create(&kv, mode, comm, keys, NKEYS, NULL);
-    if (rc == MX_OK) rc = mx_compressor_create(&c, kind, ndev, keys, NKEYS, NULL);
+    if (rc == MX_OK) rc = mx_kv_create(&kv, mx_kv_mode_of(mode), comm, keys, NKEYS, NULL);
+    if (rc == MX_OK) rc = mx_compressor_create(&c, mx_gc_of(kind), ndev, keys, NKEYS, NULL);
     for (int d = 0; d < ndev; d++) {
         mx_backend_create(&be[d], "cpu", d, 1);
         w[d] = be[d]->ops->alloc(be[d], sizeof(float) * TOTAL);
@@ -83,13 +83,14 @@ static void check_kind(const char *kind, const char *mode, int ndev, double byte
 static void check_registry_and_errors(void)
 {
     mx_compressor *c = NULL;
-    CHECK(mx_compressor_create(&c, "2bit-typo", 2, keys, NKEYS, NULL) == MX_EINVAL && strstr(mx_last_error(), "'2bit-typo'") &&
+    mx_gc_kind kind;
+    CHECK(mx_gc_parse("2bit-typo", &kind) == MX_EINVAL && strstr(mx_last_error(), "'2bit-typo'") &&
               strstr(mx_last_error(), "none|fp16"),
           "an unknown compressor is refused naming it and the accepted ones: %s", mx_last_error());
     const mx_kv_key half[1] = {{0, 8, MX_F16}};
-    CHECK(mx_compressor_create(&c, "fp16", 2, half, 1, NULL) == MX_EINVAL && strstr(mx_last_error(), "f16"),
+    CHECK(mx_compressor_create(&c, MX_GC_FP16, 2, half, 1, NULL) == MX_EINVAL && strstr(mx_last_error(), "f16"),
           "a non-f32 key is refused: %s", mx_last_error());
-    CHECK(mx_compressor_create(&c, "fp16", 2, keys, NKEYS, NULL) == MX_OK, "%s", mx_last_error());
+    CHECK(mx_compressor_create(&c, MX_GC_FP16, 2, keys, NKEYS, NULL) == MX_OK, "%s", mx_last_error());
     float data[300];
     double wire = 0;
     CHECK(mx_compressor_push(c, 0, 1, data, 299, MX_F32, &wire) == MX_EINVAL && strstr(mx_last_error(), "299"),
@@ -120,7 +121,7 @@ static void check_2bit_pushes(void)
     const mx_kv_key k2[2] = {{0, N, MX_F32}, {32, 5, MX_F32}};
     const mx_compressor_opts o = {0.5, 0};
     mx_compressor *c = NULL;
-    CHECK(mx_compressor_create(&c, "2bit", 2, k2, 2, &o) == MX_OK, "%s", mx_last_error());
+    CHECK(mx_compressor_create(&c, MX_GC_2BIT, 2, k2, 2, &o) == MX_OK, "%s", mx_last_error());
     if (!c) return;
     const float g[N] = {0.6f, -0.7f, 0.2f, 0.49f, -0.5f, 0.5f, -0.6f, 1.7f, [15] = -2.0f, [16] = 0.75f};
     float data[N], decoded_sum[N] = {0}, pushed[N] = {0}, other[5] = {9, 9, 9, 9, 9};
@@ -190,7 +191,7 @@ static void check_topk_pushes(void)
     const mx_kv_key key = {0, N, MX_F32};
     const mx_compressor_opts o = {0, 0.4}; /* k = 4 */
     mx_compressor *c = NULL;
-    CHECK(mx_compressor_create(&c, "topk", 1, &key, 1, &o) == MX_OK, "%s", mx_last_error());
+    CHECK(mx_compressor_create(&c, MX_GC_TOPK, 1, &key, 1, &o) == MX_OK, "%s", mx_last_error());
     if (!c) return;
     const float g1[N] = {2, -7, 0, 7, 1, -2, 2, 0.5f, -1, 3}, g2[N] = {[6] = 0.5f, [9] = -1};
     float data[N], decoded_sum[N] = {0};
@@ -249,7 +250,7 @@ static void check_topk_select(void)
     mx_compressor *c = NULL;
     float *v = malloc(sizeof(float) * M), *data = malloc(sizeof(float) * M);
     int *order = malloc(sizeof(int) * M);
-    CHECK(mx_compressor_create(&c, "topk", 1, &key, 1, &o) == MX_OK, "%s", mx_last_error());
+    CHECK(mx_compressor_create(&c, MX_GC_TOPK, 1, &key, 1, &o) == MX_OK, "%s", mx_last_error());
     if (c && v && data && order) {
         uint64_t st = 11;
         for (int i = 0; i < M; i++) v[i] = (float)((int)(check_uniform(&st) * 41) - 20) * 0.25f, order[i] = i;
@@ -271,11 +272,12 @@ static void check_topk_select(void)
         const mx_compressor_opts small = {0, 1e-9}, all = {0, 1};
         mx_compressor_destroy(c);
         c = NULL;
-        CHECK(mx_compressor_create(&c, "topk", 1, &key, 1, &small) == MX_OK && c->ops->packed_bytes(c, M) == 8,
+        CHECK(mx_compressor_create(&c, MX_GC_TOPK, 1, &key, 1, &small) == MX_OK && c->ops->packed_bytes(c, M) == 8,
               "a tiny ratio still sends one pair");
         mx_compressor_destroy(c);
         c = NULL;
-        CHECK(mx_compressor_create(&c, "topk", 1, &key, 1, &all) == MX_OK && c->ops->packed_bytes(c, M) == (size_t)8 * M,
+        CHECK(mx_compressor_create(&c, MX_GC_TOPK, 1, &key, 1, &all) == MX_OK &&
+                  c->ops->packed_bytes(c, M) == (size_t)8 * M,
               "ratio 1 sends every value");
     }
     mx_compressor_destroy(c);
@@ -288,7 +290,7 @@ static void check_fp16_rounding(void)
     enum { N = 12 };
     const mx_kv_key key = {0, N, MX_F32};
     mx_compressor *c = NULL;
-    CHECK(mx_compressor_create(&c, "fp16", 1, &key, 1, NULL) == MX_OK, "%s", mx_last_error());
+    CHECK(mx_compressor_create(&c, MX_GC_FP16, 1, &key, 1, NULL) == MX_OK, "%s", mx_last_error());
     if (!c) return;
     const float u = 1.0f / 2048; /* half an ulp of half precision at 1 */
     const float in[N] = {1 + u, 1 + 3 * u, -(1 + u), 1 + u + 1.0f / (1 << 20), 65519, 65520, -65520, 65504,
@@ -316,7 +318,7 @@ static void check_settings(void)
     mx_compressor *c = NULL;
     const mx_compressor_opts zero = {0, 0};
     for (int i = 0; i < 2; i++) {
-        CHECK(mx_compressor_create(&c, "2bit", 1, &key, 1, i ? &zero : NULL) == MX_OK && c->threshold == 0.5 &&
+        CHECK(mx_compressor_create(&c, MX_GC_2BIT, 1, &key, 1, i ? &zero : NULL) == MX_OK && c->threshold == 0.5 &&
                   c->topk_ratio == 0.01,
               "defaults: %s", mx_last_error());
         mx_compressor_destroy(c);
@@ -332,7 +334,7 @@ static void check_settings(void)
         {{0, NAN}, "topk", "ratio nan"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        const int rc = mx_compressor_create(&c, bad[i].kind, 1, &key, 1, &bad[i].o);
+        const int rc = mx_compressor_create(&c, mx_gc_of(bad[i].kind), 1, &key, 1, &bad[i].o);
         CHECK(rc == MX_EINVAL && !c && strstr(mx_last_error(), bad[i].want) && strstr(mx_last_error(), "accepted"),
               "%s: '%s' refused naming it and what is accepted: %s", bad[i].kind, bad[i].want, mx_last_error());
         mx_compressor_destroy(c);

@@ -17,7 +17,7 @@ static mx_compressor *make(const char *kind, size_t count, double threshold, dou
     const mx_kv_key key = {0, count, MX_F32};
     const mx_compressor_opts o = {threshold, ratio};
     mx_compressor *c = NULL;
-    CHECK(mx_compressor_create(&c, kind, 1, &key, 1, &o) == MX_OK, "%s: %s", kind, mx_last_error());
+    CHECK(mx_compressor_create(&c, mx_gc_of(kind), 1, &key, 1, &o) == MX_OK, "%s: %s", kind, mx_last_error());
     return c;
 }
 
@@ -167,9 +167,9 @@ static void check_bad_settings(void)
     const mx_kv_key key = {0, 4, MX_F32};
     mx_compressor *c = NULL;
     const mx_compressor_opts t = {-1, 0}, r = {0, 1.5};
-    CHECK(mx_compressor_create(&c, "2bit", 1, &key, 1, &t) == MX_EINVAL && strstr(mx_last_error(), "threshold -1"),
+    CHECK(mx_compressor_create(&c, MX_GC_2BIT, 1, &key, 1, &t) == MX_EINVAL && strstr(mx_last_error(), "threshold -1"),
           "a negative threshold is refused: %s", mx_last_error());
-    CHECK(mx_compressor_create(&c, "topk", 1, &key, 1, &r) == MX_EINVAL && strstr(mx_last_error(), "ratio 1.5"),
+    CHECK(mx_compressor_create(&c, MX_GC_TOPK, 1, &key, 1, &r) == MX_EINVAL && strstr(mx_last_error(), "ratio 1.5"),
           "a ratio above 1 is refused: %s", mx_last_error());
 }
 

@@ -162,7 +162,7 @@ static void devices_close(devices *v)
 static int open_store(mx_kvstore **kv, devices *v, mx_comm *world, double mb, update_log *u)
 {
     const mx_kv_options opt = {.world = world, .bucket_mb = mb};
-    MX_TRY(mx_kv_create(kv, "dist_allreduce", v->comm, keys, NKEYS, &opt));
+    MX_TRY(mx_kv_create(kv, MX_KV_DIST_ALLREDUCE, v->comm, keys, NKEYS, &opt));
     for (int d = 0; d < v->ndev; d++) MX_TRY(mx_kv_bind(*kv, d, v->be[d], v->w[d], v->g[d]));
     if (u) mx_kv_set_updater(*kv, updater, u);
     return mx_kv_init(*kv);
@@ -242,25 +242,30 @@ static void check_options(mx_comm *world)
     devices_open(&v, 1);
     mx_kvstore *kv = NULL;
     mx_kv_options opt = {.world = NULL};
-    CHECK(mx_kv_create(&kv, "dist_allreduce", v.comm, keys, NKEYS, &opt) == MX_EINVAL && strstr(mx_last_error(), "mpi comm"),
+    CHECK(mx_kv_create(&kv, MX_KV_DIST_ALLREDUCE, v.comm, keys, NKEYS, &opt) == MX_EINVAL &&
+              strstr(mx_last_error(), "mpi comm"),
           "no world comm: %s", mx_last_error());
-    CHECK(mx_kv_create(&kv, "dist_allreduce", v.comm, keys, NKEYS, NULL) == MX_EINVAL && strstr(mx_last_error(), "none"),
+    CHECK(mx_kv_create(&kv, MX_KV_DIST_ALLREDUCE, v.comm, keys, NKEYS, NULL) == MX_EINVAL &&
+              strstr(mx_last_error(), "none"),
           "no options: %s", mx_last_error());
     opt.world = v.comm;
-    CHECK(mx_kv_create(&kv, "dist_allreduce", v.comm, keys, NKEYS, &opt) == MX_EINVAL && strstr(mx_last_error(), "threads"),
+    CHECK(mx_kv_create(&kv, MX_KV_DIST_ALLREDUCE, v.comm, keys, NKEYS, &opt) == MX_EINVAL &&
+              strstr(mx_last_error(), "threads"),
           "a threads comm as world: %s", mx_last_error());
     opt.world = world;
     opt.bucket_mb = -1;
-    CHECK(mx_kv_create(&kv, "dist_allreduce", v.comm, keys, NKEYS, &opt) == MX_EINVAL && strstr(mx_last_error(), "-1 MiB"),
+    CHECK(mx_kv_create(&kv, MX_KV_DIST_ALLREDUCE, v.comm, keys, NKEYS, &opt) == MX_EINVAL &&
+              strstr(mx_last_error(), "-1 MiB"),
           "bucket -1 MiB: %s", mx_last_error());
     opt.bucket_mb = NAN;
-    CHECK(mx_kv_create(&kv, "dist_allreduce", v.comm, keys, NKEYS, &opt) == MX_EINVAL && strstr(mx_last_error(), "nan MiB"),
+    CHECK(mx_kv_create(&kv, MX_KV_DIST_ALLREDUCE, v.comm, keys, NKEYS, &opt) == MX_EINVAL &&
+              strstr(mx_last_error(), "nan MiB"),
           "bucket NaN: %s", mx_last_error());
     opt.bucket_mb = 0;
     const mx_kv_key half[1] = {{0, 8, MX_F16}}, swapped[2] = {{16, 4, MX_F32}, {0, 4, MX_F32}};
-    CHECK(mx_kv_create(&kv, "dist_allreduce", v.comm, half, 1, &opt) == MX_EINVAL && strstr(mx_last_error(), "f16"),
+    CHECK(mx_kv_create(&kv, MX_KV_DIST_ALLREDUCE, v.comm, half, 1, &opt) == MX_EINVAL && strstr(mx_last_error(), "f16"),
           "f16 key: %s", mx_last_error());
-    CHECK(mx_kv_create(&kv, "dist_allreduce", v.comm, swapped, 2, &opt) == MX_EINVAL &&
+    CHECK(mx_kv_create(&kv, MX_KV_DIST_ALLREDUCE, v.comm, swapped, 2, &opt) == MX_EINVAL &&
               strstr(mx_last_error(), "offset order"),
           "keys out of offset order: %s", mx_last_error());
     CHECK(kv == NULL, "no store is handed back on failure");

@@ -62,7 +62,7 @@ static int rig_open_keys(rig *r, const char *mode, int ndev, int updater, const 
     }
     int rc = mx_comm_create(&r->comm, "threads", ndev);
     const mx_kv_options opt = {.bucket_mb = rig_bucket_mb};
-    if (rc == MX_OK) rc = mx_kv_create(&r->kv, mode, r->comm, table, nkeys, &opt);
+    if (rc == MX_OK) rc = mx_kv_create(&r->kv, mx_kv_mode_of(mode), r->comm, table, nkeys, &opt);
     for (int d = 0; rc == MX_OK && d < ndev; d++) rc = mx_kv_bind(r->kv, d, r->be[d], r->w[d], r->g[d]);
     if (rc == MX_OK) {
         if (updater) mx_kv_set_updater(r->kv, minus_updater, &r->tr);
@@ -332,15 +332,20 @@ static void check_errors(void)
     CHECK(mx_kv_pull(r.kv, 0, 3, 5) == MX_EINVAL && strstr(mx_last_error(), "device 3"), "bad device: %s",
           mx_last_error());
     mx_kvstore *kv;
-    CHECK(mx_kv_create(&kv, "nccl", r.comm, keys, NKEYS, NULL) == MX_EINVAL &&
+    mx_kv_mode mode;
+    CHECK(mx_kv_mode_parse("nccl", &mode) == MX_EINVAL &&
               strstr(mx_last_error(), "'nccl'") && strstr(mx_last_error(), "local|device"),
           "unknown mode: %s", mx_last_error());
+    CHECK(mx_kv_create(&kv, MX_KV_NONE, r.comm, keys, NKEYS, NULL) == MX_EINVAL &&
+              strstr(mx_last_error(), "'none'") && strstr(mx_last_error(), "local|device"),
+          "a mode without a store: %s", mx_last_error());
     /* device needs one comm member per device */
     const mx_kv_options three = {.devices = 3};
-    CHECK(mx_kv_create(&kv, "device", r.comm, keys, NKEYS, &three) == MX_EINVAL && strstr(mx_last_error(), "3 devices"),
+    CHECK(mx_kv_create(&kv, MX_KV_DEVICE, r.comm, keys, NKEYS, &three) == MX_EINVAL &&
+              strstr(mx_last_error(), "3 devices"),
           "comm of 2 for 3 devices: %s", mx_last_error());
     /* every device binds before init; a push from an unbound device is refused */
-    CHECK(mx_kv_create(&kv, "local", r.comm, keys, NKEYS, NULL) == MX_OK, "%s", mx_last_error());
+    CHECK(mx_kv_create(&kv, MX_KV_LOCAL, r.comm, keys, NKEYS, NULL) == MX_OK, "%s", mx_last_error());
     mx_kv_bind(kv, 0, r.be[0], r.w[0], r.g[0]);
     CHECK(mx_kv_init(kv) == MX_EINVAL && strstr(mx_last_error(), "device 1 has not bound"), "init unbound: %s", mx_last_error());
     CHECK(mx_kv_push(kv, 0, 1, 5) == MX_EINVAL && strstr(mx_last_error(), "device 1 has not bound"), "push unbound: %s",
@@ -349,7 +354,8 @@ static void check_errors(void)
           mx_last_error());
     mx_kv_destroy(kv);
     const mx_kv_key half[1] = {{0, 8, MX_F16}};
-    CHECK(mx_kv_create(&kv, "device", r.comm, half, 1, NULL) == MX_EINVAL && strstr(mx_last_error(), "f16"), "f16 key: %s",
+    CHECK(mx_kv_create(&kv, MX_KV_DEVICE, r.comm, half, 1, NULL) == MX_EINVAL &&
+              strstr(mx_last_error(), "f16"), "f16 key: %s",
           mx_last_error());
     rig_close(&r);
 }

@@ -64,7 +64,7 @@ static mx_strategy_config config_of(const char *workload, int devices, int batch
 {
     const int nspecs = mx_workload_find(workload)->build(model_specs, (mx_shape){1, 28, 28}, 10);
     return (mx_strategy_config){.workload = workload, .specs = model_specs, .nspecs = nspecs, .in = {1, 28, 28},
-                                .nclasses = 10, .devices = devices, .threads_per_device = 1, .kvstore = "local",
+                                .nclasses = 10, .devices = devices, .threads_per_device = 1, .kvstore = MX_KV_LOCAL,
                                 .max_batch = batch, .opt = {0.05f, 0.9f, 1e-4f}, .seed = 3,
                                 .init = MX_WEIGHT_INIT_XAVIER};
 }
@@ -81,7 +81,7 @@ typedef struct {
 static run_result train(const char *strategy, const char *workload, int devices, int batch, int steps, float lr)
 {
     run_result r = {0};
-    const mx_strategy_ops *ops = mx_strategy_find(strategy);
+    const mx_strategy_ops *ops = mx_strategy_find(mx_strategy_of(strategy));
     mx_strategy_config cfg = config_of(workload, devices, batch);
     mx_strategy *st;
     if (!ops || ops->create(&st, &cfg) < 0) {
@@ -346,7 +346,7 @@ static void check_grad_sharing(int k)
 static void check_refusals(void)
 {
     mx_strategy_config cfg = config_of("mlp", 16, 32);
-    const mx_strategy_ops *ops = mx_strategy_find("layer");
+    const mx_strategy_ops *ops = mx_strategy_find(MX_STRATEGY_LAYER);
     mx_strategy *st = NULL;
     CHECK(ops && ops->check(&cfg) == MX_EINVAL && strstr(mx_last_error(), "10 units"), "%s", mx_last_error());
     CHECK(ops->create(&st, &cfg) == MX_EINVAL && !st, "16 devices on mlp: created");

@@ -100,7 +100,7 @@ static mx_strategy_config config(const char *workload, int devices, int batch, i
     const mx_shape in = {1, 28, 28};
     const int n = mx_workload_find(workload)->build(specs, in, 10);
     return (mx_strategy_config){.workload = workload, .specs = specs, .nspecs = n, .in = in, .nclasses = 10,
-                                .devices = devices, .threads_per_device = 1, .kvstore = "device",
+                                .devices = devices, .threads_per_device = 1, .kvstore = MX_KV_DEVICE,
                                 .max_batch = batch, .opt = {TEST_LR, 0.9f, 1e-4f}, .seed = 5,
                                 .init = MX_WEIGHT_INIT_XAVIER, .micro_batches = m, .schedule = schedule};
 }
@@ -108,7 +108,7 @@ static mx_strategy_config config(const char *workload, int devices, int batch, i
 /* Trains and returns the weights (malloc'd) and, where asked, the last step's statistics. */
 static float *train(const mx_strategy_config *cfg, const char *strategy, int steps, size_t *count, mx_step_stats *last)
 {
-    const mx_strategy_ops *ops = mx_strategy_find(strategy);
+    const mx_strategy_ops *ops = mx_strategy_find(mx_strategy_of(strategy));
     mx_strategy *s;
     if (ops->create(&s, cfg) < 0) {
         fprintf(stderr, "create %s: %s\n", strategy, mx_last_error());
@@ -187,7 +187,7 @@ static double median_bubble(int m, double *theory)
     mx_strategy_config c = {.workload = "equal stages", .specs = sp, .nspecs = 6, .in = in, .nclasses = 10,
                             .devices = 2, .threads_per_device = 1, .max_batch = BUBBLE_N, .opt = {0.01f, 0.9f, 0},
                             .seed = 1, .micro_batches = m, .partition = "3,3"};
-    const mx_strategy_ops *ops = mx_strategy_find("model");
+    const mx_strategy_ops *ops = mx_strategy_find(MX_STRATEGY_MODEL);
     mx_strategy *s;
     if (ops->create(&s, &c) < 0) return NAN;
     static float x[BUBBLE_N * BUBBLE_W];
@@ -267,7 +267,7 @@ static void check_counters_and_refusals(void)
           "default pipeline: %g micro-batches in flight (expected 2 of 8, 1f1b); auto m(2 stages, 32) = %d",
           st.counter[MX_COUNTER_INFLIGHT_MAX], mx_pipeline_micro_batches(0, 2, 32));
 
-    const mx_strategy_ops *ops = mx_strategy_find("model");
+    const mx_strategy_ops *ops = mx_strategy_find(MX_STRATEGY_MODEL);
     mx_strategy *s = NULL;
     mx_strategy_config bad = config("mlp", 7, 64, 1, NULL);
     CHECK(ops->create(&s, &bad) == MX_EINVAL && strstr(mx_last_error(), "6 top-level layers"), "7 stages of mlp: %s",

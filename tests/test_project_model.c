@@ -82,7 +82,7 @@ static void test_call_log(int ndev)
         g[d] = be[d]->ops->alloc(be[d], sizeof(float) * KV_TOTAL);
         for (int i = 0; i < KV_TOTAL; i++) w[d][i] = 0, g[d][i] = 1;
     }
-    if (rc == MX_OK) rc = mx_kv_create(&kv, "device", comm, kv_keys, NK, NULL);
+    if (rc == MX_OK) rc = mx_kv_create(&kv, MX_KV_DEVICE, comm, kv_keys, NK, NULL);
     for (int d = 0; rc == MX_OK && d < ndev; d++) rc = mx_kv_bind(kv, d, be[d], w[d], g[d]);
     if (rc == MX_OK) rc = mx_kv_init(kv);
     CHECK(rc == MX_OK, "set-up on %d devices: %s", ndev, mx_last_error());

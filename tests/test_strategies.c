@@ -55,7 +55,7 @@ static mx_strategy_config config_of(const setup *s)
     const int nspecs = mx_workload_find(s->workload)->build(model_specs, (mx_shape){1, 28, 28}, 10);
     return (mx_strategy_config){.workload = s->workload, .specs = model_specs, .nspecs = nspecs, .in = {1, 28, 28},
                                 .nclasses = 10, .devices = s->devices,
-                                .threads_per_device = 1, .kvstore = s->kvstore, .max_batch = s->batch,
+                                .threads_per_device = 1, .kvstore = mx_kv_mode_of(s->kvstore), .max_batch = s->batch,
                                 .work_load = s->work_load, .opt = {TEST_LR, 0.9f, 1e-4f}, .seed = 3,
                                 .init = MX_WEIGHT_INIT_XAVIER};
 }
@@ -63,7 +63,7 @@ static mx_strategy_config config_of(const setup *s)
 /* Trains with the data strategy and returns the final weights (malloc'd), or NULL. */
 static float *train_data(const setup *s, size_t *count)
 {
-    const mx_strategy_ops *ops = mx_strategy_find("data");
+    const mx_strategy_ops *ops = mx_strategy_find(MX_STRATEGY_DATA);
     mx_strategy_config cfg = config_of(s);
     mx_strategy *st;
     if (ops->create(&st, &cfg) < 0) {

@@ -48,7 +48,7 @@ static void fmt_reason(char *buf, const char *reason, size_t max)
  * so it is used on one device per worker too. */
 static const char *shown_kvstore(const mx_run_record *r)
 {
-    return r->gpus == 1 && strncmp(r->kvstore, "dist_", 5) != 0 ? "none" : r->kvstore;
+    return r->gpus == 1 && !mx_kv_name_has(r->kvstore, MX_KV_DIST) ? mx_kv_mode_name(MX_KV_NONE) : r->kvstore;
 }
 
 /* Samples per device per step: the --batch value in per-device mode, the global batch split
@@ -57,7 +57,8 @@ static const char *shown_kvstore(const mx_run_record *r)
  * stage or a layer-parallel shard the whole global batch. */
 static double batch_per_device(const mx_run_record *r)
 {
-    if (strcmp(r->strategy, "model") == 0 || strcmp(r->strategy, "layer") == 0)
+    const mx_strategy_kind s = mx_strategy_of(r->strategy);
+    if (s == MX_STRATEGY_MODEL || s == MX_STRATEGY_LAYER)
         return r->global_batch > 0 ? r->global_batch : NAN;
     if (strcmp(r->batch_mode, "per-device") == 0 && r->batch > 0) return r->batch;
     return r->gpus > 0 && r->global_batch > 0 ? (double)r->global_batch / r->gpus : NAN;

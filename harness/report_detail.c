@@ -50,7 +50,7 @@ static int print_devices(const mx_run_record *r, int md)
         mx_fmt_num(row[c++], x->busy_time * 1e3, "%.2f");
     }
     char about[96], md_title[160], text_title[160];
-    if (strcmp(r->strategy, "model") == 0)
+    if (mx_strategy_of(r->strategy) == MX_STRATEGY_MODEL)
         snprintf(about, sizeof about, "model, %d micro-batch%s, %s", r->micro_batches,
                  r->micro_batches == 1 ? "" : "es", r->schedule);
     else

@@ -24,15 +24,16 @@ static int keep(const mx_run_record *r)
 static void label(const mx_run_record *r, int with_gpus, char *buf, size_t n)
 {
     int len = snprintf(buf, n, "%s %s", r->kvstore, r->compression);
-    if (strcmp(r->compression, "2bit") == 0) len += snprintf(buf + len, n - (size_t)len, " %g", r->gc_threshold);
-    if (strcmp(r->compression, "topk") == 0) len += snprintf(buf + len, n - (size_t)len, " %g", r->gc_topk_ratio);
-    if (strcmp(r->amp, "off") != 0) len += snprintf(buf + len, n - (size_t)len, " amp %s", r->amp);
+    const mx_gc_kind gc = mx_gc_of(r->compression);
+    if (gc == MX_GC_2BIT) len += snprintf(buf + len, n - (size_t)len, " %g", r->gc_threshold);
+    if (gc == MX_GC_TOPK) len += snprintf(buf + len, n - (size_t)len, " %g", r->gc_topk_ratio);
+    if (mx_amp_of(r->amp) != MX_AMP_OFF) len += snprintf(buf + len, n - (size_t)len, " amp %s", r->amp);
     if (with_gpus) snprintf(buf + len, n - (size_t)len, " x%d", r->gpus);
 }
 
 static int trades_precision(const mx_run_record *r)
 {
-    return strcmp(r->compression, "none") != 0 || strcmp(r->amp, "off") != 0;
+    return mx_gc_of(r->compression) != MX_GC_NONE || mx_amp_of(r->amp) != MX_AMP_OFF;
 }
 
 int mx_plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)

@@ -36,7 +36,7 @@ int mx_plot_write_staleness(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     if (rc != 0) return rc;
     /* only dist_async measures staleness: a study without it has nothing to say here */
     int async = 0;
-    for (int i = 0; i < c->set.nuniq && !async; i++) async = strcmp(c->set.uniq[i]->kvstore, "dist_async") == 0;
+    for (int i = 0; i < c->set.nuniq && !async; i++) async = mx_kv_name_has(c->set.uniq[i]->kvstore, MX_KV_ASYNC);
     snprintf(why, nwhy, "%s", async ? "no ok dist_async run has staleness figures" : "");
     /* the empty file written above is not last study's figure: remove_stale takes it away */
     return 0;

@@ -58,7 +58,7 @@ int mx_plot_write_moved(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 
 static int keep_bubble(const mx_run_record *r)
 {
-    return r->gpus > 0 && strcmp(r->strategy, "model") == 0 && isfinite(r->metrics[MX_COUNTER_BUBBLE]);
+    return r->gpus > 0 && mx_strategy_of(r->strategy) == MX_STRATEGY_MODEL && isfinite(r->metrics[MX_COUNTER_BUBBLE]);
 }
 
 static void row_bubble(FILE *f, const mx_run_record *r)
@@ -76,7 +76,8 @@ int mx_plot_write_bubble(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
                                     "devices bubble_measured bubble_theory micro_batches", keep_bubble, row_bubble, 0);
     if (rc != 0) return rc;
     int model = 0;
-    for (int i = 0; i < c->set.nuniq && !model; i++) model = strcmp(c->set.uniq[i]->strategy, "model") == 0;
+    for (int i = 0; i < c->set.nuniq && !model; i++)
+        model = mx_strategy_of(c->set.uniq[i]->strategy) == MX_STRATEGY_MODEL;
     snprintf(why, nwhy, "%s", model ? "no ok model run has a measured bubble" : "");
     return 0;
 }

@@ -26,7 +26,7 @@ static int cmp_gpus(const void *a, const void *b)
     return (x->gpus > y->gpus) - (x->gpus < y->gpus);
 }
 
-static int is_none_kv(const mx_run_record *r) { return strcmp(r->kvstore, "none") == 0; }
+static int is_none_kv(const mx_run_record *r) { return mx_kv_mode_of(r->kvstore) == MX_KV_NONE; }
 
 /* 1 when the series of ok[rep] (key keys[rep], its exchange) has a run of its own exchange at
  * the device count of ok[j] */
@@ -90,7 +90,7 @@ int mx_plot_series_build(run_set *s, const mx_results *res)
 /* ---- the fields a label may name: one text function each. A field's text is "" where it
  * does not apply to the run (the pipeline's settings on a data run): it then names nothing. */
 
-static int is_model(const mx_run_record *r) { return strcmp(r->strategy, "model") == 0; }
+static int is_model(const mx_run_record *r) { return mx_strategy_of(r->strategy) == MX_STRATEGY_MODEL; }
 
 static void t_workload(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%s", r->workload); }
 static void t_dataset(const mx_run_record *r, char *b, size_t n)
@@ -102,7 +102,7 @@ static void t_device(const mx_run_record *r, char *b, size_t n) { snprintf(b, n,
 static void t_strategy(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%s-parallel", r->strategy); }
 static void t_kvstore(const mx_run_record *r, char *b, size_t n) /* model and layer use none */
 {
-    if (strcmp(r->strategy, "data") == 0) snprintf(b, n, "kv %s", r->kvstore);
+    if (mx_strategy_of(r->strategy) == MX_STRATEGY_DATA) snprintf(b, n, "kv %s", r->kvstore);
     else b[0] = '\0';
 }
 static void t_servers(const mx_run_record *r, char *b, size_t n) /* dist_* runs with parameter servers */
@@ -123,8 +123,9 @@ static void t_partition(const mx_run_record *r, char *b, size_t n)
 }
 static void t_compression(const mx_run_record *r, char *b, size_t n) /* with the compressor's setting */
 {
-    if (strcmp(r->compression, "2bit") == 0) snprintf(b, n, "compr 2bit thr %g", r->gc_threshold);
-    else if (strcmp(r->compression, "topk") == 0) snprintf(b, n, "compr topk %g", r->gc_topk_ratio);
+    const mx_gc_kind gc = mx_gc_of(r->compression);
+    if (gc == MX_GC_2BIT) snprintf(b, n, "compr 2bit thr %g", r->gc_threshold);
+    else if (gc == MX_GC_TOPK) snprintf(b, n, "compr topk %g", r->gc_topk_ratio);
     else snprintf(b, n, "compr %s", r->compression);
 }
 static void t_amp(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "amp %s", r->amp); }

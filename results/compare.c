@@ -118,8 +118,8 @@ void mx_compare_runs(const mx_run_record *base, const mx_run_record *cur, mx_met
 void mx_compare_describe(const mx_run_record *r, char *buf, size_t n)
 {
     int len = snprintf(buf, n, "%s %s/%s gpus=%d batch=%d", r->workload, r->strategy, r->kvstore, r->gpus, r->batch);
-    if (len > 0 && (size_t)len < n && strcmp(r->compression, "none") != 0)
+    if (len > 0 && (size_t)len < n && mx_gc_of(r->compression) != MX_GC_NONE)
         len += snprintf(buf + len, n - (size_t)len, " %s", r->compression);
-    if (len > 0 && (size_t)len < n && strcmp(r->amp, "off") != 0)
+    if (len > 0 && (size_t)len < n && mx_amp_of(r->amp) != MX_AMP_OFF)
         snprintf(buf + len, n - (size_t)len, " amp=%s", r->amp);
 }

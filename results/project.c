@@ -209,7 +209,7 @@ static void configure(mx_projection *pr, const mx_run_record *const *runs, int n
     pr->dist = 0;
     for (int i = 0; i < n; i++) {
         if (runs[i]->gpus > r->gpus) r = runs[i];
-        pr->dist |= runs[i]->workers > 1 || strncmp(runs[i]->kvstore, "dist_", 5) == 0;
+        pr->dist |= runs[i]->workers > 1 || mx_kv_name_has(runs[i]->kvstore, MX_KV_DIST);
     }
     snprintf(pr->kvstore, sizeof pr->kvstore, "%s", r->kvstore);
     snprintf(pr->compression, sizeof pr->compression, "%s", r->compression);

@@ -21,7 +21,7 @@ typedef struct {
     int n;
 } group;
 
-static int is_none(const mx_run_record *r) { return strcmp(r->kvstore, "none") == 0; }
+static int is_none(const mx_run_record *r) { return mx_kv_mode_of(r->kvstore) == MX_KV_NONE; }
 
 static int find(group *g, int ng, const char *key, const mx_run_record *r)
 {
@@ -81,9 +81,9 @@ static void describe(const mx_run_record *r, const group *g, char *buf, size_t n
 {
     const mx_run_record *x = g->exch ? g->exch : r;
     int len = snprintf(buf, n, "%s %s kv=%s", r->workload, r->strategy, x->kvstore);
-    if (len > 0 && (size_t)len < n && strcmp(x->compression, "none") != 0)
+    if (len > 0 && (size_t)len < n && mx_gc_of(x->compression) != MX_GC_NONE)
         len += snprintf(buf + len, n - (size_t)len, " gc=%s", x->compression);
-    if (len > 0 && (size_t)len < n && strcmp(r->amp, "off") != 0)
+    if (len > 0 && (size_t)len < n && mx_amp_of(r->amp) != MX_AMP_OFF)
         len += snprintf(buf + len, n - (size_t)len, " amp=%s", r->amp);
     if (len > 0 && (size_t)len < n)
         snprintf(buf + len, n - (size_t)len, " batch=%d%s threads=%d", r->batch,
@@ -171,7 +171,7 @@ int mx_project(const mx_results *res, const mx_proj_options *opt, mx_projection 
                 snprintf(p->label + len, sizeof p->label - len, " (run %s)", g[k].runs[0]->id);
                 break;
             }
-        if (strcmp(g[k].runs[0]->strategy, "data") != 0)
+        if (mx_strategy_of(g[k].runs[0]->strategy) != MX_STRATEGY_DATA)
             snprintf(p->skipped, sizeof p->skipped, "strategy %s: the model is of data parallelism (replicas and a kvstore)",
                      g[k].runs[0]->strategy);
         else

@@ -27,10 +27,10 @@ void mx_record_init(mx_run_record *r)
     memset(r, 0, sizeof *r);
     /* Defaults are the CLI's defaults, so a record that a caller fills only partly still
      * produces a meaningful configuration key. */
-    COPY_STR(r->strategy, "data");
-    COPY_STR(r->kvstore, "none");
-    COPY_STR(r->compression, "none");
-    COPY_STR(r->amp, "off");
+    COPY_STR(r->strategy, mx_strategy_name(MX_STRATEGY_DATA));
+    COPY_STR(r->kvstore, mx_kv_mode_name(MX_KV_NONE));
+    COPY_STR(r->compression, mx_gc_name(MX_GC_NONE));
+    COPY_STR(r->amp, mx_amp_name(MX_AMP_OFF));
     COPY_STR(r->device_type, "cpu");
     COPY_STR(r->lr_scaling, "none");
     COPY_STR(r->batch_mode, "per-device");
@@ -151,7 +151,7 @@ static void record_key(const mx_run_record *r, char *buf, size_t n, int series)
         else snprintf(val, sizeof val, "%.6g", *(const double *)p);
         /* a model series at the pipeline's default spans device counts whose micro-batch
          * counts differ (1 on one device, 4 per stage beyond): one series, "auto" */
-        if (series && p == (const char *)&r->micro_batches && strcmp(r->strategy, "model") == 0 &&
+        if (series && p == (const char *)&r->micro_batches && mx_strategy_of(r->strategy) == MX_STRATEGY_MODEL &&
             r->micro_batches == mx_pipeline_default_micro_batches(r->gpus, r->global_batch))
             snprintf(val, sizeof val, "auto");
         if (!a->in_v1) {
@@ -181,7 +181,7 @@ int mx_record_same_exchange(const mx_run_record *a, const mx_run_record *b)
 
 int mx_record_exchange_matches(const mx_run_record *a, const mx_run_record *b)
 {
-    if (strcmp(a->kvstore, "none") == 0 || strcmp(b->kvstore, "none") == 0) return 1;
+    if (mx_kv_mode_of(a->kvstore) == MX_KV_NONE || mx_kv_mode_of(b->kvstore) == MX_KV_NONE) return 1;
     return mx_record_same_exchange(a, b);
 }
 

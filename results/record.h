@@ -5,6 +5,7 @@
 #ifndef MX_RECORD_H
 #define MX_RECORD_H
 
+#include "base/config.h" /* the vocabularies the string fields name: classify them through it */
 #include "metrics.h"
 
 #include <stddef.h>

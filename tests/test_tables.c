@@ -1,12 +1,18 @@
 /* Walks the tables: every counter (results/metrics.def) reaches the trainer's
  * reduction, the record, the HDF5 file (run attribute and /summary column), `mxbench report`
  * in every format and SCHEMA.md; every axis (results/axes.c) reaches the planned record, the
- * child's `train` command line, the configuration and series keys, the file and SCHEMA.md. A
- * table entry missing its wiring fails here, naming the entry.
+ * child's `train` command line, the configuration and series keys, the file and SCHEMA.md;
+ * every word of the configuration's vocabularies (base/config.h) parses back to its entry, and
+ * their lists are the ones users have always been shown. A table entry missing its wiring
+ * fails here, naming the entry.
  * Usage: test_tables SOURCE_DIR WORK_DIR */
 #include "check.h"
+#include "base/config.h"
 #include "base/status.h"
 #include "harness/commands.h"
+#include "kvstore/compressor.h"
+#include "kvstore/kvstore.h"
+#include "strategies/strategy.h"
 #include "harness/sweep_plan.h"
 #include "harness/sweep_run.h"
 #include "results/axes.h"
@@ -182,10 +188,10 @@ static void other_value(const mx_axis *a, char *buf, size_t n)
     char def[128];
     snprintf(def, sizeof def, "%s", a->def);
     def[strcspn(def, ",")] = '\0';
-    if (a->type == MX_AXIS_STR && a->choices) {
+    if (a->type == MX_AXIS_STR && mx_axis_choices(a)) {
         /* the last choice that is set and not the default */
         char list[256];
-        snprintf(list, sizeof list, "%s", a->choices);
+        snprintf(list, sizeof list, "%s", mx_axis_choices(a));
         buf[0] = '\0';
         for (char *t = strtok(list, "|"); t; t = strtok(NULL, "|"))
             if (strcmp(t, def) != 0 && strcmp(t, "none") != 0 && strcmp(t, "off") != 0) snprintf(buf, n, "%s", t);
@@ -348,6 +354,72 @@ static void test_fields(const char *schema)
     }
 }
 
+/* ---- the vocabularies: names, lists, properties */
+
+/* 1 when the "a|b|c" lists hold the same names, in any order. */
+static int same_names(const char *x, const char *y)
+{
+    char a[256], b[256];
+    snprintf(a, sizeof a, "|%s|", x);
+    snprintf(b, sizeof b, "|%s|", y);
+    if (strlen(a) != strlen(b)) return 0;
+    for (char *t = strtok(a, "|"); t; t = strtok(NULL, "|")) {
+        char item[64];
+        snprintf(item, sizeof item, "|%s|", t);
+        if (!strstr(b, item)) return 0;
+    }
+    return 1;
+}
+
+static void test_vocabularies(void)
+{
+    for (int m = 0; m < MX_KV_NMODES; m++) {
+        mx_kv_mode back = MX_KV_UNKNOWN;
+        const char *name = mx_kv_mode_name((mx_kv_mode)m);
+        CHECK(mx_kv_mode_parse(name, &back) == MX_OK && back == m && mx_kv_mode_of(name) == m, "kvstore %s", name);
+        /* the properties the code asks for hang together */
+        const int dist = mx_kv_mode_has((mx_kv_mode)m, MX_KV_DIST);
+        CHECK(dist == (mx_kv_mode_has((mx_kv_mode)m, MX_KV_SERVERS) || mx_kv_mode_has((mx_kv_mode)m, MX_KV_COLLECTIVE)),
+              "kvstore %s: an MPI job has servers or all-reduces, and only an MPI job does", name);
+        CHECK(!mx_kv_mode_has((mx_kv_mode)m, MX_KV_ASYNC | MX_KV_AMP_OK), "kvstore %s: async and AMP", name);
+        CHECK(m == MX_KV_NONE || mx_kv_mode_has((mx_kv_mode)m, MX_KV_COMPRESSES) == (m != MX_KV_LOCAL),
+              "kvstore %s: every store with a wire compresses", name);
+    }
+    CHECK(strcmp(mx_kv_mode_names(), "local|device|dist_sync|dist_device_sync|dist_async|dist_allreduce") == 0,
+          "kvstore list: %s", mx_kv_mode_names());
+    CHECK(strcmp(mx_amp_names(), "off|fp16|bf16") == 0, "amp list: %s", mx_amp_names());
+    CHECK(strcmp(mx_gc_names(), "none|fp16|2bit|topk") == 0, "compression list: %s", mx_gc_names());
+    CHECK(same_names(MX_GC_CHOICES, mx_gc_names()), "MX_GC_CHOICES %s names the table's %s", MX_GC_CHOICES,
+          mx_gc_names());
+    CHECK(strcmp(mx_strategy_kind_names(), "data|model|layer") == 0, "strategy list: %s", mx_strategy_kind_names());
+    /* what this build runs is the table's (every strategy and compressor; the dist_* modes with MPI) */
+    CHECK(same_names(mx_strategy_names(), mx_strategy_kind_names()), "strategies built: %s", mx_strategy_names());
+    CHECK(same_names(mx_compressor_names(), mx_gc_names()), "compressors built: %s", mx_compressor_names());
+    for (int m = MX_KV_NONE + 1; m < MX_KV_NMODES; m++)
+        CHECK(mx_kv_mode_built((mx_kv_mode)m) == (!mx_kv_mode_has((mx_kv_mode)m, MX_KV_DIST) ||
+                                                  strcmp(mx_kv_modes(), "local|device") != 0),
+              "kvstore %s built: %s", mx_kv_mode_name((mx_kv_mode)m), mx_kv_modes());
+    CHECK(!mx_kv_mode_built(MX_KV_NONE), "none is no store");
+    /* a word outside a table: refused once, naming it and the accepted words; classified as unknown */
+    mx_amp a;
+    mx_gc_kind g;
+    mx_strategy_kind s;
+    CHECK(mx_amp_parse("fp8", &a) == MX_EINVAL && strstr(mx_last_error(), "'fp8': accepted off|fp16|bf16"), "%s",
+          mx_last_error());
+    CHECK(mx_gc_parse("3bit", &g) == MX_EINVAL && strstr(mx_last_error(), "'3bit'"), "%s", mx_last_error());
+    CHECK(mx_strategy_parse("hybrid", &s) == MX_EINVAL && strstr(mx_last_error(), "data|model|layer"), "%s",
+          mx_last_error());
+    CHECK(mx_kv_mode_of("nccl") == MX_KV_UNKNOWN && !mx_kv_name_has("nccl", 0) && !mx_kv_name_has(NULL, 0) &&
+              mx_amp_of("") == MX_AMP_UNKNOWN && mx_gc_of(NULL) == MX_GC_UNKNOWN,
+          "names outside the tables");
+    CHECK(strcmp(mx_kv_mode_name(MX_KV_UNKNOWN), "?") == 0 && strcmp(mx_gc_name(MX_NGC), "?") == 0, "names of no entry");
+    CHECK(mx_config_unset("none") && mx_config_unset("off") && !mx_config_unset("fp16") && !mx_config_unset("device"),
+          "unset words");
+    CHECK(mx_kv_name_has("dist_async", MX_KV_DIST | MX_KV_ASYNC) && mx_kv_name_has("dist_allreduce", MX_KV_BUCKETS) &&
+              !mx_kv_name_has("dist_allreduce", MX_KV_SERVERS),
+          "the properties of stored names");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -358,6 +430,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/results/SCHEMA.md", argv[1]);
     char *schema = slurp_text(path);
     CHECK(schema != NULL, "cannot read %s", path);
+    test_vocabularies();
     test_reductions();
     test_counters(schema, argv[2]);
     test_axes(schema);

@@ -96,16 +96,16 @@ static int parse(train_args *a, int argc, char **argv)
          "f32, as PyTorch's matmuls by default)", NULL},
         {"kvstore", MX_OPT_STRING, &a->kvstore, "MODE",
          "gradient aggregation: local or device in one process, or dist_sync, dist_device_sync, dist_async, "
-         "dist_allreduce: an MPI job, every rank started by mpirun (see --np and docs/parallelism.md); with one "
-         "device no kvstore is used, as MXNet does, and the run records none (default device)", mx_kv_mode_names()},
+         "dist_allreduce: an MPI job, every rank started by mpirun (see --np and docs/parallelism.md); with one device "
+         "no kvstore is used, as MXNet does, and the run records none (default device)", mx_kv_mode_names()},
         {"np", MX_OPT_INT, &a->np, "N",
          "dist_*: start this command as an MPI job of N ranks on this machine, as the sweep starts its rows: mpirun "
          "--oversubscribe --bind-to none -np N (Open MPI counts slots in cores and refuses more ranks than slots), "
          "Open MPI's allow-run-as-root switches when root, each rank cores/N threads unless --threads-per-device; the "
          "mpirun line is printed. Across machines, run mpirun yourself", NULL, 1, MX_MAX_DEVICES + MX_MAX_SERVERS},
         {"servers", MX_OPT_INT, &a->servers, "S",
-         "parameter-server ranks of dist_sync, dist_device_sync and dist_async; DMLC_NUM_SERVER also sets it "
-         "(default: as many as workers, as MXNet's launcher starts)", NULL, 1, MX_MAX_SERVERS},
+         "parameter-server ranks of dist_sync, dist_device_sync and dist_async; DMLC_NUM_SERVER also sets it (default: "
+         "as many as workers, as MXNet's launcher starts)", NULL, 1, MX_MAX_SERVERS},
         {"bucket-mb", MX_OPT_DOUBLE, &c->bucket_mb, "X",
          "dist_allreduce: gradients are all-reduced in buckets of X MiB, filled in backward order (default 25, as "
          "PyTorch DDP); device: reduce-scattered and all-gathered in such buckets when given (else each key alone, as "
@@ -114,8 +114,8 @@ static int parse(train_args *a, int argc, char **argv)
          "model: auto (stages balanced by a short per-layer profile, by FLOPs where none can run) or top-level layers "
          "per stage, e.g. 6,3,3 (a residual block is one layer) (default auto)", NULL},
         {"micro-batches", MX_OPT_INT, &c->micro_batches, "M",
-         "model: split each batch into M micro-batches; gradients accumulate over them and each stage updates once "
-         "per batch (default 4 per device, at most the batch's samples, as GPipe advises m >= 4k; 1 on one device)",
+         "model: split each batch into M micro-batches; gradients accumulate over them and each stage updates once per "
+         "batch (default 4 per device, at most the batch's samples, as GPipe advises m >= 4k; 1 on one device)",
          NULL, 1, MX_MAX_MICRO_BATCHES},
         {"compression", MX_OPT_STRING, &a->compression, "NAME",
          "data with the device or a dist_* kvstore: what each push puts on the wire: none, 2bit (MXNet's: 2 bits a "
@@ -140,8 +140,8 @@ static int parse(train_args *a, int argc, char **argv)
         {"threads-per-device", MX_OPT_INT, &c->threads_per_device, "N", "CPU threads per device (default cores/devices)", NULL, 1, MX_MAX_THREADS_PER_DEVICE},
         {"lr-schedule", MX_OPT_STRING, &c->lr_schedule, "NAME", "the lr after the warmup: cosine (half a cosine from --lr down to 0 at the end of the run, so that the final weights settle) or constant (default cosine)", "constant|cosine"},
         {"warmup-epochs", MX_OPT_DOUBLE, &c->warmup_epochs, "X",
-         "gradual warmup: ramp the lr linearly from --warmup-from over X epochs, at most the epochs trained (default "
-         "0)", NULL, 0, MX_MAX_EPOCHS},
+         "gradual warmup: ramp the lr linearly from --warmup-from over X epochs, at most the epochs trained (default 0)",
+         NULL, 0, MX_MAX_EPOCHS},
         {"warmup-from", MX_OPT_DOUBLE, &c->warmup_start_lr, "LR",
          "lr at the start of the ramp, above 0; needs --warmup-epochs (default lr/10)", NULL, 0, MX_MAX_LR},
         {"warmup-steps", MX_OPT_INT, &c->warmup_steps, "N", "leading steps left out of the timings (default 0)", NULL, 0, MX_MAX_WARMUP_STEPS},

@@ -31,7 +31,8 @@ int mx_mkdir_p(const char *dir)
 int mx_mkdir_parent(const char *path)
 {
     char dir[PATH_MAX];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return mx_error(MX_EINVAL, "path too long: '%s'", path);
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return mx_error(MX_EINVAL, "path too long: '%s'", path);
     char *slash = strrchr(dir, '/');
     if (!slash) return MX_OK;
     if (slash == dir) return MX_OK; /* "/file": the root exists */

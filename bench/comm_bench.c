@@ -111,8 +111,8 @@ static void measure(mx_comm *c, const step *s, int rounds, int rank, int n, cons
     if (rank == 0) {
         printf("%12zu %14.3f %14.3f %10.3f %12.1f\n", bytes, m_mx, m_raw, m_ratio, m_lat);
         if (tag)
-            printf("COMM_STEP %s ranks=%d calls=%d bytes=%zu mx_busbw=%.6g mpi_busbw=%.6g ratio=%.6g mx_us=%.6g\n", tag, n,
-                   s->nb, bytes, m_mx * 1e9, m_raw * 1e9, m_ratio, m_lat);
+            printf("COMM_STEP %s ranks=%d calls=%d bytes=%zu mx_busbw=%.6g mpi_busbw=%.6g ratio=%.6g mx_us=%.6g\n", tag,
+                   n, s->nb, bytes, m_mx * 1e9, m_raw * 1e9, m_ratio, m_lat);
     }
     free(buf);
 }

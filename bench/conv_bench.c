@@ -96,8 +96,8 @@ static void md_plain(dnnl_memory_desc_t *md, int64_t a, int64_t b, int64_t c, in
     md_typed(md, a, b, c, d, tag, dnnl_f32);
 }
 
-static void make_boundary(boundary *b, const dnnl_memory_desc_t *user_md, float *host, const dnnl_memory_desc_t *prim_md,
-                          int input)
+static void make_boundary(boundary *b, const dnnl_memory_desc_t *user_md, float *host,
+                          const dnnl_memory_desc_t *prim_md, int input)
 {
     memset(b, 0, sizeof *b);
     b->input = input;
@@ -319,11 +319,12 @@ int main(int argc, char **argv)
            prim_type == dnnl_bf16 ? "bf16 (mxbench: AMP bf16 math on its " : "f32",
            prim_type == dnnl_bf16 ? mx_cpu_amp_kernels(MX_BF16) : "", prim_type == dnnl_bf16 ? " kernels)" : "",
            mx_cpu_conv_paths());
-    printf("# each figure: median of %d interleaved repeats of >= %.0f ms; forward + backward-data + backward-weights,\n"
-           "# no bias; first layers (din = NULL in mxbench) have no backward-data. 'onednn' includes the reorders\n"
-           "# from/to mxbench's nchw/oihw layouts at every call; 'onednn-core' is the same run without them;\n"
-           "# 'onednn-nchw' forces the plain layouts on the primitives. x = speed relative to mxbench.\n",
-           reps, min_ms);
+    printf(
+        "# each figure: median of %d interleaved repeats of >= %.0f ms; forward + backward-data + backward-weights,\n"
+        "# no bias; first layers (din = NULL in mxbench) have no backward-data. 'onednn' includes the reorders\n"
+        "# from/to mxbench's nchw/oihw layouts at every call; 'onednn-core' is the same run without them;\n"
+        "# 'onednn-nchw' forces the plain layouts on the primitives. x = speed relative to mxbench.\n",
+        reps, min_ms);
 
     result res[NSHAPES];
     int ran[NSHAPES] = {0};
@@ -398,7 +399,8 @@ int main(int argc, char **argv)
                     for (int it = 0; it < iters; it++) be->ops->conv2d_backward(be, &d, s->n, NULL, dw_mx, dy, x, w);
                     double c = now();
                     if (!s->first)
-                        for (int it = 0; it < iters; it++) be->ops->conv2d_backward(be, &d, s->n, dx_mx, dw_mx, dy, x, w);
+                        for (int it = 0; it < iters; it++)
+                            be->ops->conv2d_backward(be, &d, s->n, dx_mx, dw_mx, dy, x, w);
                     double e = now();
                     samp[COL_MX][PH_FWD][rep] = (b - a) / iters;
                     samp[COL_MX][PH_BWD_W][rep] = (c - b) / iters;
@@ -459,18 +461,19 @@ int main(int argc, char **argv)
             for (int col = 0; col < NCOL; col++) tot_ms[col] += shapes[si].count * ms[col];
             printf("%-9s %-10s %3d | %8.1f | %8.1f %5.2fx | %8.1f %5.2fx | %8.1f %5.2fx | %.0e/%.0e | %s / %s / %s | "
                    "%s / %s / %s\n",
-                   shapes[si].model, shapes[si].name, shapes[si].count, fl / ms[COL_MX] * 1e-6, fl / ms[COL_DNNL] * 1e-6,
-                   ms[COL_MX] / ms[COL_DNNL], fl / ms[COL_CORE] * 1e-6, ms[COL_MX] / ms[COL_CORE],
-                   fl / ms[COL_NCHW] * 1e-6, ms[COL_MX] / ms[COL_NCHW], r->err[0], r->err[1], r->impl[0][PH_FWD],
-                   r->impl[0][PH_BWD_D], r->impl[0][PH_BWD_W], r->impl[1][PH_FWD], r->impl[1][PH_BWD_D],
-                   r->impl[1][PH_BWD_W]);
+                   shapes[si].model, shapes[si].name, shapes[si].count, fl / ms[COL_MX] * 1e-6,
+                   fl / ms[COL_DNNL] * 1e-6, ms[COL_MX] / ms[COL_DNNL], fl / ms[COL_CORE] * 1e-6,
+                   ms[COL_MX] / ms[COL_CORE], fl / ms[COL_NCHW] * 1e-6, ms[COL_MX] / ms[COL_NCHW], r->err[0], r->err[1],
+                   r->impl[0][PH_FWD], r->impl[0][PH_BWD_D], r->impl[0][PH_BWD_W], r->impl[1][PH_FWD],
+                   r->impl[1][PH_BWD_D], r->impl[1][PH_BWD_W]);
         }
         if (!any) continue;
         printf("%-9s %-10s %3s | %8.1f | %8.1f %5.2fx | %8.1f %5.2fx | %8.1f %5.2fx | (all convolutions of one "
                "training step, %.1f ms in mxbench)\n",
                models[m], "TOTAL", "", tot_flops / tot_ms[COL_MX] * 1e-6, tot_flops / tot_ms[COL_DNNL] * 1e-6,
-               tot_ms[COL_MX] / tot_ms[COL_DNNL], tot_flops / tot_ms[COL_CORE] * 1e-6, tot_ms[COL_MX] / tot_ms[COL_CORE],
-               tot_flops / tot_ms[COL_NCHW] * 1e-6, tot_ms[COL_MX] / tot_ms[COL_NCHW], tot_ms[COL_MX]);
+               tot_ms[COL_MX] / tot_ms[COL_DNNL], tot_flops / tot_ms[COL_CORE] * 1e-6,
+               tot_ms[COL_MX] / tot_ms[COL_CORE], tot_flops / tot_ms[COL_NCHW] * 1e-6,
+               tot_ms[COL_MX] / tot_ms[COL_NCHW], tot_ms[COL_MX]);
         /* One parseable line per model for scripts. */
         printf("CONV_TOTAL model=%s threads=%d step_conv_gflop=%.3f", models[m], threads, tot_flops * 1e-9);
         for (int col = 0; col < NCOL; col++)

@@ -175,7 +175,8 @@ int main(int argc, char **argv)
         for (int p = l->param_first; p < l->param_first + l->param_count; p++) weights += (double)net->params[p].count;
         const int conv = strcmp(l->ops->kind, "conv2d") == 0 || strcmp(l->ops->kind, "residual") == 0;
         const double col = conv && l->out.c > 0 ? f / batch / 2 / l->out.c : 0;
-        const double bytes_f = 4 * (batch * ((double)mx_shape_size(l->in) + (double)mx_shape_size(l->out) + 2 * col) + weights);
+        const double bytes_f =
+            4 * (batch * ((double)mx_shape_size(l->in) + (double)mx_shape_size(l->out) + 2 * col) + weights);
         /* a relu run inside the next layer's pass (engine/core/exec.c's fusion) moves nothing of its own */
         const int fused = net->exec->fused[k];
         const double bytes = fused ? 0 : 3 * bytes_f; /* forward, and backward's twice as much */
@@ -187,7 +188,8 @@ int main(int argc, char **argv)
         if (f > 0 && bm[k] > 0) snprintf(gb, sizeof gb, "%.1f", fb / bm[k] * 1e-9);
         if (f > 0) snprintf(frac, sizeof frac, "%.0f%%", 100 * (f + fb) / (fm[k] + bm[k]) * 1e-9 / ceiling);
         printf("%-5d %-14s %-12s %9.3f %9.3f %10.2f %10.2f %9s %9s %8s %6.1f%%\n", k,
-               fused ? "relu (in next)" : l->ops->kind, shape, 1e3 * fm[k], 1e3 * bm[k], f * 1e-6, bytes * 1e-6, gf, gb, frac, 100 * (fm[k] + bm[k]) / (tf + tb));
+               fused ? "relu (in next)" : l->ops->kind, shape, 1e3 * fm[k], 1e3 * bm[k], f * 1e-6, bytes * 1e-6, gf, gb,
+               frac, 100 * (fm[k] + bm[k]) / (tf + tb));
         flops_all += f + fb, flops_fwd += f, bytes_all += bytes;
     }
     double st[MAX_STEPS];

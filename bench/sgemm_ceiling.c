@@ -76,7 +76,8 @@ int main(int argc, char **argv)
             const int reps = repeats > 64 ? 64 : repeats;
             for (int r = -2; r < reps; r++) {
                 const double t0 = now();
-                if (l == 0) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+                if (l == 0)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
                 else mx_cpu_gemm(be, 0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
                 const double dt = now() - t0;
                 if (r >= 0) g[r] = flops / dt * 1e-9;

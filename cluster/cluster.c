@@ -43,12 +43,16 @@ static int decide(mx_cluster *c, mx_kv_mode mode, int servers, const int *roles)
         nserv += roles[r] == 1;
     }
     if (set && set != c->size)
-        return mx_error(MX_EINVAL, "DMLC_ROLE is set on %d of %d ranks: set it on every rank (mpirun -x DMLC_ROLE=... in "
-                        "each part of an MPMD command line) or on none", set, c->size);
+        return mx_error(MX_EINVAL,
+                        "DMLC_ROLE is set on %d of %d ranks: set it on every rank (mpirun -x DMLC_ROLE=... in "
+                        "each part of an MPMD command line) or on none",
+                        set, c->size);
     const int env_servers = env_count("DMLC_NUM_SERVER", c->size), env_workers = env_count("DMLC_NUM_WORKER", c->size);
     if (env_servers == -2 || env_workers == -2)
-        return mx_error(MX_EINVAL, "DMLC_NUM_SERVER='%s', DMLC_NUM_WORKER='%s': accepted whole numbers 0..%d (the ranks "
-                        "started)", getenv("DMLC_NUM_SERVER") ? getenv("DMLC_NUM_SERVER") : "",
+        return mx_error(MX_EINVAL,
+                        "DMLC_NUM_SERVER='%s', DMLC_NUM_WORKER='%s': accepted whole numbers 0..%d (the ranks "
+                        "started)",
+                        getenv("DMLC_NUM_SERVER") ? getenv("DMLC_NUM_SERVER") : "",
                         getenv("DMLC_NUM_WORKER") ? getenv("DMLC_NUM_WORKER") : "", c->size);
     int S;
     const char *from;
@@ -145,7 +149,8 @@ int mx_cluster_init(mx_cluster **out, mx_kv_mode mode, int servers)
     int len = 0;
     char name[MPI_MAX_PROCESSOR_NAME];
     MPI_Get_processor_name(name, &len);
-    memcpy(c->host, name, len < (int)sizeof c->host ? (size_t)len : sizeof c->host - 1); /* long names keep their start */
+    memcpy(c->host, name,
+           len < (int)sizeof c->host ? (size_t)len : sizeof c->host - 1); /* long names keep their start */
     int *roles = calloc(c->size, sizeof(int));
     if (!roles) return mx_error(MX_ENOMEM, "out of memory for the rank table");
     const int mine = env_role();

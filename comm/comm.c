@@ -34,8 +34,11 @@ int mx_comm_create(mx_comm **out, const char *kind, int n)
     const mx_comm_ops *ops = NULL;
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
         if (kind && strcmp(kinds[i]->name, kind) == 0) ops = kinds[i];
-    if (!ops) return mx_error(MX_EINVAL, "communicator '%s' is not available (available: %s)", kind ? kind : "(null)", mx_comm_kinds());
-    if (n < 1 || n > MX_COMM_MAX) return mx_error(MX_EINVAL, "communicator of %d members: accepted 1..%d", n, MX_COMM_MAX);
+    if (!ops)
+        return mx_error(MX_EINVAL, "communicator '%s' is not available (available: %s)", kind ? kind : "(null)",
+                        mx_comm_kinds());
+    if (n < 1 || n > MX_COMM_MAX)
+        return mx_error(MX_EINVAL, "communicator of %d members: accepted 1..%d", n, MX_COMM_MAX);
     mx_comm *c = calloc(1, sizeof *c);
     if (!c) return mx_error(MX_ENOMEM, "out of memory creating a communicator");
     c->ops = ops;
@@ -105,7 +108,8 @@ static int check(const mx_comm *c, mx_comm_verb v, int member, mx_dtype t, int o
     if (other_name && (other < 0 || other >= c->n))
         return mx_error(MX_EINVAL, "comm %s: %s %d out of range 0..%d", verb_names[v], other_name, other, c->n - 1);
     if (other_name && v != MX_COMM_BROADCAST && other == member)
-        return mx_error(MX_EINVAL, "comm %s: member %d names itself as peer (accepted: another member)", verb_names[v], member);
+        return mx_error(MX_EINVAL, "comm %s: member %d names itself as peer (accepted: another member)", verb_names[v],
+                        member);
     return MX_OK;
 }
 
@@ -215,4 +219,7 @@ double mx_comm_busbw_factor(mx_comm_verb v, int n)
 
 double mx_comm_algbw(const mx_comm_count *k) { return k->seconds > 0 ? k->bytes / k->seconds : 0.0; }
 
-double mx_comm_busbw(const mx_comm_count *k, mx_comm_verb v, int n) { return mx_comm_algbw(k) * mx_comm_busbw_factor(v, n); }
+double mx_comm_busbw(const mx_comm_count *k, mx_comm_verb v, int n)
+{
+    return mx_comm_algbw(k) * mx_comm_busbw_factor(v, n);
+}

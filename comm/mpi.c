@@ -248,8 +248,8 @@ static int mpi_recv(mx_comm *c, int member, void *buf, size_t count, mx_dtype t,
     int got = 0;
     MPI_Get_count(&st, MPI_BYTE, &got);
     if ((size_t)got != count * mx_dtype_size(t))
-        return mx_error(MX_EINVAL, "comm mpi recv: member %d expected %zu %s from member %d, which sent %d bytes", member,
-                        count, mx_dtype_name(t), peer, got);
+        return mx_error(MX_EINVAL, "comm mpi recv: member %d expected %zu %s from member %d, which sent %d bytes",
+                        member, count, mx_dtype_name(t), peer, got);
     return MX_OK;
 }
 

@@ -25,7 +25,10 @@ static void sleep_while(_Atomic uint32_t *w, uint32_t v)
 {
     syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
 }
-static void wake_all(_Atomic uint32_t *w) { syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0); }
+static void wake_all(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
 #else
 #include <sched.h>
 static void sleep_while(_Atomic uint32_t *w, uint32_t v) { sched_yield(); }
@@ -320,8 +323,9 @@ static int threads_send(mx_comm *c, int m, const void *buf, size_t count, mx_dty
     flag_set(&ch->posted, seq);
     flag_wait_ne(&ch->done, seq - 1);
     if (ch->status < 0)
-        return mx_error(MX_EINVAL, "comm send: member %d sent %zu %s to member %d, which expected another count or type",
-                        m, count, mx_dtype_name(t), peer);
+        return mx_error(MX_EINVAL,
+                        "comm send: member %d sent %zu %s to member %d, which expected another count or type", m, count,
+                        mx_dtype_name(t), peer);
     return MX_OK;
 }
 

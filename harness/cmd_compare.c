@@ -278,8 +278,8 @@ static int parse_metrics(const char *list, int *metrics)
 {
     char buf[256];
     const char *names[MX_NMETRICS];
-    int n = mx_parse_choice_list("mxbench compare", "metrics", list, "throughput|test_acc|instructions", buf, sizeof buf,
-                                 names, MX_NMETRICS);
+    int n = mx_parse_choice_list("mxbench compare", "metrics", list, "throughput|test_acc|instructions", buf,
+                                 sizeof buf, names, MX_NMETRICS);
     for (int i = 0; i < n; i++) metrics[i] = mx_compare_metric_parse(names[i]);
     return n;
 }

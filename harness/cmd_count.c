@@ -51,9 +51,12 @@ static int choose_via(count_job *j, const char *via)
     }
 #ifdef __AVX512F__
     /* valgrind (3.19, Debian 12) stops at the first AVX-512 instruction with SIGILL */
-    fprintf(stderr, "mxbench count: this mxbench was compiled for AVX-512 (-march=native on this CPU), which valgrind "
-            "cannot run%s%s; build one without it (cmake -DMXBENCH_NATIVE=OFF: scripts/ci-regress.sh builds build-count/ so) "
-            "and count with that\n", why[0] ? "; and " : "", why);
+    fprintf(stderr,
+            "mxbench count: this mxbench was compiled for AVX-512 (-march=native on this CPU), which valgrind "
+            "cannot run%s%s; build one without it (cmake -DMXBENCH_NATIVE=OFF: scripts/ci-regress.sh builds "
+            "build-count/ so) "
+            "and count with that\n",
+            why[0] ? "; and " : "", why);
     return MX_OPTS_BAD;
 #else
     return MX_OPTS_OK;
@@ -149,9 +152,12 @@ int mx_cmd_count(int argc, char **argv)
          "auto (hardware counters where the kernel gives them, else valgrind), perf or valgrind (default auto)",
          "auto|perf|valgrind"},
         {"steps", MX_OPT_INT, &steps, "N", "steps counted (default 2)", NULL, 1, 1000},
-        {"warmup", MX_OPT_INT, &warmup, "N", "steps before them, in both runs, so cancelled (default 1)", NULL, 1, 1000},
-        {"record", MX_OPT_STRING, &out, "FILE", "append the counted run to FILE (an HDF5 results file, created when "
-                                                "missing) for mxbench compare", NULL},
+        {"warmup", MX_OPT_INT, &warmup, "N", "steps before them, in both runs, so cancelled (default 1)", NULL, 1,
+         1000},
+        {"record", MX_OPT_STRING, &out, "FILE",
+         "append the counted run to FILE (an HDF5 results file, created when "
+         "missing) for mxbench compare",
+         NULL},
         {0},
     };
     const mx_cmd_spec spec = {

@@ -30,15 +30,20 @@ static void print_switches(void)
 int mx_cmd_info(int argc, char **argv)
 {
     static const mx_opt opts[] = {{0}};
-    const mx_cmd_spec spec = {"mxbench info", "", "Prints the versions of the libraries mxbench was built with and the\n"
-                              "devices it sees (GPUs where CUDA is built and a driver is present).", opts, 0, 0};
+    const mx_cmd_spec spec = {"mxbench info",
+                              "",
+                              "Prints the versions of the libraries mxbench was built with and the\n"
+                              "devices it sees (GPUs where CUDA is built and a driver is present).",
+                              opts,
+                              0,
+                              0};
     const char *pos[1];
     int npos, rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : 2;
     if (mx_switches_check() < 0) return fprintf(stderr, "mxbench info: %s\n", mx_last_error()), 2;
     mx_buildinfo_print(stdout);
-    printf("\nbuilt:\n  %-10s %s\n  %-10s %s\n  %-10s %s\n", "strategies", mx_strategy_names(), "kvstores", mx_kv_modes(),
-           "backends", mx_backend_names());
+    printf("\nbuilt:\n  %-10s %s\n  %-10s %s\n  %-10s %s\n", "strategies", mx_strategy_names(), "kvstores",
+           mx_kv_modes(), "backends", mx_backend_names());
     printf("\nCPU kernels:\n  %-10s %s\n", "conv2d", mx_cpu_conv_paths());
     /* decided by this CPU's cpuid, so the lines can differ between machines running one binary */
     printf("  %-10s f32: %s\n", "gemm",
@@ -46,8 +51,10 @@ int mx_cmd_info(int argc, char **argv)
                              : "the BLAS's sgemm (this CPU lacks avx512f, or MXBENCH_GEMM=blas)");
     const int dnnl = mx_cpu_dnnl_available();
     if (mx_cpu_bf16_native())
-        printf("  %-10s --amp bf16: avx512_bf16 (vdpbf16ps, f32 sums: the GEMMs%s the one-channel direct convolution%s; "
-               "MXBENCH_BF16=emulate: emulated)", "", dnnl ? "," : " and", dnnl ? " and oneDNN's convolutions" : "");
+        printf(
+            "  %-10s --amp bf16: avx512_bf16 (vdpbf16ps, f32 sums: the GEMMs%s the one-channel direct convolution%s; "
+            "MXBENCH_BF16=emulate: emulated)",
+            "", dnnl ? "," : " and", dnnl ? " and oneDNN's convolutions" : "");
     else
         printf("  %-10s --amp bf16: emulated (f32 GEMM on bf16 values: this CPU lacks avx512_bf16, or "
                "MXBENCH_BF16=emulate)", "");

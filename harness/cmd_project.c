@@ -138,7 +138,8 @@ int mx_cmd_project(int argc, char **argv)
     if (gpus_s && (ngpus = mx_parse_int_list(spec.cmd, "gpus", gpus_s, gpus, MX_PROJ_MAX_POINTS / 2, 1,
                                              MX_PROJ_MAX_GPUS)) < 0)
         return MX_OPTS_BAD;
-    if (fit_s && (nfit = mx_parse_int_list(spec.cmd, "fit", fit_s, fit, MX_PROJ_MAX_POINTS / 2, 1, MX_PROJ_MAX_GPUS)) < 0)
+    if (fit_s &&
+        (nfit = mx_parse_int_list(spec.cmd, "fit", fit_s, fit, MX_PROJ_MAX_POINTS / 2, 1, MX_PROJ_MAX_GPUS)) < 0)
         return MX_OPTS_BAD;
     if (!scripts) scripts = mx_plot_default_scripts_dir();
 

@@ -89,7 +89,8 @@ static void shown_columns(const mx_results *res, shown_cols *shown)
 {
     for (int k = 0; k < MX_NCOUNTERS; k++) {
         shown->counter[k] = 0;
-        for (int i = 0; i < res->nruns && !shown->counter[k]; i++) shown->counter[k] = isfinite(res->runs[i].metrics[k]);
+        for (int i = 0; i < res->nruns && !shown->counter[k]; i++)
+            shown->counter[k] = isfinite(res->runs[i].metrics[k]);
     }
     shown->procs = 0;
     for (int i = 0; i < res->nruns; i++) shown->procs |= res->runs[i].workers != 1 || res->runs[i].servers != 0;
@@ -302,7 +303,8 @@ static int data_columns(column *out)
     for (int pass = 1; pass >= 0; pass--) {
         for (int k = 0; k < MX_NCOUNTERS; k++)
             if (mx_counters[k].in_v1 == pass)
-                out[n++] = (column){mx_counters[k].name, C_DBL, offsetof(mx_run_record, metrics) + (size_t)k * sizeof(double)};
+                out[n++] =
+                    (column){mx_counters[k].name, C_DBL, offsetof(mx_run_record, metrics) + (size_t)k * sizeof(double)};
         if (pass)
             for (size_t i = 0; i < sizeof mid_cols / sizeof mid_cols[0]; i++) out[n++] = mid_cols[i];
     }

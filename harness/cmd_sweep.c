@@ -96,15 +96,18 @@ static int build_opts(sweep_args *a, mx_opt *opts)
         }
         opts[k++] = o;
         if (strcmp(ax->name, "dataset") == 0)
-            opts[k++] = (mx_opt){"data", MX_OPT_STRING, &a->data, "DIR", "an IDX (MNIST-format) dataset directory instead",
-                                 NULL, 0, 0};
+            opts[k++] = (mx_opt){
+                "data", MX_OPT_STRING, &a->data, "DIR", "an IDX (MNIST-format) dataset directory instead", NULL, 0, 0};
     }
     const mx_opt own[] = {
-        {"timeout", MX_OPT_DOUBLE, &a->timeout, "SECONDS", "kill a run after this long and record it failed, > 0 (default 3600)", NULL, 0, MX_MAX_TIMEOUT_S},
+        {"timeout", MX_OPT_DOUBLE, &a->timeout, "SECONDS",
+         "kill a run after this long and record it failed, > 0 (default 3600)", NULL, 0, MX_MAX_TIMEOUT_S},
         {"out", MX_OPT_STRING, &a->out, "FILE", "results file (default out/sweep.h5)", NULL, 0, 0},
-        {"trace", MX_OPT_STRING, &a->trace, "DIR", "keep each row's timeline (train --trace: 5 steps from the first timed one) as DIR/<run id>.json", NULL, 0, 0},
+        {"trace", MX_OPT_STRING, &a->trace, "DIR",
+         "keep each row's timeline (train --trace: 5 steps from the first timed one) as DIR/<run id>.json", NULL, 0, 0},
         {"force", MX_OPT_FLAG, &a->force, NULL, "overwrite an existing results file", NULL, 0, 0},
-        {"resume", MX_OPT_FLAG, &a->resume, NULL, "keep an existing file and run only configurations it lacks", NULL, 0, 0},
+        {"resume", MX_OPT_FLAG, &a->resume, NULL, "keep an existing file and run only configurations it lacks", NULL, 0,
+         0},
         {"retry-failed", MX_OPT_FLAG, &a->retry_failed, NULL,
          "with --resume: run the configurations recorded failed again, each replacing its row (same id)", NULL, 0, 0},
         {"dry-run", MX_OPT_FLAG, &a->dry_run, NULL,
@@ -117,15 +120,19 @@ static int build_opts(sweep_args *a, mx_opt *opts)
          "CUDA: let rows have more devices than GPUs, several logical devices per GPU, to test code paths (train "
          "--oversubscribe); such rows are recorded oversubscribed and left out of the scaling and throughput plots",
          NULL, 0, 0},
-        {"servers", MX_OPT_INT, &a->servers, "S", "dist_sync/dist_device_sync/dist_async rows: server ranks (default: as many as the row's workers, as MXNet)", NULL, 1, MX_MAX_SERVERS},
+        {"servers", MX_OPT_INT, &a->servers, "S",
+         "dist_sync/dist_device_sync/dist_async rows: server ranks (default: as many as the row's workers, as MXNet)",
+         NULL, 1, MX_MAX_SERVERS},
         {"bucket-mb", MX_OPT_DOUBLE, &a->bucket_mb, "X",
-         "dist_allreduce rows: bucket size in MiB, > 0, passed to each rank as train --bucket-mb X (default 25)",
-         NULL, 0, MX_MAX_BUCKET_MB},
-        {"hostfile", MX_OPT_STRING, &a->hostfile, "FILE", "dist_* rows: Open MPI host file, ranks across machines (default: all on this one)", NULL, 0, 0},
+         "dist_allreduce rows: bucket size in MiB, > 0, passed to each rank as train --bucket-mb X (default 25)", NULL,
+         0, MX_MAX_BUCKET_MB},
+        {"hostfile", MX_OPT_STRING, &a->hostfile, "FILE",
+         "dist_* rows: Open MPI host file, ranks across machines (default: all on this one)", NULL, 0, 0},
         {"mpirun-args", MX_OPT_STRING, &a->mpirun_args, "ARGS",
          "dist_* rows: more mpirun options, split on spaces, before the program (-np and host files are the sweep's)",
          NULL, 0, 0},
-        {"mpirun", MX_OPT_STRING, &a->mpirun, "PATH", "dist_* rows: Open MPI's mpirun (default: mpirun on PATH)", NULL, 0, 0},
+        {"mpirun", MX_OPT_STRING, &a->mpirun, "PATH", "dist_* rows: Open MPI's mpirun (default: mpirun on PATH)", NULL,
+         0, 0},
     };
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) opts[k++] = own[i];
     opts[k] = (mx_opt){0};
@@ -181,8 +188,9 @@ static int fill_list(const mx_axis *x, const char *value, mx_sweep_axes *ax, int
                                                sizeof ax->store[i], ax->text[i], MX_AXIS_MAX);
     int iv[MX_AXIS_MAX];
     double dv[MX_AXIS_MAX];
-    const int n = x->type == MX_AXIS_INT ? mx_parse_int_list(cmd, x->option, value, iv, MX_AXIS_MAX, (int)x->lo, (int)x->hi)
-                                         : mx_parse_double_list(cmd, x->option, value, dv, MX_AXIS_MAX, x->lo, x->hi);
+    const int n = x->type == MX_AXIS_INT
+                      ? mx_parse_int_list(cmd, x->option, value, iv, MX_AXIS_MAX, (int)x->lo, (int)x->hi)
+                      : mx_parse_double_list(cmd, x->option, value, dv, MX_AXIS_MAX, x->lo, x->hi);
     if (n < 0) return -1;
     size_t at = 0;
     for (int k = 0; k < n; k++) {
@@ -226,7 +234,8 @@ static int fill_axes(sweep_args *a, mx_sweep_axes *ax)
     ax->servers = a->servers;
     /* the whole data set, read and checked once here, so that bad content is refused (exit 2)
      * before any run starts rather than failing every run (exit 1) */
-    if (strcmp(ax->store[ds], "synthetic") != 0 && mx_idx_dir_validate(a->data ? a->data : mx_dataset_default_dir()) < 0) {
+    if (strcmp(ax->store[ds], "synthetic") != 0 &&
+        mx_idx_dir_validate(a->data ? a->data : mx_dataset_default_dir()) < 0) {
         fprintf(stderr, "mxbench sweep: %s%s\n", mx_last_error(),
                 a->data ? "" : "\n  Fashion-MNIST comes from the Debian package dataset-fashion-mnist");
         return MX_OPTS_BAD;
@@ -484,7 +493,8 @@ int mx_cmd_sweep(int argc, char **argv)
         if (rc == 0) {
             if (gpus_in_use(&cu) > 0)
                 fprintf(stderr, "mxbench sweep: %d runs into %s; devices are GPUs: %d x %s%s\n", n, a.out, cu.count,
-                        cu.model, a.oversubscribe ? " (rows with more devices than GPUs share them: --oversubscribe)" : "");
+                        cu.model,
+                        a.oversubscribe ? " (rows with more devices than GPUs share them: --oversubscribe)" : "");
             else
                 fprintf(stderr, "mxbench sweep: %d runs into %s; no CUDA device in use (%s): devices are CPU workers, "
                         "%d thread(s) each\n", n, a.out, cu.driver, a.threads_per_device);

@@ -58,25 +58,27 @@ static int parse(train_args *a, int argc, char **argv)
          mx_workload_names()},
         {"dataset", MX_OPT_STRING, &c->dataset, "NAME",
          "fashion-mnist (Debian package dataset-fashion-mnist) or synthetic (random data of the workload's shape, for "
-         "throughput) (default fashion-mnist)", "fashion-mnist|synthetic"},
+         "throughput) (default fashion-mnist)",
+         "fashion-mnist|synthetic"},
         {"data", MX_OPT_STRING, &a->data, "DIR",
          "read an IDX (MNIST-format) dataset from DIR instead: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]",
          NULL},
-        {"epochs", MX_OPT_INT, &c->epochs, "N",
-         "epochs to train; give --epochs or --steps, not both (default 1)", NULL, 1, MX_MAX_EPOCHS},
-        {"steps", MX_OPT_INT, &c->steps, "N",
-         "run N steps instead of epochs, for throughput only: no evaluation", NULL, 1, MX_MAX_STEPS},
+        {"epochs", MX_OPT_INT, &c->epochs, "N", "epochs to train; give --epochs or --steps, not both (default 1)", NULL,
+         1, MX_MAX_EPOCHS},
+        {"steps", MX_OPT_INT, &c->steps, "N", "run N steps instead of epochs, for throughput only: no evaluation", NULL,
+         1, MX_MAX_STEPS},
         {"batch", MX_OPT_INT, &c->batch, "N",
          "batch per step, split over the devices (default 128); under a dist_* kvstore each worker's own, the global "
-         "batch being workers x N", NULL, 1, MX_MAX_BATCH},
+         "batch being workers x N",
+         NULL, 1, MX_MAX_BATCH},
         {"lr", MX_OPT_DOUBLE, &c->lr, "X", "SGD learning rate, above 0 (default 0.05)", NULL, 0, MX_MAX_LR},
         {"momentum", MX_OPT_DOUBLE, &c->momentum, "X", "SGD momentum, below 1 (default 0.9)", NULL, 0, 1},
         {"wd", MX_OPT_DOUBLE, &c->wd, "X",
-         "SGD weight decay, below 1; applies to weights, not biases or batch-norm parameters (default 1e-4)",
-         NULL, 0, 1},
+         "SGD weight decay, below 1; applies to weights, not biases or batch-norm parameters (default 1e-4)", NULL, 0,
+         1},
         {"seed", MX_OPT_INT, &c->seed, "N",
-         "seed for initialisation and shuffling; the same seed gives bit-identical results on CPU (default 1)",
-         NULL, 0, MX_MAX_SEED},
+         "seed for initialisation and shuffling; the same seed gives bit-identical results on CPU (default 1)", NULL, 0,
+         MX_MAX_SEED},
         {"init", MX_OPT_STRING, &c->init, "NAME",
          "weight initialiser: xavier (uniform, bound sqrt(6/(fan_in+fan_out))) or normal (sigma 0.01) (default xavier)",
          "xavier|normal"},
@@ -84,35 +86,44 @@ static int parse(train_args *a, int argc, char **argv)
          "parallel strategy: data (replicas, batch split), model (pipeline: contiguous stages of layers, one per "
          "device) or layer (every layer's channels split over the devices); see docs/parallelism.md (default data)",
          mx_strategy_kind_names()},
-        {"gpus", MX_OPT_INT, &c->devices, "N", "device count (CPU workers without a GPU; default 1)", NULL, 1, MX_MAX_DEVICES},
+        {"gpus", MX_OPT_INT, &c->devices, "N", "device count (CPU workers without a GPU; default 1)", NULL, 1,
+         MX_MAX_DEVICES},
         {"device", MX_OPT_STRING, &a->device, "KIND",
          "cpu, cuda or auto; cuda without a GPU exits 2 saying why; MXBENCH_DEVICE sets the default (default auto: "
-         "CUDA where this build has it and a GPU is present)", "cpu|cuda|auto"},
+         "CUDA where this build has it and a GPU is present)",
+         "cpu|cuda|auto"},
         {"oversubscribe", MX_OPT_FLAG, &a->oversubscribe, NULL,
          "cuda: allow more devices than GPUs, several logical devices per GPU (separate streams), to test code paths; "
-         "recorded oversubscribed, never plotted as scaling (without it, --gpus above the GPU count exits 2)", NULL},
+         "recorded oversubscribed, never plotted as scaling (without it, --gpus above the GPU count exits 2)",
+         NULL},
         {"tf32", MX_OPT_FLAG, &a->tf32, NULL,
          "cuda: let f32 GEMMs and convolutions run as TF32 on the tensor cores; recorded as tf32 (default off: strict "
-         "f32, as PyTorch's matmuls by default)", NULL},
+         "f32, as PyTorch's matmuls by default)",
+         NULL},
         {"kvstore", MX_OPT_STRING, &a->kvstore, "MODE",
          "gradient aggregation: local or device in one process, or dist_sync, dist_device_sync, dist_async, "
          "dist_allreduce: an MPI job, every rank started by mpirun (see --np and docs/parallelism.md); with one device "
-         "no kvstore is used, as MXNet does, and the run records none (default device)", mx_kv_mode_names()},
+         "no kvstore is used, as MXNet does, and the run records none (default device)",
+         mx_kv_mode_names()},
         {"np", MX_OPT_INT, &a->np, "N",
          "dist_*: start this command as an MPI job of N ranks on this machine, as the sweep starts its rows: mpirun "
          "--oversubscribe --bind-to none -np N (Open MPI counts slots in cores and refuses more ranks than slots), "
          "Open MPI's allow-run-as-root switches when root, each rank cores/N threads unless --threads-per-device; the "
-         "mpirun line is printed. Across machines, run mpirun yourself", NULL, 1, MX_MAX_DEVICES + MX_MAX_SERVERS},
+         "mpirun line is printed. Across machines, run mpirun yourself",
+         NULL, 1, MX_MAX_DEVICES + MX_MAX_SERVERS},
         {"servers", MX_OPT_INT, &a->servers, "S",
          "parameter-server ranks of dist_sync, dist_device_sync and dist_async; DMLC_NUM_SERVER also sets it (default: "
-         "as many as workers, as MXNet's launcher starts)", NULL, 1, MX_MAX_SERVERS},
+         "as many as workers, as MXNet's launcher starts)",
+         NULL, 1, MX_MAX_SERVERS},
         {"bucket-mb", MX_OPT_DOUBLE, &c->bucket_mb, "X",
          "dist_allreduce: gradients are all-reduced in buckets of X MiB, filled in backward order (default 25, as "
          "PyTorch DDP); device: reduce-scattered and all-gathered in such buckets when given (else each key alone, as "
-         "MXNet; with --compression, each key alone always)", NULL, 0, MX_MAX_BUCKET_MB},
+         "MXNet; with --compression, each key alone always)",
+         NULL, 0, MX_MAX_BUCKET_MB},
         {"partition", MX_OPT_STRING, &c->partition, "CUT",
          "model: auto (stages balanced by a short per-layer profile, by FLOPs where none can run) or top-level layers "
-         "per stage, e.g. 6,3,3 (a residual block is one layer) (default auto)", NULL},
+         "per stage, e.g. 6,3,3 (a residual block is one layer) (default auto)",
+         NULL},
         {"micro-batches", MX_OPT_INT, &c->micro_batches, "M",
          "model: split each batch into M micro-batches; gradients accumulate over them and each stage updates once per "
          "batch (default 4 per device, at most the batch's samples, as GPipe advises m >= 4k; 1 on one device)",
@@ -121,14 +132,16 @@ static int parse(train_args *a, int argc, char **argv)
          "data with the device or a dist_* kvstore: what each push puts on the wire: none, 2bit (MXNet's: 2 bits a "
          "value, error feedback), topk (the largest values with their indices, error feedback) or fp16 (half "
          "precision); refused with local (nothing on a wire; MXNet refuses it too), on one device and with the model "
-         "and layer strategies; see docs/parallelism.md (default none)", MX_GC_CHOICES},
+         "and layer strategies; see docs/parallelism.md (default none)",
+         MX_GC_CHOICES},
         {"amp", MX_OPT_STRING, &a->amp, "MODE",
          "data: mixed precision off, fp16 (dynamic loss scaling) or bf16: f32 master weights and momentum, a 16-bit "
          "compute copy of the weights, 16-bit saved activations; refused with the model and layer strategies and with "
-         "dist_async; see docs/parallelism.md (default off)", mx_amp_names()},
+         "dist_async; see docs/parallelism.md (default off)",
+         mx_amp_names()},
         {"threshold", MX_OPT_DOUBLE, &c->gc_threshold, "X",
-         "2bit: a residual reaching +-X is sent as +-X and keeps the rest (default 0.5, as MXNet)",
-         NULL, 0, MX_MAX_GC_THRESHOLD},
+         "2bit: a residual reaching +-X is sent as +-X and keeps the rest (default 0.5, as MXNet)", NULL, 0,
+         MX_MAX_GC_THRESHOLD},
         {"topk-ratio", MX_OPT_DOUBLE, &c->gc_topk_ratio, "X",
          "topk: share of each key's values sent per push, above 0 (default 0.01)", NULL, 0, 1},
         {"schedule", MX_OPT_STRING, &c->schedule, "NAME",
@@ -137,14 +150,20 @@ static int parse(train_args *a, int argc, char **argv)
          "gpipe|1f1b"},
         {"work-load", MX_OPT_STRING, &a->work_load, "LIST",
          "data: relative share of each batch per device, e.g. 3,1 (default even)", NULL},
-        {"threads-per-device", MX_OPT_INT, &c->threads_per_device, "N", "CPU threads per device (default cores/devices)", NULL, 1, MX_MAX_THREADS_PER_DEVICE},
-        {"lr-schedule", MX_OPT_STRING, &c->lr_schedule, "NAME", "the lr after the warmup: cosine (half a cosine from --lr down to 0 at the end of the run, so that the final weights settle) or constant (default cosine)", "constant|cosine"},
+        {"threads-per-device", MX_OPT_INT, &c->threads_per_device, "N",
+         "CPU threads per device (default cores/devices)", NULL, 1, MX_MAX_THREADS_PER_DEVICE},
+        {"lr-schedule", MX_OPT_STRING, &c->lr_schedule, "NAME",
+         "the lr after the warmup: cosine (half a cosine from --lr down to 0 at the end of the run, so that the final "
+         "weights settle) or constant (default cosine)",
+         "constant|cosine"},
         {"warmup-epochs", MX_OPT_DOUBLE, &c->warmup_epochs, "X",
-         "gradual warmup: ramp the lr linearly from --warmup-from over X epochs, at most the epochs trained (default 0)",
+         "gradual warmup: ramp the lr linearly from --warmup-from over X epochs, at most the epochs trained (default "
+         "0)",
          NULL, 0, MX_MAX_EPOCHS},
         {"warmup-from", MX_OPT_DOUBLE, &c->warmup_start_lr, "LR",
          "lr at the start of the ramp, above 0; needs --warmup-epochs (default lr/10)", NULL, 0, MX_MAX_LR},
-        {"warmup-steps", MX_OPT_INT, &c->warmup_steps, "N", "leading steps left out of the timings (default 0)", NULL, 0, MX_MAX_WARMUP_STEPS},
+        {"warmup-steps", MX_OPT_INT, &c->warmup_steps, "N", "leading steps left out of the timings (default 0)", NULL,
+         0, MX_MAX_WARMUP_STEPS},
         {"repeat", MX_OPT_INT, &c->repeats, "N",
          "repeat the whole training N times for the timing statistics (default 1)", NULL, 1, MX_MAX_REPEATS},
         {"target-acc", MX_OPT_DOUBLE, &c->target_acc, "X",
@@ -156,21 +175,27 @@ static int parse(train_args *a, int argc, char **argv)
          "write a timeline of --trace-steps steps from the first timed one as a Chrome trace (JSON traceEvents; opens "
          "in Perfetto or chrome://tracing): every device's phases, layers, pushes and pulls, the kvstore workers' "
          "reductions, every communicator call; a dist_* job's ranks (servers too) in one file, a process each; see "
-         "docs/results.md", NULL},
-        {"trace-steps", MX_OPT_INT, &c->trace_steps, "N", "steps the --trace timeline covers (default 5)", NULL, 1, MX_MAX_TRACE_STEPS},
+         "docs/results.md",
+         NULL},
+        {"trace-steps", MX_OPT_INT, &c->trace_steps, "N", "steps the --trace timeline covers (default 5)", NULL, 1,
+         MX_MAX_TRACE_STEPS},
         {"save-params", MX_OPT_STRING, &c->save_params, "FILE",
          "write the trained weights to FILE: raw little-endian f32 in the model's parameter order (worker 0's under "
-         "MPI), written crash-safe", NULL},
-        {"force", MX_OPT_FLAG, &record_force, NULL, "with --record: overwrite FILE if it exists (refused otherwise)", NULL},
+         "MPI), written crash-safe",
+         NULL},
+        {"force", MX_OPT_FLAG, &record_force, NULL, "with --record: overwrite FILE if it exists (refused otherwise)",
+         NULL},
         {"log-interval", MX_OPT_INT, &c->log_interval, "N",
          "every N batches print a line as MXNet's Speedometer, Epoch[0] Batch [100-200]  Speed: 5123.4 samples/sec  "
          "accuracy=0.8123  loss=0.5120 (speed over the interval's step times; training accuracy and loss over its "
          "samples; epochs counted from 0 as MXNet does), and Epoch[0] Train-accuracy=0.8400 at each epoch's end "
-         "(default 0: off)", NULL, 0, MX_MAX_LOG_INTERVAL},
+         "(default 0: off)",
+         NULL, 0, MX_MAX_LOG_INTERVAL},
         {"quiet", MX_OPT_FLAG, &a->quiet, NULL, "print only the summary line", NULL},
         {"dry-run", MX_OPT_FLAG, &a->dry_run, NULL,
          "check the options and the configuration as a run would (a dist_* one as its ranks would), say what would "
-         "run, and exit 0 (nothing trained, launched or written; a refusal exits 2 as the run would)", NULL},
+         "run, and exit 0 (nothing trained, launched or written; a refusal exits 2 as the run would)",
+         NULL},
         {0},
     };
     unsigned char seen[sizeof opts / sizeof *opts];
@@ -212,7 +237,8 @@ static int parse(train_args *a, int argc, char **argv)
     const char *dev = getenv("MXBENCH_DEVICE");
     if (!a->device && dev && *dev) {
         if (!mx_choice_ok("cpu|cuda|auto", dev))
-            return mx_usage_error(spec.cmd, "MXBENCH_DEVICE '%s' (the default --device): accepted cpu, cuda or auto", dev);
+            return mx_usage_error(spec.cmd, "MXBENCH_DEVICE '%s' (the default --device): accepted cpu, cuda or auto",
+                                  dev);
         a->device = dev;
     }
     if (a->work_load) {
@@ -258,7 +284,8 @@ static int check_config(train_args *a, int launching)
     const int want_cuda = a->device && strcmp(a->device, "cuda") == 0;
     const int have_cuda = mx_backend_find("cuda") != NULL;
     if (want_cuda && !have_cuda) {
-        fprintf(stderr, "mxbench train: --device cuda: the CUDA backend is not in this build yet (%s); use --device cpu\n",
+        fprintf(stderr,
+                "mxbench train: --device cuda: the CUDA backend is not in this build yet (%s); use --device cpu\n",
                 cu.count ? "GPU present" : cu.driver);
         return 2;
     }
@@ -267,7 +294,8 @@ static int check_config(train_args *a, int launching)
         return 2;
     }
     /* auto: CUDA where this build has it and a GPU is present, else the CPU */
-    c->backend = want_cuda || (!(a->device && strcmp(a->device, "cpu") == 0) && have_cuda && cu.count > 0) ? "cuda" : "cpu";
+    c->backend =
+        want_cuda || (!(a->device && strcmp(a->device, "cpu") == 0) && have_cuda && cu.count > 0) ? "cuda" : "cpu";
     const int gpu = strcmp(c->backend, "cuda") == 0;
     if (gpu && c->devices > cu.count && !a->oversubscribe && !a->oversubscribe_env) {
         fprintf(stderr, "mxbench train: --gpus %d: this machine has %d GPU(s) (%s); accepted: 1 to %d, or add "
@@ -493,7 +521,8 @@ int mx_cmd_train(int argc, char **argv)
     if (cl) rc = mx_dist_finish_worker(cl, rc, &rec); /* a failure ends the whole job there */
     mx_cuda_info cu;
     mx_cuda_probe(&cu);
-    if (strcmp(a.c.backend, "cuda") == 0) rec.oversubscribed = (cl ? mx_dist_local_ranks() : 1) * a.c.devices > cu.count;
+    if (strcmp(a.c.backend, "cuda") == 0)
+        rec.oversubscribed = (cl ? mx_dist_local_ranks() : 1) * a.c.devices > cu.count;
     else rec.oversubscribed = (cl ? mx_dist_local_ranks() : 1) * a.c.devices * a.c.threads_per_device > mx_cpu_cores();
     rec.tf32 = a.tf32;
     if (rc < 0) {

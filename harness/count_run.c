@@ -61,9 +61,9 @@ int mx_count_cachegrind(const char *valgrind, char *const argv[], const char *di
     mx_child_result cr;
     MX_TRY(mx_child_run(vargv, &o, NULL, NULL, &cr));
     if (cr.exit_status != 0)
-        return mx_error(MX_ERUNTIME, "under valgrind, %s exited with %d%s; its last words:\n%s", argv[0],
-                        cr.exit_status, cr.exit_status == 128 + 4 ? " (SIGILL: an instruction valgrind cannot run)" : "",
-                        cr.stderr_tail);
+        return mx_error(
+            MX_ERUNTIME, "under valgrind, %s exited with %d%s; its last words:\n%s", argv[0], cr.exit_status,
+            cr.exit_status == 128 + 4 ? " (SIGILL: an instruction valgrind cannot run)" : "", cr.stderr_tail);
     int rc = read_cachegrind(outfile, out);
     unlink(outfile);
     return rc;

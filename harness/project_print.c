@@ -13,8 +13,9 @@
 /* ---- text and md */
 
 enum { NCOLS = 14 };
-static const char *const heads[NCOLS] = {"gpus",     "runs",     "fit",     "samples/s", "model",    "error",  "efficiency",
-                                         "model eff", "step ms", "model ms", "data ms", "compute ms", "comm ms", "turns"};
+static const char *const heads[NCOLS] = {"gpus",    "runs",       "fit",       "samples/s", "model",
+                                         "error",   "efficiency", "model eff", "step ms",   "model ms",
+                                         "data ms", "compute ms", "comm ms",   "turns"};
 
 static void fit_list(const mx_projection *p, char *buf, size_t n)
 {
@@ -27,7 +28,8 @@ static void fit_list(const mx_projection *p, char *buf, size_t n)
         }
     size_t len = 0;
     buf[0] = '\0';
-    for (int i = 0; i < m && len < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? ", " : "", sorted[i]);
+    for (int i = 0; i < m && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? ", " : "", sorted[i]);
 }
 
 static void fill_row(char (*cell)[CELL], const mx_proj_point *pt, int skipped)
@@ -92,10 +94,11 @@ static void print_table(const char *file, const mx_projection *pr, int n, int md
         else mx_table_print_text(&t, stdout);
         free(t.cell);
     }
-    printf("\n%sfit: the point's runs were fitted; check: measured, held out (error = model / measured - 1); model eff:\n"
-           "the model's throughput over (gpus / smallest fitted) x its own there; data, compute, comm ms: the model's\n"
-           "step (comm: the exposed communication, or one device's update); turns: compute/comm threads per core.\n",
-           md ? "\n" : "");
+    printf(
+        "\n%sfit: the point's runs were fitted; check: measured, held out (error = model / measured - 1); model eff:\n"
+        "the model's throughput over (gpus / smallest fitted) x its own there; data, compute, comm ms: the model's\n"
+        "step (comm: the exposed communication, or one device's update); turns: compute/comm threads per core.\n",
+        md ? "\n" : "");
 }
 
 /* ---- csv and json */

@@ -108,7 +108,8 @@ int mx_hostfile_check(const char *cmd, const char *path, int *nhosts, char *firs
             return hostfile_error(cmd, path, line, copy, why);
         }
         if (!first[0]) {
-            char *h = strchr(copy, '@') && strchr(copy, '@') < copy + strcspn(copy, " \t") ? strchr(copy, '@') + 1 : copy;
+            char *h =
+                strchr(copy, '@') && strchr(copy, '@') < copy + strcspn(copy, " \t") ? strchr(copy, '@') + 1 : copy;
             snprintf(first, firstsize, "%.*s", (int)strcspn(h, " \t"), h);
         }
         ++*nhosts;

@@ -179,7 +179,8 @@ void mx_sweep_execute(mx_run_record *r, const mx_sweep_mpi *m, const char *tmp_p
     char *store = malloc(nstore), *train_argv[64], mstore[256], *argv[128], trace_opt[] = "--trace";
     if (!store || mx_sweep_child_argv(r, tmp_path, store, nstore, train_argv) < 0) {
         mx_child_result cr = {.exit_status = -1};
-        snprintf(cr.stderr_tail, sizeof cr.stderr_tail, "%s", store ? "the command line does not fit" : "out of memory");
+        snprintf(cr.stderr_tail, sizeof cr.stderr_tail, "%s",
+                 store ? "the command line does not fit" : "out of memory");
         fail(r, &cr, "could not start the run");
         free(store);
         return;
@@ -258,7 +259,8 @@ void mx_sweep_outcome_text(const mx_run_record *r, char *buf, size_t n)
             snprintf(buf, n, "ok, %.1f samples/s", r->throughput);
         const size_t len = strlen(buf);
         if (r->noisy && len < n) /* the host was busy: its timings measured other programs too */
-            snprintf(buf + len, n - len, ", NOISY host (%.1f thread(s) of other programs ready to run)", r->host_others);
+            snprintf(buf + len, n - len, ", NOISY host (%.1f thread(s) of other programs ready to run)",
+                     r->host_others);
     } else {
         snprintf(buf, n, "%s: %.200s", r->status, r->reason);
         char *nl = strchr(buf, '\n');

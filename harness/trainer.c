@@ -241,7 +241,8 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
 {
     const mx_train_config *c = st->c;
     mx_run_record *rec = st->rec;
-    const int traced = c->trace && st->repeat == 0 && step >= c->warmup_steps && step < c->warmup_steps + c->trace_steps;
+    const int traced =
+        c->trace && st->repeat == 0 && step >= c->warmup_steps && step < c->warmup_steps + c->trace_steps;
     if (traced && step == c->warmup_steps) mx_trace_start(mx_now());
     const double t0 = mx_now();
     gather_batch(st, from, n);

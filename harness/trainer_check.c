@@ -57,8 +57,10 @@ int mx_train_config_check(const mx_train_config *c)
         return mx_error(MX_EINVAL, "--work-load with --kvstore %s: accepted only in one process (every worker's "
                         "devices take even shares)", kvstore);
     if (!(c->bucket_mb >= 0 && c->bucket_mb <= MX_MAX_BUCKET_MB))
-        return mx_error(MX_EINVAL, "bucket size %g MiB: accepted 0 (the default: 25 for dist_allreduce, each key alone for device) up to %d", c->bucket_mb,
-                        MX_MAX_BUCKET_MB);
+        return mx_error(
+            MX_EINVAL,
+            "bucket size %g MiB: accepted 0 (the default: 25 for dist_allreduce, each key alone for device) up to %d",
+            c->bucket_mb, MX_MAX_BUCKET_MB);
     if ((c->epochs > 0) == (c->steps > 0) || c->epochs < 0 || c->steps < 0)
         return mx_error(MX_EINVAL, "epochs %d, steps %d: give exactly one of them, as a positive number", c->epochs,
                         c->steps);

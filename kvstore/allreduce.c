@@ -49,7 +49,8 @@ static int allreduce_create(mx_kvstore *kv)
     const mx_comm *world = kv->opt.world;
     const double mb = kv->opt.bucket_mb;
     if (!world || strcmp(world->ops->name, "mpi") != 0)
-        return mx_error(MX_EINVAL, "kvstore dist_allreduce needs the world comm of every worker rank (an mpi comm); got %s",
+        return mx_error(MX_EINVAL,
+                        "kvstore dist_allreduce needs the world comm of every worker rank (an mpi comm); got %s",
                         world ? world->ops->name : "none");
     /* MPI counts are ints: a bucket beyond 2^31-1 bytes could not be all-reduced at once */
     if (!(mb >= 0 && mb <= MX_MAX_BUCKET_MB))
@@ -57,8 +58,10 @@ static int allreduce_create(mx_kvstore *kv)
                         MX_MAX_BUCKET_MB);
     const mx_cluster *cl = kv->opt.cluster;
     if (cl && (cl->nservers != 0 || cl->nworkers != world->n))
-        return mx_error(MX_EINVAL, "kvstore dist_allreduce: the job has %d workers and %d servers, the world comm %d members; "
-                        "accepted: no servers, one member per worker", cl->nworkers, cl->nservers, world->n);
+        return mx_error(MX_EINVAL,
+                        "kvstore dist_allreduce: the job has %d workers and %d servers, the world comm %d members; "
+                        "accepted: no servers, one member per worker",
+                        cl->nworkers, cl->nservers, world->n);
     for (int k = 0; k < kv->nkeys; k++) {
         const mx_kv_key *key = &kv->keys[k];
         if (key->dtype != MX_F32)
@@ -85,8 +88,10 @@ static int allreduce_create(mx_kvstore *kv)
     m->nb = mx_kv_plan_buckets(kv, (mb > 0 ? mb : MX_KV_BUCKET_MB) * 1048576.0, m->b, m->bucket_of);
     for (int b = 0; b < m->nb; b++)
         if (m->b[b].count * sizeof(float) > (size_t)INT32_MAX)
-            return mx_error(MX_EINVAL, "kvstore dist_allreduce: keys %d..%d need %zu floats at once, beyond MPI's 2^31-1 "
-                            "bytes per call", m->b[b].lo, m->b[b].hi - 1, m->b[b].count);
+            return mx_error(MX_EINVAL,
+                            "kvstore dist_allreduce: keys %d..%d need %zu floats at once, beyond MPI's 2^31-1 "
+                            "bytes per call",
+                            m->b[b].lo, m->b[b].hi - 1, m->b[b].count);
     if (mx_kv_compression_asked(kv)) {
         if (!(m->units = malloc(sizeof *m->units * m->nb)))
             return mx_error(MX_ENOMEM, "out of memory creating kvstore dist_allreduce");
@@ -226,7 +231,8 @@ static int allreduce_pull(mx_kvstore *kv, int key, int dev)
         if (pushed[k] < round) missing = k;
     pthread_mutex_unlock(&kv->lock);
     if (missing >= 0)
-        return mx_error(MX_EINVAL, "kvstore dist_allreduce: pull of key %d from device %d before it pushed key %d of the "
+        return mx_error(MX_EINVAL,
+                        "kvstore dist_allreduce: pull of key %d from device %d before it pushed key %d of the "
                         "same bucket (keys %d..%d) for round %d: push every key of a round, then pull",
                         key, dev, missing, bk->lo, bk->hi - 1, round);
     pthread_mutex_lock(&m->lock);

@@ -54,11 +54,15 @@ int mx_compressor_create(mx_compressor **out, mx_gc_kind kind, int ndev, const m
     const double threshold = opts && opts->threshold != 0 ? opts->threshold : MX_GC_THRESHOLD_DEFAULT;
     const double ratio = opts && opts->topk_ratio != 0 ? opts->topk_ratio : MX_GC_TOPK_RATIO_DEFAULT;
     if (!(threshold > 0 && threshold <= MX_MAX_GC_THRESHOLD))
-        return mx_error(MX_EINVAL, "2bit threshold %g: accepted above 0 and at most %g", threshold, MX_MAX_GC_THRESHOLD);
+        return mx_error(MX_EINVAL, "2bit threshold %g: accepted above 0 and at most %g", threshold,
+                        MX_MAX_GC_THRESHOLD);
     if (!(ratio > 0 && ratio <= 1)) return mx_error(MX_EINVAL, "topk ratio %g: accepted above 0 and at most 1", ratio);
     const mx_compressor_ops *ops = kind >= 0 && kind < MX_NGC ? kinds[kind] : NULL;
-    if (!ops) return mx_error(MX_EINVAL, "compression '%s' is not in this build (available: %s)", name, mx_compressor_names());
-    if (ndev < 1 || nkeys < 1) return mx_error(MX_EINVAL, "compressor needs devices and keys (got %d, %d)", ndev, nkeys);
+    if (!ops)
+        return mx_error(MX_EINVAL, "compression '%s' is not in this build (available: %s)", name,
+                        mx_compressor_names());
+    if (ndev < 1 || nkeys < 1)
+        return mx_error(MX_EINVAL, "compressor needs devices and keys (got %d, %d)", ndev, nkeys);
     size_t total = 0, largest = 0;
     for (int k = 0; k < nkeys; k++) {
         if (keys[k].dtype != MX_F32)

@@ -42,12 +42,14 @@ typedef struct {
 static int device_create(mx_kvstore *kv)
 {
     if (kv->comm->n != kv->ndev || kv->comm->nlocal != kv->ndev)
-        return mx_error(MX_EINVAL, "kvstore device: one comm member per device is needed (comm of %d members, %d here; %d devices)",
-                        kv->comm->n, kv->comm->nlocal, kv->ndev);
+        return mx_error(
+            MX_EINVAL, "kvstore device: one comm member per device is needed (comm of %d members, %d here; %d devices)",
+            kv->comm->n, kv->comm->nlocal, kv->ndev);
     for (int k = 0; k < kv->nkeys; k++)
         if (kv->keys[k].dtype != MX_F32)
-            return mx_error(MX_EINVAL, "kvstore device: key %d is %s; accepted: f32 (the updater runs on f32 master values)",
-                            k, mx_dtype_name(kv->keys[k].dtype));
+            return mx_error(MX_EINVAL,
+                            "kvstore device: key %d is %s; accepted: f32 (the updater runs on f32 master values)", k,
+                            mx_dtype_name(kv->keys[k].dtype));
     kv_device *m = calloc(1, sizeof *m);
     if (!m) return mx_error(MX_ENOMEM, "out of memory creating kvstore device");
     kv->mode = m;

@@ -186,7 +186,8 @@ static int dist_init(mx_kvstore *kv)
     setup.gc_topk_ratio = kv->opt.gc_topk_ratio;
     memcpy(msg, &setup, sizeof setup);
     mx_ps_key_desc *desc = (mx_ps_key_desc *)(msg + sizeof setup);
-    for (int k = 0; k < kv->nkeys; k++) desc[k] = (mx_ps_key_desc){(int64_t)kv->keys[k].count, kv->opt.decay ? kv->opt.decay[k] : 0, 0};
+    for (int k = 0; k < kv->nkeys; k++)
+        desc[k] = (mx_ps_key_desc){(int64_t)kv->keys[k].count, kv->opt.decay ? kv->opt.decay[k] : 0, 0};
     int rc = MPI_SUCCESS;
     for (int s = 0; s < c->nservers && rc == MPI_SUCCESS; s++)
         rc = MPI_Send(msg, (int)desc_bytes, MPI_BYTE, c->server_rank[s], MX_PS_TAG_SETUP, m->comm);
@@ -211,8 +212,11 @@ static int reduce_local(mx_kvstore *kv, kv_dist *m, int worker, int key)
         mx_comm *lc = kv->comm;
         const mx_kv_device *dv = &kv->dev[worker];
         float *dm = m->dmerge[worker] + k->offset;
-        if (kv->ndev > 1) MX_TRY(mx_comm_allreduce(lc, lc->local_first + worker, (const float *)dv->g + k->offset, dm, k->count, MX_F32));
-        if (worker == 0) dv->be->ops->copy(dv->be, merge, kv->ndev > 1 ? dm : (const float *)dv->g + k->offset, bytes, MX_COPY_D2H);
+        if (kv->ndev > 1)
+            MX_TRY(mx_comm_allreduce(lc, lc->local_first + worker, (const float *)dv->g + k->offset, dm, k->count,
+                                     MX_F32));
+        if (worker == 0)
+            dv->be->ops->copy(dv->be, merge, kv->ndev > 1 ? dm : (const float *)dv->g + k->offset, bytes, MX_COPY_D2H);
         mx_kv_count_bytes(kv, (double)bytes * (worker == 0 ? 2 : 1));
         return MX_OK;
     }

@@ -240,10 +240,12 @@ int mx_kv_create(mx_kvstore **out, mx_kv_mode mode, mx_comm *comm, const mx_kv_k
     if (!comm) return mx_error(MX_EINVAL, "kvstore %s needs a communicator (got none)", mx_kv_mode_name(mode));
     const int ndev = opt && opt->devices > 0 ? opt->devices : comm->nlocal;
     if (ndev < 1 || ndev > MX_COMM_MAX || nkeys < 1)
-        return mx_error(MX_EINVAL, "kvstore needs 1..%d devices and keys (got %d devices, %d keys)", MX_COMM_MAX, ndev, nkeys);
+        return mx_error(MX_EINVAL, "kvstore needs 1..%d devices and keys (got %d devices, %d keys)", MX_COMM_MAX, ndev,
+                        nkeys);
     for (int k = 0; k < nkeys; k++)
         if ((unsigned)keys[k].dtype >= MX_NDTYPES)
-            return mx_error(MX_EINVAL, "kvstore key %d: dtype %d unknown (accepted: f32, f16, bf16)", k, (int)keys[k].dtype);
+            return mx_error(MX_EINVAL, "kvstore key %d: dtype %d unknown (accepted: f32, f16, bf16)", k,
+                            (int)keys[k].dtype);
     mx_kvstore *kv = calloc(1, sizeof *kv);
     if (!kv) return mx_error(MX_ENOMEM, "out of memory creating kvstore");
     pthread_mutex_init(&kv->lock, NULL);
@@ -324,10 +326,12 @@ void mx_kv_destroy(mx_kvstore *kv)
 
 int mx_kv_bind(mx_kvstore *kv, int dev, mx_backend *be, void *weight, void *grad)
 {
-    if (dev < 0 || dev >= kv->ndev) return mx_error(MX_EINVAL, "kvstore bind: device %d out of range 0..%d", dev, kv->ndev - 1);
+    if (dev < 0 || dev >= kv->ndev)
+        return mx_error(MX_EINVAL, "kvstore bind: device %d out of range 0..%d", dev, kv->ndev - 1);
     if (!be || !weight || !grad)
-        return mx_error(MX_EINVAL, "kvstore bind: device %d needs a backend, a weight and a gradient buffer (got %s%s%s)",
-                        dev, be ? "" : "no backend ", weight ? "" : "no weights ", grad ? "" : "no gradients");
+        return mx_error(MX_EINVAL,
+                        "kvstore bind: device %d needs a backend, a weight and a gradient buffer (got %s%s%s)", dev,
+                        be ? "" : "no backend ", weight ? "" : "no weights ", grad ? "" : "no gradients");
     pthread_mutex_lock(&kv->lock);
     kv->dev[dev] = (mx_kv_device){be, weight, grad};
     pthread_mutex_unlock(&kv->lock);
@@ -338,8 +342,8 @@ int mx_kv_init(mx_kvstore *kv)
 {
     for (int d = 0; d < kv->ndev; d++)
         if (!kv->dev[d].be)
-            return mx_error(MX_EINVAL, "kvstore init: device %d has not bound its buffers (mx_kv_bind each of 0..%d)", d,
-                            kv->ndev - 1);
+            return mx_error(MX_EINVAL, "kvstore init: device %d has not bound its buffers (mx_kv_bind each of 0..%d)",
+                            d, kv->ndev - 1);
     return kv->ops->init(kv);
 }
 
@@ -359,12 +363,15 @@ void mx_kv_set_push_hook(mx_kvstore *kv, mx_kv_push_hook fn, void *user)
 
 static int check_key(const mx_kvstore *kv, const char *verb, int key, int dev, size_t count)
 {
-    if (key < 0 || key >= kv->nkeys) return mx_error(MX_EINVAL, "kvstore %s: key %d out of range 0..%d", verb, key, kv->nkeys - 1);
-    if (dev < 0 || dev >= kv->ndev) return mx_error(MX_EINVAL, "kvstore %s: device %d out of range 0..%d", verb, dev, kv->ndev - 1);
+    if (key < 0 || key >= kv->nkeys)
+        return mx_error(MX_EINVAL, "kvstore %s: key %d out of range 0..%d", verb, key, kv->nkeys - 1);
+    if (dev < 0 || dev >= kv->ndev)
+        return mx_error(MX_EINVAL, "kvstore %s: device %d out of range 0..%d", verb, dev, kv->ndev - 1);
     if (count != kv->keys[key].count)
         return mx_error(MX_EINVAL, "kvstore %s: key %d holds %zu values, got %zu (shapes must match the init)", verb,
                         key, kv->keys[key].count, count);
-    if (!kv->dev[dev].be) return mx_error(MX_EINVAL, "kvstore %s: device %d has not bound its buffers (mx_kv_bind)", verb, dev);
+    if (!kv->dev[dev].be)
+        return mx_error(MX_EINVAL, "kvstore %s: device %d has not bound its buffers (mx_kv_bind)", verb, dev);
     return MX_OK;
 }
 

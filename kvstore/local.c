@@ -14,8 +14,9 @@ static int local_create(mx_kvstore *kv)
 {
     for (int k = 0; k < kv->nkeys; k++)
         if (kv->keys[k].dtype != MX_F32)
-            return mx_error(MX_EINVAL, "kvstore local: key %d is %s; accepted: f32 (host sums and updates f32 master values)",
-                            k, mx_dtype_name(kv->keys[k].dtype));
+            return mx_error(MX_EINVAL,
+                            "kvstore local: key %d is %s; accepted: f32 (host sums and updates f32 master values)", k,
+                            mx_dtype_name(kv->keys[k].dtype));
     kv_local *m = calloc(1, sizeof *m);
     if (!m) return mx_error(MX_ENOMEM, "out of memory creating kvstore local");
     kv->mode = m;

@@ -274,7 +274,8 @@ static int session_run(session *s)
         int rc = mx_mpi_probe(MPI_ANY_SOURCE, MPI_ANY_TAG, s->comm, &ms);
         if (rc != MPI_SUCCESS) return mx_cluster_fail("server: waiting for a push", rc);
         const int w = worker_of(c, ms.MPI_SOURCE), tag = ms.MPI_TAG, t = tag - MX_PS_TAG_PART0;
-        if (w < 0) return mx_error(MX_EFORMAT, "server %d: message from rank %d, which is no worker", c->index, ms.MPI_SOURCE);
+        if (w < 0)
+            return mx_error(MX_EFORMAT, "server %d: message from rank %d, which is no worker", c->index, ms.MPI_SOURCE);
         if (tag == MX_PS_TAG_STOP) {
             MPI_Recv(NULL, 0, MPI_BYTE, ms.MPI_SOURCE, tag, s->comm, MPI_STATUS_IGNORE);
             stopped++;
@@ -292,7 +293,8 @@ static int session_run(session *s)
         rc = MPI_Recv(slot, count, MPI_FLOAT, ms.MPI_SOURCE, tag, s->comm, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) return mx_cluster_fail("server: receiving a push", rc);
         const double t0 = mx_now();
-        mx_trace_event_bytes(MX_TRACK_SERVER, "comm", "recv push key", sp->key, t_recv, t0, sizeof(float) * (double)count);
+        mx_trace_event_bytes(MX_TRACK_SERVER, "comm", "recv push key", sp->key, t_recv, t0,
+                             sizeof(float) * (double)count);
         s->st->bytes += sizeof(float) * (double)count;
         if (s->gc) { /* payload, lr, prescale: the values take the slot's front, as uncompressed */
             const float lr = slot[sp->payload];

@@ -59,8 +59,8 @@ static void describe_study(plot_ctx *c)
     c->devname = strcmp(devices, "cuda") == 0 ? "GPUs" : strcmp(devices, "cpu") == 0 ? "CPU workers" : "devices";
 }
 
-int mx_plot_setup_dirs(plot_ctx *c, const char *outdir, const char *scripts_dir, const char *const *scripts, int nscripts,
-                    int verbose)
+int mx_plot_setup_dirs(plot_ctx *c, const char *outdir, const char *scripts_dir, const char *const *scripts,
+                       int nscripts, int verbose)
 {
     memset(c, 0, sizeof *c);
     c->verbose = verbose;

@@ -17,8 +17,10 @@ enum {
     MX_PLOT_MEMORY,    /* memory per device: drawn when some ok run counted it */
     MX_PLOT_MOVED,     /* bytes moved per step: drawn when some ok run moved any */
     MX_PLOT_BUBBLE,    /* model only: measured bubble against theory */
-    MX_PLOT_COMPRESSION, /* wire bytes and accuracy per compression and precision: drawn when some ok run compressed or ran AMP */
-    MX_PLOT_LOSS_SCALE,  /* fp16 AMP's loss scale per step and the skipped steps: drawn when some ok run has the series */
+    /* wire bytes and accuracy per compression and precision: drawn when some ok run compressed or ran AMP */
+    MX_PLOT_COMPRESSION,
+    /* fp16 AMP's loss scale per step and the skipped steps: drawn when some ok run has the series */
+    MX_PLOT_LOSS_SCALE,
     MX_NPLOTS
 };
 extern const char *const mx_plot_names[MX_NPLOTS];

@@ -60,8 +60,9 @@ int mx_plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     int with_gpus = 0;
     for (int i = 1; i < n; i++) with_gpus |= runs[i]->gpus != runs[0]->gpus;
     for (int i = 0; i < n; i++) label(runs[i], with_gpus, labels[i], LABEL_MAX);
-    FILE *f = mx_plot_open_data(c, "compression.dat", "gradient bytes on the wire per step and final test accuracy, one "
-                                                   "row per run with a kvstore");
+    FILE *f = mx_plot_open_data(c, "compression.dat",
+                                "gradient bytes on the wire per step and final test accuracy, one "
+                                "row per run with a kvstore");
     if (!f) {
         rc = MX_EIO;
         goto done;

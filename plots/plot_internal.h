@@ -80,8 +80,8 @@ int mx_plot_find_gnuplot(char *out, size_t n);
 int mx_plot_open_replot(plot_ctx *c);
 /* Zeroes c and readies a plot call: gnuplot found, the scripts directory resolved and each
  * of scripts[] ("NAME" for NAME.gp) readable, outdir/data made, an empty gnuplot log. */
-int mx_plot_setup_dirs(plot_ctx *c, const char *outdir, const char *scripts_dir, const char *const *scripts, int nscripts,
-                    int verbose);
+int mx_plot_setup_dirs(plot_ctx *c, const char *outdir, const char *scripts_dir, const char *const *scripts,
+                       int nscripts, int verbose);
 /* Runs plots/<name>.gp for one terminal with the figure's variables; outfile receives the
  * figure's path. */
 int mx_plot_run_gnuplot(plot_ctx *c, int plot, const char *term, const char *vars, char *outfile, size_t noutfile);

@@ -115,7 +115,10 @@ static void t_micro(const mx_run_record *r, char *b, size_t n)
     if (is_model(r)) snprintf(b, n, "m=%d", r->micro_batches);
     else b[0] = '\0';
 }
-static void t_schedule(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%s", is_model(r) ? r->schedule : ""); }
+static void t_schedule(const mx_run_record *r, char *b, size_t n)
+{
+    snprintf(b, n, "%s", is_model(r) ? r->schedule : "");
+}
 static void t_partition(const mx_run_record *r, char *b, size_t n)
 {
     if (is_model(r)) snprintf(b, n, "cut %s", r->partition);
@@ -138,13 +141,19 @@ static void t_lrscaling(const mx_run_record *r, char *b, size_t n) { snprintf(b,
 static void t_lrschedule(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%s lr", r->lr_schedule); }
 static void t_momentum(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "momentum %g", r->momentum); }
 static void t_wd(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "wd %g", r->wd); }
-static void t_warmup(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "warmup %g epochs", r->warmup_epochs); }
+static void t_warmup(const mx_run_record *r, char *b, size_t n)
+{
+    snprintf(b, n, "warmup %g epochs", r->warmup_epochs);
+}
 static void t_length(const mx_run_record *r, char *b, size_t n)
 {
     if (r->epochs > 0) snprintf(b, n, "%d epochs", r->epochs);
     else snprintf(b, n, "%d steps", r->steps);
 }
-static void t_threads(const mx_run_record *r, char *b, size_t n) { snprintf(b, n, "%d thr/dev", r->threads_per_device); }
+static void t_threads(const mx_run_record *r, char *b, size_t n)
+{
+    snprintf(b, n, "%d thr/dev", r->threads_per_device);
+}
 static void t_repeats(const mx_run_record *r, char *b, size_t n)
 {
     snprintf(b, n, "%d repeat%s", r->repeats, r->repeats == 1 ? "" : "s");

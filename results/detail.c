@@ -25,8 +25,13 @@ static const mx_field layer_cols[] = {
 #undef L
 
 static const mx_table_def devices_table = {
-    "devices", "device", device_cols, (int)(sizeof device_cols / sizeof device_cols[0]), sizeof(mx_device_row),
-    MX_DEVICE_ROWS_MAX, "bubble: fraction; mem_params, mem_optim, mem_peak: bytes; bytes_per_step: bytes; busy_time: s"};
+    "devices",
+    "device",
+    device_cols,
+    (int)(sizeof device_cols / sizeof device_cols[0]),
+    sizeof(mx_device_row),
+    MX_DEVICE_ROWS_MAX,
+    "bubble: fraction; mem_params, mem_optim, mem_peak: bytes; bytes_per_step: bytes; busy_time: s"};
 static const mx_table_def layers_table = {
     "layers", "layer", layer_cols, (int)(sizeof layer_cols / sizeof layer_cols[0]), sizeof(mx_layer_row),
     MX_LAYER_ROWS_MAX, "bytes_per_step: bytes"};

@@ -46,7 +46,9 @@ hid_t mx_mem_open(const char *path, const void *image, size_t size)
      * refuses a name that does ("file already exists"). */
     char *label = mx_path_fmt("%s.in-memory-%ld", path, (long)getpid());
     ok = ok && label;
-    hid_t fid = !ok ? -1 : image ? H5Fopen(label, H5F_ACC_RDWR, fapl) : H5Fcreate(label, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t fid = !ok     ? -1
+                : image ? H5Fopen(label, H5F_ACC_RDWR, fapl)
+                        : H5Fcreate(label, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     if (fapl >= 0) H5Pclose(fapl);
     free(label);
     if (fid < 0)

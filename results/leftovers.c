@@ -70,7 +70,8 @@ int mx_results_remove_leftovers(const char *path, const char *const *tags, int n
             removed++;
             fprintf(stderr, "%s: removed %s, left by process %ld, which no longer runs\n", who, file, pid);
         } else {
-            fprintf(stderr, "%s: warning: cannot remove %s (left by process %ld): %s\n", who, file, pid, strerror(errno));
+            fprintf(stderr, "%s: warning: cannot remove %s (left by process %ld): %s\n", who, file, pid,
+                    strerror(errno));
         }
         free(file);
     }

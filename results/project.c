@@ -132,8 +132,9 @@ static int fit_comm(mx_projection *pr, const mx_run_record *const *comm, const p
                  "would grow as p-1 on a ring (for dist_allreduce, a smaller --bucket-mb makes calls of several "
                  "sizes)"),
             pr->alpha = 0;
-    if (isnan(pr->gamma)) note(pr, "gamma not separable (no reduce-scatter beside an all-gather): beta holds beta + gamma/2"),
-        pr->gamma = 0;
+    if (isnan(pr->gamma))
+        note(pr, "gamma not separable (no reduce-scatter beside an all-gather): beta holds beta + gamma/2"),
+            pr->gamma = 0;
     if (isnan(pr->beta)) pr->beta = 0;
     pr->alpha = clamp_cost(pr, "alpha", pr->alpha, 1e6, "us");
     pr->beta = clamp_cost(pr, "beta", pr->beta, 1e9, "ns/B");
@@ -152,7 +153,8 @@ static int fit_comm(mx_projection *pr, const mx_run_record *const *comm, const p
     int ne = 0;
     for (int i = 0; i < n; i++) {
         const mx_run_record *r = comm[i];
-        const double m = pr->alpha * r->metrics[MX_COUNTER_COMM_ROUNDS] + pr->beta * r->metrics[MX_COUNTER_COMM_BUS_BYTES] +
+        const double m = pr->alpha * r->metrics[MX_COUNTER_COMM_ROUNDS] +
+                         pr->beta * r->metrics[MX_COUNTER_COMM_BUS_BYTES] +
                          pr->gamma * r->metrics[MX_COUNTER_COMM_REDUCE_BYTES];
         int one;
         const double dev = devices_on_host(r, &one);
@@ -253,7 +255,8 @@ void mx_project_fit(mx_projection *pr, const mx_run_record *const *runs, int n, 
         else if (cores > 0 && isfinite(rc) && rc != cores && !strstr(pr->notes, "cores asked"))
             note(pr, "%g cores asked where run %s had %g: its turns are modelled on the cores asked, and a check "
                      "against its measurement compares two hosts", cores, r->id, rc);
-        if (!in_list(r->gpus, pr->fit_gpus, pr->nfit) && pr->nfit < MX_PROJ_MAX_POINTS) pr->fit_gpus[pr->nfit++] = r->gpus;
+        if (!in_list(r->gpus, pr->fit_gpus, pr->nfit) && pr->nfit < MX_PROJ_MAX_POINTS)
+            pr->fit_gpus[pr->nfit++] = r->gpus;
         if (r->noisy) /* a fit to disturbed timings predicts disturbed ones */
             note(pr, "fitted run %s (%d device%s) ran on a busy host (noisy): its timings, and the fit, are suspect",
                  r->id, r->gpus, r->gpus == 1 ? "" : "s");
@@ -288,7 +291,8 @@ void mx_project_fit(mx_projection *pr, const mx_run_record *const *runs, int n, 
     int nupd = 0;
     for (int i = 0; i < nuse; i++) {
         if (use[i]->gpus == 1 && p[i].update > 0) upd += p[i].update, nupd++;
-        if (use[i]->gpus >= 2 && isfinite(use[i]->metrics[MX_COUNTER_COMM_ROUNDS])) cp[ncomm] = p[i], comm[ncomm++] = use[i];
+        if (use[i]->gpus >= 2 && isfinite(use[i]->metrics[MX_COUNTER_COMM_ROUNDS]))
+            cp[ncomm] = p[i], comm[ncomm++] = use[i];
     }
     pr->update = nupd ? upd / nupd : NAN;
     if (fit_comm(pr, comm, cp, ncomm) < 0) return;

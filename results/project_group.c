@@ -172,8 +172,8 @@ int mx_project(const mx_results *res, const mx_proj_options *opt, mx_projection 
                 break;
             }
         if (mx_strategy_of(g[k].runs[0]->strategy) != MX_STRATEGY_DATA)
-            snprintf(p->skipped, sizeof p->skipped, "strategy %s: the model is of data parallelism (replicas and a kvstore)",
-                     g[k].runs[0]->strategy);
+            snprintf(p->skipped, sizeof p->skipped,
+                     "strategy %s: the model is of data parallelism (replicas and a kvstore)", g[k].runs[0]->strategy);
         else
             mx_project_fit(p, g[k].runs, g[k].n, opt->fit, opt->nfit, opt->cores);
         points(p, &g[k], opt);

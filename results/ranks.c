@@ -50,7 +50,8 @@ int mx_ranks_check(const mx_run_record *r, const char *path, int code)
         const int worker = ended && strcmp(x->role, "worker") == 0, server = ended && strcmp(x->role, "server") == 0;
         nworkers += worker, nservers += server;
         if (!ended)
-            rc = mx_error(code, "%s: run '%s': rank row %d: host or role is not a NUL-terminated string", path, r->id, i);
+            rc = mx_error(code, "%s: run '%s': rank row %d: host or role is not a NUL-terminated string", path, r->id,
+                          i);
         else if (!worker && !server)
             rc = mx_error(code, "%s: run '%s': rank row %d: role '%s' (accepted: worker, server)", path, r->id, i,
                           x->role);

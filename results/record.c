@@ -103,7 +103,8 @@ int mx_record_copy(mx_run_record *dst, const mx_run_record *src)
     bad |= dup_array((void **)&dst->loss_scale, src->loss_scale, (size_t)src->nloss, sizeof(float));
     bad |= dup_array((void **)&dst->test_acc, src->test_acc, (size_t)src->nepochs, sizeof(double));
     bad |= dup_array((void **)&dst->epoch_time, src->epoch_time, (size_t)src->nepochs, sizeof(double));
-    bad |= dup_array((void **)&dst->ranks, src->ranks, (size_t)(src->nranks > 0 ? src->nranks : 0), sizeof(mx_rank_row));
+    bad |=
+        dup_array((void **)&dst->ranks, src->ranks, (size_t)(src->nranks > 0 ? src->nranks : 0), sizeof(mx_rank_row));
     bad |= dup_array((void **)&dst->devices, src->devices, (size_t)(src->ndevices > 0 ? src->ndevices : 0),
                      sizeof(mx_device_row));
     bad |= dup_array((void **)&dst->layers, src->layers, (size_t)(src->nlayers > 0 ? src->nlayers : 0),

@@ -151,7 +151,8 @@ static int file_check(const char *path)
         return mx_error(MX_EIO, "%s: not a regular file (it is %s); accepted: an mxbench results file", path,
                         mx_file_kind(st.st_mode));
     if (access(path, R_OK) != 0) return mx_error(MX_EIO, "%s: cannot read: %s", path, strerror(errno));
-    if (H5Fis_hdf5(path) <= 0) return mx_error(MX_EFORMAT, "%s: not an HDF5 file, so not an mxbench results file", path);
+    if (H5Fis_hdf5(path) <= 0)
+        return mx_error(MX_EFORMAT, "%s: not an HDF5 file, so not an mxbench results file", path);
     return MX_OK;
 }
 

@@ -300,7 +300,8 @@ int mx_stats_hodges_lehmann(const double *d, int n, double *est, double *lo, dou
 {
     *est = *lo = *hi = NAN;
     if (n <= 0) return MX_OK;
-    if (n > MX_STATS_PAIRED_MAX) return mx_error(MX_EINVAL, "%d paired differences: at most %d", n, MX_STATS_PAIRED_MAX);
+    if (n > MX_STATS_PAIRED_MAX)
+        return mx_error(MX_EINVAL, "%d paired differences: at most %d", n, MX_STATS_PAIRED_MAX);
     const int m = n * (n + 1) / 2;
     double *w = malloc((size_t)m * sizeof *w);
     if (!w) return mx_error(MX_ENOMEM, "out of memory for %d Walsh averages", m);

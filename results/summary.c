@@ -132,7 +132,8 @@ int mx_summary_read(hid_t fid, const char *path, unsigned long long nruns, mx_ru
         rc = mx_error(MX_EFORMAT, "%s: /summary lists %llu runs but /runs holds %llu (accepted: one row per run)", path,
                       (unsigned long long)nrows, nruns);
     if (rc == MX_OK && nrows > INT32_MAX - 1)
-        rc = mx_error(MX_EFORMAT, "%s: /summary has %llu rows (accepted: fewer than 2^31)", path, (unsigned long long)nrows);
+        rc = mx_error(MX_EFORMAT, "%s: /summary has %llu rows (accepted: fewer than 2^31)", path,
+                      (unsigned long long)nrows);
     if (rc == MX_OK) rc = read_rows(ds, ft, path, nrows, rows, present);
     if (rc == MX_OK) {
         *n = (int)nrows;

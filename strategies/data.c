@@ -397,7 +397,8 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     for (int d = 0; d < s->k; d++) {
         mine += s->count[d];
         if (s->count[d] > s->net[d]->max_batch)
-            return mx_error(MX_EINVAL, "batch slice %d exceeds the %d the replica was built for", s->count[d], s->net[d]->max_batch);
+            return mx_error(MX_EINVAL, "batch slice %d exceeds the %d the replica was built for", s->count[d],
+                            s->net[d]->max_batch);
     }
     s->x = x;
     s->y = y;
@@ -445,7 +446,10 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
             double worst = 0;
             for (int d = 0; d < s->k; d++)
                 if (s->res[d].dev_phase[i] > worst) worst = s->res[d].dev_phase[i];
-            st->phase[i == 0 ? MX_PHASE_FORWARD : i == 1 ? MX_PHASE_BACKWARD : s->kv ? MX_PHASE_COMM : MX_PHASE_UPDATE] = worst;
+            st->phase[i == 0   ? MX_PHASE_FORWARD
+                      : i == 1 ? MX_PHASE_BACKWARD
+                      : s->kv  ? MX_PHASE_COMM
+                               : MX_PHASE_UPDATE] = worst;
         }
     if (s->kv) {
         st->counter[MX_COUNTER_BYTES] = mx_kv_stats_get(s->kv).bytes;

@@ -295,7 +295,8 @@ static int alloc_buffers(mx_tp_dev *t)
     const mx_tp_plan *p = t->p;
     plan_regather(t);
     for (int x = 0; x < p->ntensors; x++) /* a regathered one: in the shared buffers */
-        if (!regathered(t, x) && !(t->act[x] = dev_alloc(t, sizeof(float) * t->max_batch * mx_tp_local_size(p, x, t->d))))
+        if (!regathered(t, x) &&
+            !(t->act[x] = dev_alloc(t, sizeof(float) * t->max_batch * mx_tp_local_size(p, x, t->d))))
             return MX_ENOMEM;
     for (int i = 0; i < p->nsteps; i++) {
         const size_t sb = p->steps[i].op == TP_LAYER ? mx_layer_state_bytes(&t->ps[i]->layers[0], t->max_batch) : 0;
@@ -565,8 +566,8 @@ int mx_tp_get_params(mx_tp_dev *t, float *host, int grads)
             const size_t w = m->c1 - m->c0;
             float *shard = malloc(sizeof(float) * (ps->params[j].count ? ps->params[j].count : 1));
             if (!shard) return mx_error(MX_ENOMEM, "out of memory reading the layer strategy's parameters");
-            t->be->ops->copy(t->be, shard, (grads ? ps->g : ps->w) + ps->params[j].offset, sizeof(float) * ps->params[j].count,
-                             MX_COPY_D2H);
+            t->be->ops->copy(t->be, shard, (grads ? ps->g : ps->w) + ps->params[j].offset,
+                             sizeof(float) * ps->params[j].count, MX_COPY_D2H);
             float *whole = host + p->offset[m->whole];
             for (size_t r = m->r0; r < m->r1; r++)
                 memcpy(whole + r * m->cols + m->c0, shard + (r - m->r0) * w, sizeof(float) * w);

@@ -56,7 +56,8 @@ static void model_destroy(mx_strategy *s);
 static int choose_cut(mx_strategy *s, int micro_cap)
 {
     const mx_strategy_config *c = &s->cfg;
-    if (c->partition && strcmp(c->partition, "auto") != 0) return mx_partition_parse(c->partition, c->nspecs, s->k, s->cut);
+    if (c->partition && strcmp(c->partition, "auto") != 0)
+        return mx_partition_parse(c->partition, c->nspecs, s->k, s->cut);
     if (s->k == 1) {
         s->cut[0] = 0, s->cut[1] = c->nspecs;
         return MX_OK;

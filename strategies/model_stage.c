@@ -135,7 +135,8 @@ void mx_model_stage_run(model_stage *st, const model_step *sp)
             st->t_fwd_end = mx_now();
             break;
         case MX_PP_SEND_ACT:
-            if (!comm_failed(st, mx_comm_send(sp->comm, st->r, st->out[slot], (size_t)n * st->out_size, MX_F32, st->r + 1)))
+            if (!comm_failed(st,
+                             mx_comm_send(sp->comm, st->r, st->out[slot], (size_t)n * st->out_size, MX_F32, st->r + 1)))
                 st->sent_act += sizeof(float) * (double)n * st->out_size;
             break;
         case MX_PP_RECV_GRAD:

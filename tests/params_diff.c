@@ -28,7 +28,8 @@ int main(int argc, char **argv)
     long na = 0, nb = 0;
     float *a = load(argv[1], &na), *b = load(argv[2], &nb);
     if (!a || !b || na != nb || na == 0) {
-        fprintf(stderr, "params_diff: %s (%ld values) and %s (%ld values) cannot be compared\n", argv[1], na, argv[2], nb);
+        fprintf(stderr, "params_diff: %s (%ld values) and %s (%ld values) cannot be compared\n", argv[1], na, argv[2],
+                nb);
         return 1;
     }
     double scale = 0, worst = 0;

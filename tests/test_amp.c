@@ -217,8 +217,8 @@ static void compare_model(const char *name, const mx_layer_spec *specs, int nspe
     random_batch(x, y, per, BATCH);
     mx_net *ref = NULL;
     step_out r = {0};
-    if (mx_net_create(&ref, be, specs, nspecs, in, BATCH) < 0 || mx_net_init_params(ref, 7, MX_WEIGHT_INIT_XAVIER, 0) < 0 ||
-        run_step(ref, x, y, BATCH, 1.0f / BATCH, &r) < 0) {
+    if (mx_net_create(&ref, be, specs, nspecs, in, BATCH) < 0 ||
+        mx_net_init_params(ref, 7, MX_WEIGHT_INIT_XAVIER, 0) < 0 || run_step(ref, x, y, BATCH, 1.0f / BATCH, &r) < 0) {
         CHECK(0, "%s f32: %s", name, mx_last_error());
         goto out;
     }
@@ -337,7 +337,8 @@ static void test_cut(mx_amp a, const mx_layer_spec *specs, int nspecs, mx_shape 
     random_batch(x, y, per, BATCH);
     mx_params *ps = NULL;
     mx_exec *whole = NULL, *front = NULL, *back = NULL;
-    if (mx_params_create(&ps, be, specs, nspecs, in, 0, nspecs) < 0 || mx_params_init(ps, 9, MX_WEIGHT_INIT_XAVIER, 0) < 0 ||
+    if (mx_params_create(&ps, be, specs, nspecs, in, 0, nspecs) < 0 ||
+        mx_params_init(ps, 9, MX_WEIGHT_INIT_XAVIER, 0) < 0 ||
         mx_exec_create_amp(&whole, ps, 0, nspecs, BATCH, 1, t) < 0 ||
         mx_exec_create_amp(&front, ps, 0, cut, BATCH, 0, t) < 0 ||
         mx_exec_create_amp(&back, ps, cut, nspecs, BATCH, 1, t) < 0 ||

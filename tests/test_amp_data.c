@@ -116,7 +116,8 @@ static void test_close(mx_amp amp, int devices, double tol)
     float *wa = params(a), *wf = params(f);
     const size_t n = D->param_count(f);
     double d2 = 0, f2 = 0;
-    for (size_t i = 0; wa && wf && i < n; i++) d2 += (wa[i] - wf[i]) * (double)(wa[i] - wf[i]), f2 += wf[i] * (double)wf[i];
+    for (size_t i = 0; wa && wf && i < n; i++)
+        d2 += (wa[i] - wf[i]) * (double)(wa[i] - wf[i]), f2 += wf[i] * (double)wf[i];
     const double rel = sqrt(d2 / f2);
     CHECK(rel < tol, "%s on %d device(s): weights after 10 steps %.3g (relative L2) from f32's, accepted < %g",
           mx_amp_name(amp), devices, rel, tol);
@@ -124,8 +125,9 @@ static void test_close(mx_amp amp, int devices, double tol)
     /* mlp's outputs (128, 64, 10) in 16 bits but the logits, plus a 16-bit copy of its
      * 784-value input (backward reads it again): 0.75 of f32's; lenet's wide convolution
      * outputs make it 0.51 (tests/test_amp_train.sh) */
-    CHECK(ratio > 0.7 && ratio < 0.8, "%s: saved activations %g bytes against f32's %g (ratio %.3f, expected about 1/2)",
-          mx_amp_name(amp), sa.counter[MX_COUNTER_MEM_ACT], sf.counter[MX_COUNTER_MEM_ACT], ratio);
+    CHECK(ratio > 0.7 && ratio < 0.8,
+          "%s: saved activations %g bytes against f32's %g (ratio %.3f, expected about 1/2)", mx_amp_name(amp),
+          sa.counter[MX_COUNTER_MEM_ACT], sf.counter[MX_COUNTER_MEM_ACT], ratio);
     free(wa);
     free(wf);
     D->destroy(a);

@@ -108,13 +108,15 @@ static void check_case(mx_backend *one, mx_backend *two, int n, int c, int hw)
     float *y = alloc(total), *yf = alloc(total), *g = alloc(total), *dref = alloc(total), *df = alloc(total);
     float *st = alloc(4 * (size_t)c), *dgb = alloc(4 * (size_t)c); /* mean, istd, rm, rv; dg, db twice */
     for (int j = 0; j < c; j++) st[2 * c + j] = st[3 * c + j] = 1;
-    two->ops->batchnorm_forward_train(two, n, c, hw, y, st, st + c, st + 2 * c, st + 3 * c, k.in, k.gamma, k.beta, eps, mom);
+    two->ops->batchnorm_forward_train(two, n, c, hw, y, st, st + c, st + 2 * c, st + 3 * c, k.in, k.gamma, k.beta, eps,
+                                      mom);
     two->ops->relu_forward(two, total, y, y);
     two->ops->batchnorm_relu_forward_train(two, n, c, hw, yf, st, st + c, st + 2 * c, st + 3 * c, k.in, k.gamma, k.beta,
                                            eps, mom);
     two->ops->relu_backward(two, total, g, k.dout, y);
     two->ops->batchnorm_backward(two, n, c, hw, dref, dgb, dgb + c, g, k.in, st, st + c, k.gamma);
-    two->ops->batchnorm_relu_backward(two, n, c, hw, df, dgb + 2 * c, dgb + 3 * c, k.dout, k.in, yf, st, st + c, k.gamma);
+    two->ops->batchnorm_relu_backward(two, n, c, hw, df, dgb + 2 * c, dgb + 3 * c, k.dout, k.in, yf, st, st + c,
+                                      k.gamma);
     int zeros = 0;
     for (size_t i = 0; i < total; i++) zeros += yf[i] == 0;
     CHECK(!memcmp(y, yf, total * sizeof(float)) && !memcmp(dref, df, total * sizeof(float)) &&
@@ -154,20 +156,24 @@ static void check_c16(mx_backend *be, int n, int c, int hw, int kind)
     float *din = alloc(total), *yn = alloc(total), *st = alloc(8 * (size_t)c), *gb = alloc(4 * (size_t)c);
     float *gamma = alloc(c), *beta = alloc(c);
     uint16_t *y16 = calloc(total, 2), *din16 = calloc(total, 2);
-    for (int j = 0; j < c; j++) gamma[j] = 0.5f + 0.01f * j, beta[j] = 0.05f * (j % 7) - 0.1f, st[2 * c + j] = st[6 * c + j] = 1;
+    for (int j = 0; j < c; j++)
+        gamma[j] = 0.5f + 0.01f * j, beta[j] = 0.05f * (j % 7) - 0.1f, st[2 * c + j] = st[6 * c + j] = 1;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < c; j++)
             for (int p = 0; p < hw; p++) {
-                const size_t o = ((size_t)i * c + j) * hw + p, b = (((size_t)i * (c / 16) + j / 16) * hw + p) * 16 + j % 16;
+                const size_t o = ((size_t)i * c + j) * hw + p,
+                             b = (((size_t)i * (c / 16) + j / 16) * hw + p) * 16 + j % 16;
                 x16[b] = x[o] = (float)(1 + 0.1 * j + 2 * check_uniform(&rng));
                 dy16[b] = dy[o] = (float)(2 * check_uniform(&rng) - 1);
             }
     /* st: mean, istd, running mean, running var (NCHW), then the same four (nChw16c) */
     if (relu) {
-        be->ops->batchnorm_relu_forward_train(be, n, c, hw, y, st, st + c, st + 2 * c, st + 3 * c, x, gamma, beta, 1e-5f, 0.9f);
+        be->ops->batchnorm_relu_forward_train(be, n, c, hw, y, st, st + c, st + 2 * c, st + 3 * c, x, gamma, beta,
+                                              1e-5f, 0.9f);
         be->ops->batchnorm_relu_backward(be, n, c, hw, din, gb, gb + c, dy, x, y, st, st + c, gamma);
     } else {
-        be->ops->batchnorm_forward_train(be, n, c, hw, y, st, st + c, st + 2 * c, st + 3 * c, x, gamma, beta, 1e-5f, 0.9f);
+        be->ops->batchnorm_forward_train(be, n, c, hw, y, st, st + c, st + 2 * c, st + 3 * c, x, gamma, beta, 1e-5f,
+                                         0.9f);
         be->ops->batchnorm_backward(be, n, c, hw, din, gb, gb + c, dy, x, st, st + c, gamma);
     }
     const int ran = mx_cpu_bn_c16_forward(be, n, c, hw, kind, relu ? (void *)y16 : (void *)yn, st + 4 * c, st + 5 * c,
@@ -178,7 +184,8 @@ static void check_c16(mx_backend *be, int n, int c, int hw, int kind)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < c; j++)
             for (int p = 0; p < hw; p++) {
-                const size_t o = ((size_t)i * c + j) * hw + p, b = (((size_t)i * (c / 16) + j / 16) * hw + p) * 16 + j % 16;
+                const size_t o = ((size_t)i * c + j) * hw + p,
+                             b = (((size_t)i * (c / 16) + j / 16) * hw + p) * 16 + j % 16;
                 bad += (relu ? y16[b] != mx_f32_to_bf16(y[o]) : memcmp(&yn[o], &y[o], sizeof(float)) != 0) ||
                        din16[b] != mx_f32_to_bf16(din[o]);
             }
@@ -202,12 +209,14 @@ int main(void)
      * rows (64 rows of 16); and a team's worth of channels (the two-thread split) */
     static const int shapes[][3] = {{1, 1, 1},  {2, 3, 1},   {3, 2, 7},  {5, 3, 16}, {2, 4, 17},
                                     {4, 5, 49}, {3, 2, 1000}, {70, 3, 16}, {2, 40, 33}, {8, 64, 196}};
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) check_case(one, two, shapes[s][0], shapes[s][1], shapes[s][2]);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        check_case(one, two, shapes[s][0], shapes[s][1], shapes[s][2]);
     if (mx_cpu_bf16_native()) {
         static const int c16[][3] = {{2, 16, 1}, {3, 16, 7}, {2, 32, 16}, {4, 16, 17}, {3, 48, 49}, {2, 16, 1000},
                                      {70, 16, 16}, {8, 64, 196}};
         for (size_t s = 0; s < sizeof c16 / sizeof *c16; s++)
-            for (int kind = MX_BN16_INNER; kind <= MX_BN16_END; kind++) check_c16(two, c16[s][0], c16[s][1], c16[s][2], kind);
+            for (int kind = MX_BN16_INNER; kind <= MX_BN16_END; kind++)
+                check_c16(two, c16[s][0], c16[s][1], c16[s][2], kind);
     } else {
         printf("test_batchnorm: the nChw16c kernels skipped: no avx512_bf16 here\n");
     }

@@ -114,7 +114,8 @@ static void *member_main(void *p)
             tally(me, MX_COMM_ALLREDUCE, count, t);
             EXPECT(me, rc == MX_OK, "allreduce %s %zu: %s", tn, count, mx_last_error());
             for (size_t i = 0; i < count; i++)
-                EXPECT(me, same(t, recv, i, expected_sum(t, n, i)), "allreduce %s %zu x%d: element %zu", tn, count, n, i);
+                EXPECT(me, same(t, recv, i, expected_sum(t, n, i)), "allreduce %s %zu x%d: element %zu", tn, count, n,
+                       i);
             EXPECT(me, memcmp(keep, send, count * sz) == 0, "allreduce %s %zu: send modified", tn, count);
             me->hash[cs++] = hash(recv, count * sz);
 
@@ -124,7 +125,8 @@ static void *member_main(void *p)
             tally(me, MX_COMM_ALLREDUCE, count, t);
             EXPECT(me, rc == MX_OK, "allreduce in place %s %zu: %s", tn, count, mx_last_error());
             for (size_t i = 0; i < count; i++)
-                EXPECT(me, same(t, recv, i, expected_sum(t, n, i)), "allreduce in place %s %zu x%d: element %zu", tn, count, n, i);
+                EXPECT(me, same(t, recv, i, expected_sum(t, n, i)), "allreduce in place %s %zu x%d: element %zu", tn,
+                       count, n, i);
             me->hash[cs++] = hash(recv, count * sz);
 
             /* reduce-scatter: only the own shard written, send untouched */
@@ -149,7 +151,8 @@ static void *member_main(void *p)
                 size_t jl, jh;
                 mx_comm_shard(count, j, n, &jl, &jh);
                 for (size_t i = jl; i < jh; i++)
-                    EXPECT(me, same(t, recv, i, value(j, i)), "allgather %s %zu x%d: element %zu of member %d", tn, count, n, i, j);
+                    EXPECT(me, same(t, recv, i, value(j, i)), "allgather %s %zu x%d: element %zu of member %d", tn,
+                           count, n, i, j);
             }
             me->hash[cs++] = hash(recv, count * sz);
 
@@ -163,7 +166,8 @@ static void *member_main(void *p)
             tally(me, MX_COMM_BROADCAST, count, t);
             EXPECT(me, rc == MX_OK, "broadcast %s %zu: %s", tn, count, mx_last_error());
             for (size_t i = 0; i < count; i++)
-                EXPECT(me, same(t, recv, i, value(root, i)), "broadcast %s %zu x%d root %d: element %zu", tn, count, n, root, i);
+                EXPECT(me, same(t, recv, i, value(root, i)), "broadcast %s %zu x%d root %d: element %zu", tn, count, n,
+                       root, i);
             me->hash[cs++] = hash(recv, count * sz);
 
             /* send/recv around a ring: even members send first, odd ones receive first, so
@@ -183,7 +187,8 @@ static void *member_main(void *p)
                     EXPECT(me, rc == MX_OK, "send/recv %s %zu: %s", tn, count, mx_last_error());
                 }
                 for (size_t i = 0; i < count; i++)
-                    EXPECT(me, same(t, recv, i, value(prev, i)), "recv %s %zu x%d from %d: element %zu", tn, count, n, prev, i);
+                    EXPECT(me, same(t, recv, i, value(prev, i)), "recv %s %zu x%d from %d: element %zu", tn, count, n,
+                           prev, i);
             }
             me->hash[cs++] = hash(recv, count * sz);
 
@@ -234,7 +239,8 @@ static void check_verbs(void)
             for (int cs = 0; cs < NCASES; cs++) {
                 differ_runs += first[m].hash[cs] != second[m].hash[cs];
                 /* Reduce-scatter shards and received ring data are per member; the rest ends equal. */
-                if (cs % NVERIFIED != 2 && cs % NVERIFIED != 5) differ_members += first[m].hash[cs] != first[0].hash[cs];
+                if (cs % NVERIFIED != 2 && cs % NVERIFIED != 5)
+                    differ_members += first[m].hash[cs] != first[0].hash[cs];
             }
         CHECK(differ_members == 0, "x%d: %d results differ between members", n, differ_members);
         CHECK(differ_runs == 0, "x%d: %d results differ between two runs", n, differ_runs);
@@ -264,7 +270,8 @@ static void check_stats(void)
     CHECK(mx_comm_busbw_factor(MX_COMM_ALLREDUCE, 1) == 0.0, "one member moves nothing");
     const mx_comm_count k = {.calls = 2, .bytes = 4e6, .seconds = 2e-3};
     CHECK(mx_comm_algbw(&k) == 2e9, "algbw = S / t: %g", mx_comm_algbw(&k));
-    CHECK(mx_comm_busbw(&k, MX_COMM_ALLREDUCE, 2) == 2e9, "busbw at 2 = algbw: %g", mx_comm_busbw(&k, MX_COMM_ALLREDUCE, 2));
+    CHECK(mx_comm_busbw(&k, MX_COMM_ALLREDUCE, 2) == 2e9, "busbw at 2 = algbw: %g",
+          mx_comm_busbw(&k, MX_COMM_ALLREDUCE, 2));
     CHECK(mx_comm_busbw(&k, MX_COMM_ALLREDUCE, 4) == 3e9, "busbw at 4 = 1.5 algbw");
 }
 
@@ -287,23 +294,30 @@ static void *mismatch_main(void *p)
 static void check_errors(void)
 {
     mx_comm *c;
-    CHECK(mx_comm_create(&c, "nccl", 2) == MX_EINVAL && strstr(mx_last_error(), "'nccl'") && strstr(mx_last_error(), "threads"),
+    CHECK(mx_comm_create(&c, "nccl", 2) == MX_EINVAL && strstr(mx_last_error(), "'nccl'") &&
+              strstr(mx_last_error(), "threads"),
           "unknown kind: %s", mx_last_error());
-    CHECK(mx_comm_create(&c, "threads", 0) == MX_EINVAL && strstr(mx_last_error(), "0 members"), "0 members: %s", mx_last_error());
-    CHECK(mx_comm_create(&c, "threads", 65) == MX_EINVAL && strstr(mx_last_error(), "1..64"), "65 members: %s", mx_last_error());
+    CHECK(mx_comm_create(&c, "threads", 0) == MX_EINVAL && strstr(mx_last_error(), "0 members"), "0 members: %s",
+          mx_last_error());
+    CHECK(mx_comm_create(&c, "threads", 65) == MX_EINVAL && strstr(mx_last_error(), "1..64"), "65 members: %s",
+          mx_last_error());
     CHECK(mx_comm_create(&c, "threads", 2) == MX_OK, "%s", mx_last_error());
     float x[4] = {0};
-    CHECK(mx_comm_allreduce(c, 2, x, x, 4, MX_F32) == MX_EINVAL && strstr(mx_last_error(), "member 2"), "member: %s", mx_last_error());
-    CHECK(mx_comm_allgather(c, 0, x, 4, (mx_dtype)7) == MX_EINVAL && strstr(mx_last_error(), "dtype 7"), "dtype: %s", mx_last_error());
-    CHECK(mx_comm_broadcast(c, 0, x, 4, MX_F32, 3) == MX_EINVAL && strstr(mx_last_error(), "root 3"), "root: %s", mx_last_error());
-    CHECK(mx_comm_send(c, 1, x, 4, MX_F32, 1) == MX_EINVAL && strstr(mx_last_error(), "itself"), "self send: %s", mx_last_error());
+    CHECK(mx_comm_allreduce(c, 2, x, x, 4, MX_F32) == MX_EINVAL && strstr(mx_last_error(), "member 2"), "member: %s",
+          mx_last_error());
+    CHECK(mx_comm_allgather(c, 0, x, 4, (mx_dtype)7) == MX_EINVAL && strstr(mx_last_error(), "dtype 7"), "dtype: %s",
+          mx_last_error());
+    CHECK(mx_comm_broadcast(c, 0, x, 4, MX_F32, 3) == MX_EINVAL && strstr(mx_last_error(), "root 3"), "root: %s",
+          mx_last_error());
+    CHECK(mx_comm_send(c, 1, x, 4, MX_F32, 1) == MX_EINVAL && strstr(mx_last_error(), "itself"), "self send: %s",
+          mx_last_error());
     mis a[2] = {{c, 0, 0, ""}, {c, 1, 0, ""}};
     pthread_t th[2];
     for (int m = 0; m < 2; m++) pthread_create(&th[m], NULL, mismatch_main, &a[m]);
     for (int m = 0; m < 2; m++) pthread_join(th[m], NULL);
     for (int m = 0; m < 2; m++)
-        CHECK(a[m].rc == MX_EINVAL && strstr(a[m].msg, "32 f32") && strstr(a[m].msg, "16 f32"), "mismatch on member %d: %s", m,
-              a[m].msg);
+        CHECK(a[m].rc == MX_EINVAL && strstr(a[m].msg, "32 f32") && strstr(a[m].msg, "16 f32"),
+              "mismatch on member %d: %s", m, a[m].msg);
     mx_comm_destroy(c);
 }
 
@@ -348,7 +362,8 @@ static void check_trace(void)
                           "\"tid\": 101, \"cat\": \"comm\", \"name\": \"barrier\"", "\"args\": {\"bytes\": 400}",
                           "\"thread_name\", \"pid\": 3, \"tid\": 101, \"args\": {\"name\": \"kvstore worker 1\"}",
                           "{\"name\": \"rank 3 \\\"x\\\"\"}"};
-    for (size_t i = 0; js && i < sizeof want / sizeof *want; i++) CHECK(strstr(js, want[i]), "JSON without %s", want[i]);
+    for (size_t i = 0; js && i < sizeof want / sizeof *want; i++)
+        CHECK(strstr(js, want[i]), "JSON without %s", want[i]);
     free(js);
     /* a window that holds none of them: the names only */
     js = mx_trace_json(3, "r", 0, -2, -1, &len);
@@ -420,11 +435,13 @@ static void *dev_member_main(void *p)
     for (size_t i = 0; i < count; i++) EXPECT(me, rc == MX_OK && NEAR(i), "device allreduce x%d: element %zu", n, i);
     fill(MX_F32, recv, m, count);
     rc = mx_comm_allreduce(me->c, m, recv, recv, count, MX_F32);
-    for (size_t i = 0; i < count; i++) EXPECT(me, rc == MX_OK && NEAR(i), "device allreduce in place x%d: element %zu", n, i);
+    for (size_t i = 0; i < count; i++)
+        EXPECT(me, rc == MX_OK && NEAR(i), "device allreduce in place x%d: element %zu", n, i);
     fill_sentinel(MX_F32, recv, count);
     rc = mx_comm_reduce_scatter(me->c, m, send, recv, count, MX_F32);
     for (size_t i = 0; i < count; i++)
-        EXPECT(me, rc == MX_OK && (i >= lo && i < hi ? NEAR(i) : recv[i] == SENTINEL), "device reduce_scatter x%d: %zu", n, i);
+        EXPECT(me, rc == MX_OK && (i >= lo && i < hi ? NEAR(i) : recv[i] == SENTINEL), "device reduce_scatter x%d: %zu",
+               n, i);
     for (size_t i = lo; i < hi; i++) recv[i] = value(m, i);
     rc = mx_comm_allgather(me->c, m, recv, count, MX_F32);
     for (size_t i = 0; i < count; i++) {
@@ -438,12 +455,14 @@ static void *dev_member_main(void *p)
     }
     if (m == n - 1) fill(MX_F32, recv, m, count);
     rc = mx_comm_broadcast(me->c, m, recv, count, MX_F32, n - 1);
-    for (size_t i = 0; i < count; i++) EXPECT(me, rc == MX_OK && recv[i] == value(n - 1, i), "device broadcast: %zu", i);
+    for (size_t i = 0; i < count; i++)
+        EXPECT(me, rc == MX_OK && recv[i] == value(n - 1, i), "device broadcast: %zu", i);
     if (n > 1) {
         fill_sentinel(MX_F32, recv, count);
         if (m == 0) rc = mx_comm_send(me->c, m, send, count, MX_F32, 1);
         if (m == 1) rc = mx_comm_recv(me->c, m, recv, count, MX_F32, 0);
-        for (size_t i = 0; m == 1 && i < count; i++) EXPECT(me, rc == MX_OK && recv[i] == value(0, i), "device recv: %zu", i);
+        for (size_t i = 0; m == 1 && i < count; i++)
+            EXPECT(me, rc == MX_OK && recv[i] == value(0, i), "device recv: %zu", i);
         /* sums of half types are the host path's alone: refused on every member, naming it */
         rc = mx_comm_allreduce(me->c, m, send, recv, count / 2, MX_BF16);
         EXPECT(me, rc == MX_EUNSUPPORTED && strstr(mx_last_error(), "f32"), "device bf16 allreduce refused: %d", rc);

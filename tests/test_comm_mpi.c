@@ -65,8 +65,10 @@ static void check_verbs(mx_comm *c, size_t count, mx_dtype t)
     for (size_t i = 0; i < count; i++) mx_dtype_store(t, recv, i, -7.0f);
     CHECK(mx_comm_reduce_scatter(c, rank, send, recv, count, t) == MX_OK, "reduce_scatter: %s", mx_last_error());
     for (size_t i = 0; i < count; i++)
-        bad += i >= lo && i < hi ? !same(mx_dtype_load(t, recv, i), expected_sum(i, t)) : mx_dtype_load(t, recv, i) != -7.0f;
-    CHECK(bad == 0, "reduce_scatter %zu %s: %d values wrong (own shard %zu..%zu)", count, mx_dtype_name(t), bad, lo, hi);
+        bad += i >= lo && i < hi ? !same(mx_dtype_load(t, recv, i), expected_sum(i, t))
+                                 : mx_dtype_load(t, recv, i) != -7.0f;
+    CHECK(bad == 0, "reduce_scatter %zu %s: %d values wrong (own shard %zu..%zu)", count, mx_dtype_name(t), bad, lo,
+          hi);
 
     /* all-gather: shard m from member m */
     bad = 0;
@@ -153,7 +155,8 @@ int main(int argc, char **argv)
     const mx_comm_count k = mx_comm_counts(c, rank, MX_COMM_ALLREDUCE);
     double bytes = 0;
     for (int t = 0; t < MX_NDTYPES; t++)
-        for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) bytes += 2.0 * counts[i] * mx_dtype_size((mx_dtype)t);
+        for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
+            bytes += 2.0 * counts[i] * mx_dtype_size((mx_dtype)t);
     /* the refused call counts as made (with this member's own count), then the one after it */
     bytes += (rank == 0 ? 5 : 6) * 4 + 8 * 4;
     const long calls = 2 * MX_NDTYPES * (long)(sizeof counts / sizeof *counts) + 2;

@@ -23,7 +23,10 @@ static const mx_kv_key keys[NKEYS] = {{0, 7, MX_F32}, {16, 300, MX_F32}, {320, 1
 static float grad_value(int d, size_t i) { return 0.1f * (float)(i + 1) * (float)(d + 1) + 1e-4f; }
 
 /* What the receiver sums for one pushed value. */
-static float decoded(const char *kind, float v) { return strcmp(kind, "fp16") == 0 ? mx_f16_to_f32(mx_f32_to_f16(v)) : v; }
+static float decoded(const char *kind, float v)
+{
+    return strcmp(kind, "fp16") == 0 ? mx_f16_to_f32(mx_f32_to_f16(v)) : v;
+}
 
 static void check_kind(const char *kind, const char *mode, int ndev, double bytes_per_value)
 {
@@ -47,9 +50,11 @@ static void check_kind(const char *kind, const char *mode, int ndev, double byte
     if (rc == MX_OK) {
         mx_kv_set_push_hook(kv, mx_compressor_push, c);
         for (int d = 0; d < ndev; d++)
-            for (int k = NKEYS - 1; k >= 0; k--) CHECK(mx_kv_push(kv, k, d, keys[k].count) == MX_OK, "push: %s", mx_last_error());
+            for (int k = NKEYS - 1; k >= 0; k--)
+                CHECK(mx_kv_push(kv, k, d, keys[k].count) == MX_OK, "push: %s", mx_last_error());
         for (int d = 0; d < ndev; d++)
-            for (int k = 0; k < NKEYS; k++) CHECK(mx_kv_pull(kv, k, d, keys[k].count) == MX_OK, "pull: %s", mx_last_error());
+            for (int k = 0; k < NKEYS; k++)
+                CHECK(mx_kv_pull(kv, k, d, keys[k].count) == MX_OK, "pull: %s", mx_last_error());
         /* without an updater the pull returns the summed gradient: the decoded pushes summed
          * in f32 in device order, the same bits on every device */
         int bad = 0, changed = 0;
@@ -67,8 +72,9 @@ static void check_kind(const char *kind, const char *mode, int ndev, double byte
         CHECK(strcmp(kind, "fp16") != 0 || changed > 0, "fp16: no value was rounded (the test data cannot show it)");
         CHECK(st.wire_bytes == expect, "%s on %s x%d: %.0f bytes on the wire, expected %.0f", kind, mode, ndev,
               st.wire_bytes, expect);
-        printf("%-5s %-6s x%d: sums of the decoded pushes ok (%d of %d values differ from the raw sum), %.0f wire bytes\n",
-               kind, mode, ndev, changed / ndev, 7 + 300 + 1001, st.wire_bytes);
+        printf(
+            "%-5s %-6s x%d: sums of the decoded pushes ok (%d of %d values differ from the raw sum), %.0f wire bytes\n",
+            kind, mode, ndev, changed / ndev, 7 + 300 + 1001, st.wire_bytes);
     }
     mx_kv_destroy(kv);
     mx_compressor_destroy(c);
@@ -200,12 +206,13 @@ static void check_topk_pushes(void)
     double wire = 0;
     /* |v|: 7 (1), 7 (3), 3 (9), then 2 at 0, 5 and 6: index 0 wins. Pairs in index order. */
     memcpy(data, g1, sizeof data);
-    CHECK(mx_compressor_push(c, 0, 0, data, N, MX_F32, &wire) == MX_OK && wire == 32, "push 1: %s, wire %.0f (4 pairs: 32)",
-          mx_last_error(), wire);
+    CHECK(mx_compressor_push(c, 0, 0, data, N, MX_F32, &wire) == MX_OK && wire == 32,
+          "push 1: %s, wire %.0f (4 pairs: 32)", mx_last_error(), wire);
     topk_sent(c, 4, idx, val);
-    CHECK(idx[0] == 0 && val[0] == 2 && idx[1] == 1 && val[1] == -7 && idx[2] == 3 && val[2] == 7 && idx[3] == 9 && val[3] == 3,
-          "push 1 sent (%u,%g) (%u,%g) (%u,%g) (%u,%g), expected (0,2) (1,-7) (3,7) (9,3)", idx[0], val[0], idx[1], val[1],
-          idx[2], val[2], idx[3], val[3]);
+    CHECK(idx[0] == 0 && val[0] == 2 && idx[1] == 1 && val[1] == -7 && idx[2] == 3 && val[2] == 7 && idx[3] == 9 &&
+              val[3] == 3,
+          "push 1 sent (%u,%g) (%u,%g) (%u,%g) (%u,%g), expected (0,2) (1,-7) (3,7) (9,3)", idx[0], val[0], idx[1],
+          val[1], idx[2], val[2], idx[3], val[3]);
     const float want1[N] = {0, 0, 0, 0, 1, -2, 2, 0.5f, -1, 0};
     CHECK(memcmp(c->residual[0], want1, sizeof want1) == 0 && data[0] == 2 && data[5] == 0 && data[9] == 3,
           "push 1: residual keeps what was not sent (r5 %g r6 %g), decoded %g %g %g", c->residual[0][5],

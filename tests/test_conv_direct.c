@@ -121,7 +121,8 @@ static void check_bf16(mx_backend *be[3])
         const int n = 1 + trial % 4, T = 1 + trial % 2;
         const size_t nin = (size_t)n * d.h * d.w, nout = (size_t)n * d.oc * d.oh * d.ow, nw = (size_t)d.oc * d.k * d.k;
         float *x = malloc(sizeof(float) * nin), *w = malloc(sizeof(float) * nw), *g = malloc(sizeof(float) * nout);
-        float *o = malloc(sizeof(float) * nout), *o2 = malloc(sizeof(float) * nout), *ref = malloc(sizeof(float) * nout);
+        float *o = malloc(sizeof(float) * nout), *o2 = malloc(sizeof(float) * nout),
+              *ref = malloc(sizeof(float) * nout);
         float *dw = malloc(sizeof(float) * nw), *dw2 = malloc(sizeof(float) * nw), *dwr = malloc(sizeof(float) * nw);
         float *dx = malloc(sizeof(float) * nin);
         double *dwd = calloc(nw, sizeof(double));
@@ -190,7 +191,8 @@ int main(void)
         mx_cpu_conv2d_forward_gemm(be[T], &d, n, o[1], x, w);
         mx_cpu_conv_direct_backward(be[T], &d, n, dx[0], dw[0], g, x, w);
         mx_cpu_conv2d_backward_gemm(be[T], &d, n, dx[1], dw[1], g, x, w);
-        const double eo = check_rel_diff(o[0], o[1], nout), ex = check_rel_diff(dx[0], dx[1], nin), ew = check_rel_diff(dw[0], dw[1], nw);
+        const double eo = check_rel_diff(o[0], o[1], nout), ex = check_rel_diff(dx[0], dx[1], nin),
+                     ew = check_rel_diff(dw[0], dw[1], nw);
         CHECK(eo <= 1e-5 && ex <= 1e-5 && ew <= 1e-5,
               "n %d %dx%d k %d pad %d oc %d, %d thread(s): forward %.2g, input gradient %.2g, weight gradient %.2g",
               n, d.h, d.w, d.k, d.pad, d.oc, T, eo, ex, ew);

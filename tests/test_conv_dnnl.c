@@ -109,7 +109,8 @@ static void check_dispatch(mx_backend *be, mx_backend *ref, const mx_conv_desc *
     mx_cpu_conv2d_forward_gemm(ref, d, n, rout, x, w);
     mx_cpu_conv2d_backward_gemm(ref, d, n, rdin, rdw, g, x, w);
     /* Winograd (mxbench's backward on small outputs) rounds more: its bound (test_conv_winograd) */
-    const double eo = check_rel_diff(out, rout, nout), ex = check_rel_diff(din, rdin, nin), ew = check_rel_diff(dw, rdw, nw);
+    const double eo = check_rel_diff(out, rout, nout), ex = check_rel_diff(din, rdin, nin),
+                 ew = check_rel_diff(dw, rdw, nw);
     CHECK(eo <= TOL && ex <= TOL && ew <= 5e-5,
           "dispatch, c %d %dx%d stride %d: forward %.2g, input gradient %.2g, weight gradient %.2g", d->c, d->h, d->w,
           d->stride, eo, ex, ew);
@@ -135,8 +136,9 @@ static void check_reorders(mx_backend *be)
                     blk[at] = x[((size_t)s * c + k) * hw + p];
                 }
         mx_cpu_c16_to_nchw(be, n, c, hw, back, blk);
-        CHECK(bad == 0 && memcmp(back, x, sizeof(float) * len) == 0, "%d pixels: %d values misplaced to nChw16c, %s back",
-              hw, bad, memcmp(back, x, sizeof(float) * len) ? "some misplaced" : "none");
+        CHECK(bad == 0 && memcmp(back, x, sizeof(float) * len) == 0,
+              "%d pixels: %d values misplaced to nChw16c, %s back", hw, bad,
+              memcmp(back, x, sizeof(float) * len) ? "some misplaced" : "none");
         free(x), free(back), free(blk), free(h);
     }
 }
@@ -148,7 +150,8 @@ static void check_c16(mx_backend *be, const mx_conv_desc *d, int n)
     const size_t nin = (size_t)n * d->c * d->h * d->w, nout = (size_t)n * d->oc * d->oh * d->ow;
     const size_t nw = (size_t)d->oc * d->c * 9;
     float *x = bf16_values(nin), *w = bf16_values(nw), *g = bf16_values(nout);
-    float *out = malloc(sizeof(float) * nout), *o16 = malloc(sizeof(float) * nout), *back = malloc(sizeof(float) * nout);
+    float *out = malloc(sizeof(float) * nout), *o16 = malloc(sizeof(float) * nout),
+          *back = malloc(sizeof(float) * nout);
     float *din = malloc(sizeof(float) * nin), *d16 = malloc(sizeof(float) * nin), *dback = malloc(sizeof(float) * nin);
     float *dw = calloc(nw, sizeof(float)), *dw16 = calloc(nw, sizeof(float));
     uint16_t *x16 = malloc(sizeof(uint16_t) * nin), *g16 = malloc(sizeof(uint16_t) * nout);
@@ -180,15 +183,17 @@ static void check_c16(mx_backend *be, const mx_conv_desc *d, int n)
          !memcmp(dw, dw16, sizeof(float) * nw);
     CHECK(ok, "c %d %dx%d stride %d: nChw16c operands give other bits than NCHW ones", d->c, d->h, d->w, d->stride);
 out:
-    free(x), free(w), free(g), free(out), free(o16), free(back), free(din), free(d16), free(dback), free(dw), free(dw16);
+    free(x), free(w), free(g), free(out), free(o16), free(back), free(din), free(d16), free(dback), free(dw),
+        free(dw16);
     free(x16), free(g16);
 }
 
 int main(void)
 {
     if (!mx_cpu_dnnl_available() || !mx_cpu_bf16_native()) {
-        printf("test_conv_dnnl: skipped: %s\n", !mx_cpu_dnnl_available() ? "this build has no oneDNN (MXBENCH_DNNL)"
-                                                                         : "no avx512_bf16 here (or MXBENCH_BF16=emulate)");
+        printf("test_conv_dnnl: skipped: %s\n", !mx_cpu_dnnl_available()
+                                                    ? "this build has no oneDNN (MXBENCH_DNNL)"
+                                                    : "no avx512_bf16 here (or MXBENCH_BF16=emulate)");
         return CHECK_SKIP;
     }
     mx_backend *be[3] = {0}, *ref = NULL;

@@ -316,7 +316,8 @@ static void test_softmax(int n, int classes)
 static void test_casts(size_t n)
 {
     float *x = host_random(n);
-    for (size_t i = 0; i < n; i++) x[i] *= (i % 5 == 0) ? 70000.0f : (i % 7 == 0) ? 1e-6f : 3.0f; /* f16 overflow, subnormals */
+    for (size_t i = 0; i < n; i++)
+        x[i] *= (i % 5 == 0) ? 70000.0f : (i % 7 == 0) ? 1e-6f : 3.0f; /* f16 overflow, subnormals */
     x[1] = NAN, x[2] = INFINITY;
     const mx_dtype types[] = {MX_F16, MX_BF16};
     for (int t = 0; t < 2; t++) {
@@ -335,8 +336,8 @@ static void test_casts(size_t n)
         unsigned short *got = (unsigned short *)down(gh, 2 * n);
         size_t differ = 0;
         for (size_t i = 0; i < n; i++) differ += got[i] != h[i] && !(isnan(back[i]));
-        CHECK(differ == 0, "cast f32 -> %s: %zu of %zu values differ from engine/backend/dtype.h's rounding", mx_dtype_name(types[t]),
-              differ, n);
+        CHECK(differ == 0, "cast f32 -> %s: %zu of %zu values differ from engine/backend/dtype.h's rounding",
+              mx_dtype_name(types[t]), differ, n);
         char what[64];
         snprintf(what, sizeof what, "cast %s -> f32 (every value exact)", mx_dtype_name(types[t]));
         expect(what, gback, back, n, 0);
@@ -364,7 +365,8 @@ static void test_more(void)
     /* a failed op surfaces at sync with the call's name, and stays */
     gpu->ops->gemm_ex(gpu, 0, 0, 4, 4, 4, 1, NULL, MX_F16, 4, NULL, MX_BF16, 4, 0, NULL, MX_F32, 4, MX_F32);
     const int rc = gpu->ops->sync(gpu);
-    CHECK(rc < 0 && strstr(mx_last_error(), "gemm_ex"), "a refused gemm_ex surfaces at sync: %d %s", rc, mx_last_error());
+    CHECK(rc < 0 && strstr(mx_last_error(), "gemm_ex"), "a refused gemm_ex surfaces at sync: %d %s", rc,
+          mx_last_error());
 }
 
 

@@ -57,7 +57,10 @@ static int expected_buckets(double mb)
 static int ndev_of(int phase, int r) { return phase == 2 ? 1 + r % 2 : phase + 1; }
 
 /* Device d of rank r, round t: small integers, so that every sum is exact. */
-static float grad(int r, int d, int t, size_t i) { return (float)((int)((i * 7 + (size_t)r * 3 + (size_t)d * 5 + (size_t)t * 11) % 13) - 6); }
+static float grad(int r, int d, int t, size_t i)
+{
+    return (float)((int)((i * 7 + (size_t)r * 3 + (size_t)d * 5 + (size_t)t * 11) % 13) - 6);
+}
 static float init_w(size_t i) { return 0.25f * (float)(i % 10); }
 /* what device d holds before init: device 0 the initial weights, the others something else
  * (the store must start from device 0's) */
@@ -121,7 +124,8 @@ static void *device_main(void *p)
             if (mx_kv_pull(a->kv, k, a->d, keys[k].count) != MX_OK && a->failed++ == 0 && !a->quiet)
                 fprintf(stderr, "rank %d device %d round %d pull %d: %s\n", rank, a->d, t, k, mx_last_error());
             for (size_t i = keys[k].offset; i < keys[k].offset + keys[k].count; i++)
-                a->bad += a->updater ? !same(a->w[i], ref_w[t][i]) : a->g[i] != sum[t][i] || a->w[i] != first_w(a->d, i);
+                a->bad +=
+                    a->updater ? !same(a->w[i], ref_w[t][i]) : a->g[i] != sum[t][i] || a->w[i] != first_w(a->d, i);
         }
     }
     return NULL;
@@ -202,10 +206,11 @@ static void run_phase(mx_comm *world, int phase, double mb, int with_updater)
     const mx_kv_stats st = mx_kv_stats_get(kv);
     const mx_comm_count c = mx_comm_counts(world, rank, MX_COMM_ALLREDUCE);
     const int nb = expected_buckets(mb);
-    CHECK(c.calls == (long)nb * ROUNDS, "%s: %ld all-reduces, expected %d buckets x %d rounds", what, c.calls, nb, ROUNDS);
-    CHECK(c.bytes >= 4.0 * key_floats * ROUNDS && c.bytes <= 4.0 * total * ROUNDS,
-          "%s: all-reduced %.0f bytes, expected the keys (%zu floats) and padding, %d rounds", what, c.bytes, key_floats,
+    CHECK(c.calls == (long)nb * ROUNDS, "%s: %ld all-reduces, expected %d buckets x %d rounds", what, c.calls, nb,
           ROUNDS);
+    CHECK(c.bytes >= 4.0 * key_floats * ROUNDS && c.bytes <= 4.0 * total * ROUNDS,
+          "%s: all-reduced %.0f bytes, expected the keys (%zu floats) and padding, %d rounds", what, c.bytes,
+          key_floats, ROUNDS);
     const double net = 4.0 * (size - 1) / size * c.bytes; /* sent and received, 2(n-1)/n each */
     CHECK(fabs(st.net_bytes - net) <= 1e-9 * net, "%s: net bytes %.1f, expected 4(n-1)/n x %.0f = %.1f", what,
           st.net_bytes, c.bytes, net);
@@ -216,8 +221,8 @@ static void run_phase(mx_comm *world, int phase, double mb, int with_updater)
     if (with_updater) {
         int calls = 0;
         for (int k = 0; k < NKEYS; k++) calls += u.calls[k] != ROUNDS;
-        CHECK(calls == 0 && u.bad == 0, "%s: %d keys not updated once a round, %d updates with a wrong range", what, calls,
-              u.bad);
+        CHECK(calls == 0 && u.bad == 0, "%s: %d keys not updated once a round, %d updates with a wrong range", what,
+              calls, u.bad);
         /* bit-equal across ranks: rank 0's weights against ours */
         float *w0 = malloc(sizeof(float) * total);
         memcpy(w0, v.w[0], sizeof(float) * total);

@@ -192,7 +192,8 @@ static void check_no_updater(const char *mode, int ndev)
     for (int d = 0; d < ndev; d++)
         for (int k = NKEYS - 1; k >= 0; k--) CHECK(mx_kv_push(r.kv, k, d, keys[k].count) == MX_OK, "push");
     for (int d = 0; d < ndev; d++)
-        for (int k = 0; k < NKEYS; k++) CHECK(mx_kv_pull(r.kv, k, d, keys[k].count) == MX_OK, "pull: %s", mx_last_error());
+        for (int k = 0; k < NKEYS; k++)
+            CHECK(mx_kv_pull(r.kv, k, d, keys[k].count) == MX_OK, "pull: %s", mx_last_error());
     int bad = 0;
     for (int d = 0; d < ndev; d++)
         for (int k = 0; k < NKEYS; k++)
@@ -252,14 +253,16 @@ static void check_push_hook(const char *mode, int ndev)
     for (int d = 0; d < ndev; d++)
         for (int k = 0; k < NKEYS; k++) missed += h.calls[d][k] != 1;
     for (int d = 0; d < ndev; d++)
-        for (size_t i = keys[1].offset; i < keys[1].offset + keys[1].count; i++) bad += r.w[d][i] != (float)i - 2.0f * ndev;
+        for (size_t i = keys[1].offset; i < keys[1].offset + keys[1].count; i++)
+            bad += r.w[d][i] != (float)i - 2.0f * ndev;
     const mx_kv_stats st = mx_kv_stats_get(r.kv);
     const double expect = 2.0 * ndev * (5 + 100 + 1000); /* half of 4 bytes per value */
-    CHECK(missed == 0 && h.bad == 0, "%s x%d: hook missed %d pushes, %d with wrong arguments", mode, ndev, missed, h.bad);
+    CHECK(missed == 0 && h.bad == 0, "%s x%d: hook missed %d pushes, %d with wrong arguments", mode, ndev, missed,
+          h.bad);
     CHECK(bad == 0, "%s x%d: %d weights do not reflect the hook's doubled gradients", mode, ndev, bad);
     CHECK(st.wire_bytes == expect && h.bytes == expect && st.pushes == ndev * NKEYS,
-          "%s x%d: wire bytes %.0f (hook saw %.0f), expected %.0f; %ld pushes", mode, ndev, st.wire_bytes, h.bytes, expect,
-          st.pushes);
+          "%s x%d: wire bytes %.0f (hook saw %.0f), expected %.0f; %ld pushes", mode, ndev, st.wire_bytes, h.bytes,
+          expect, st.pushes);
     mx_kv_set_push_hook(r.kv, failing_hook, NULL);
     CHECK(mx_kv_push(r.kv, 2, 0, keys[2].count) == MX_ERUNTIME && strstr(mx_last_error(), "refused key 2"),
           "a failing hook fails the push: %s", mx_last_error());
@@ -347,7 +350,8 @@ static void check_errors(void)
     /* every device binds before init; a push from an unbound device is refused */
     CHECK(mx_kv_create(&kv, MX_KV_LOCAL, r.comm, keys, NKEYS, NULL) == MX_OK, "%s", mx_last_error());
     mx_kv_bind(kv, 0, r.be[0], r.w[0], r.g[0]);
-    CHECK(mx_kv_init(kv) == MX_EINVAL && strstr(mx_last_error(), "device 1 has not bound"), "init unbound: %s", mx_last_error());
+    CHECK(mx_kv_init(kv) == MX_EINVAL && strstr(mx_last_error(), "device 1 has not bound"), "init unbound: %s",
+          mx_last_error());
     CHECK(mx_kv_push(kv, 0, 1, 5) == MX_EINVAL && strstr(mx_last_error(), "device 1 has not bound"), "push unbound: %s",
           mx_last_error());
     CHECK(mx_kv_bind(kv, 2, r.be[0], r.w[0], r.g[0]) == MX_EINVAL && strstr(mx_last_error(), "device 2"), "bind: %s",

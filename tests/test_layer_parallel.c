@@ -16,13 +16,14 @@
  *  - after 20 steps, mlp and lenet at batch 64, TOL_20_STEPS = 1e-3: at lr 0.02 mlp 2.4e-8
  *    (2 and 4 devices), lenet 1.6e-8 on that host; on an AVX-512 AMD EPYC host lenet on 2
  *    devices stays at 9e-9 for 8 steps, jumps to 6.8e-7 at step 10 (a tie flipped by
- *    rounding, as below) and grows to 2.3e-4 by step 20 (on 4 devices 1.7e-8). At lr 0.05 lenet is chaotic in this comparison: the
- *    difference is 3.4e-9 after 2 steps, 2e-5 after 5 and 5.4e-3 after 20, the same on 2 and
- *    4 devices (test_strategies.c measures the same 2e-3 to 5e-3 between two one-device
- *    runs that differ only in rounding: a max-pool argmax or a relu flips between nearly
- *    equal values, and momentum at that lr amplifies it), so the 20-step runs use lr 0.02,
- *    where rounding stays at 1e-8. Adding the row-parallel bias on every device (k times)
- *    passes 1 step (biases start at zero) and gives 6.0e-3 (mlp x2) after 20, caught.
+ *    rounding, as below) and grows to 2.3e-4 by step 20 (on 4 devices 1.7e-8). At lr 0.05
+ *    lenet is chaotic in this comparison: the difference is 3.4e-9 after 2 steps, 2e-5
+ *    after 5 and 5.4e-3 after 20, the same on 2 and 4 devices (test_strategies.c measures
+ *    the same 2e-3 to 5e-3 between two one-device runs that differ only in rounding: a
+ *    max-pool argmax or a relu flips between nearly equal values, and momentum at that lr
+ *    amplifies it), so the 20-step runs use lr 0.02, where rounding stays at 1e-8. Adding
+ *    the row-parallel bias on every device (k times) passes 1 step (biases start at zero)
+ *    and gives 6.0e-3 (mlp x2) after 20, caught.
  *  - one device: bit-identical to the data strategy's one device after 20 steps (lenet, mlp).
  *  - resnet18 is checked after 1 step (at batch 8; 20 steps would take minutes here): with 8
  *    samples per batch norm its training is chaotic, rounding alone separating the runs by
@@ -237,7 +238,8 @@ static void check_megatron_pair(void)
     for (int d = 0; d < 2; d++) pthread_join(th[d], NULL);
     for (int d = 0; d < 2; d++) {
         CHECK(dev[d].rc == MX_OK, "pair device %d failed", d);
-        const double o = rel_max(dev[d].out, ref_out, PAIR_N * PAIR_OUT), i = rel_max(dev[d].din, din, PAIR_N * PAIR_IN);
+        const double o = rel_max(dev[d].out, ref_out, PAIR_N * PAIR_OUT),
+                     i = rel_max(dev[d].din, din, PAIR_N * PAIR_IN);
         CHECK(o <= TOL_PAIR && i <= TOL_PAIR, "pair device %d: output %.3g, input gradient %.3g", d, o, i);
         CHECK(dev[d].fwd[MX_COMM_ALLREDUCE].calls == 1 && dev[d].fwd[MX_COMM_ALLGATHER].calls == 0 &&
                   dev[d].fwd[MX_COMM_REDUCE_SCATTER].calls == 0,
@@ -248,9 +250,10 @@ static void check_megatron_pair(void)
                   dev[d].bwd[MX_COMM_REDUCE_SCATTER].calls == 0,
               "pair device %d backward: %ld all-reduce, %ld all-gather; want 1 (the input gradient), 0", d,
               dev[d].bwd[MX_COMM_ALLREDUCE].calls, dev[d].bwd[MX_COMM_ALLGATHER].calls);
-        printf("pair device %d: output %.1e, input gradient %.1e; forward %ld all-reduce (%.0f bytes), %ld all-gather\n",
-               d, o, i, dev[d].fwd[MX_COMM_ALLREDUCE].calls, dev[d].fwd[MX_COMM_ALLREDUCE].bytes,
-               dev[d].fwd[MX_COMM_ALLGATHER].calls);
+        printf(
+            "pair device %d: output %.1e, input gradient %.1e; forward %ld all-reduce (%.0f bytes), %ld all-gather\n",
+            d, o, i, dev[d].fwd[MX_COMM_ALLREDUCE].calls, dev[d].fwd[MX_COMM_ALLREDUCE].bytes,
+            dev[d].fwd[MX_COMM_ALLGATHER].calls);
     }
     const double g = rel_max(grads, ps->g, ps->nweights);
     CHECK(g <= TOL_PAIR, "pair weight gradients: %.3g", g);

@@ -151,15 +151,16 @@ static double max_rel(const float *a, const float *b, size_t n)
 
 /* The multi-threaded convolution (each thread on its own samples, private weight gradients
  * summed afterwards) must agree with the one-thread path the gradient checks above cover:
- * only the order of sums differs, so 1e-5 relative to max(0.1, |value|) (values are O(1)). An odd batch leaves the threads
- * unequal slices; dw starts non-zero because gradients accumulate. */
+ * only the order of sums differs, so 1e-5 relative to max(0.1, |value|) (values are O(1)). An
+ * odd batch leaves the threads unequal slices; dw starts non-zero because gradients accumulate. */
 static void check_conv_threads(int stride, int pad, int k)
 {
     mx_conv_desc d = {.c = 3, .h = 9, .w = 9, .oc = 4, .k = k, .stride = stride, .pad = pad};
     d.oh = (d.h + 2 * pad - k) / stride + 1;
     d.ow = (d.w + 2 * pad - k) / stride + 1;
     const int n = 5;
-    const size_t nin = (size_t)n * d.c * d.h * d.w, nout = (size_t)n * d.oc * d.oh * d.ow, nw = (size_t)d.oc * d.c * k * k;
+    const size_t nin = (size_t)n * d.c * d.h * d.w, nout = (size_t)n * d.oc * d.oh * d.ow,
+                 nw = (size_t)d.oc * d.c * k * k;
     float *x = malloc(sizeof(float) * nin), *w = malloc(sizeof(float) * nw), *g = malloc(sizeof(float) * nout);
     float *out[2], *din[2], *dw[2];
     for (size_t i = 0; i < nin; i++) x[i] = (float)(2 * mx_rng_uniform(&rng) - 1);
@@ -189,22 +190,30 @@ int main(void)
     if (mx_backend_create(&be, "cpu", 0, 1) != MX_OK) return 1;
     const mx_shape img = {3, 6, 6};
     check_layer("dense", (mx_layer_spec){.kind = "dense", .units = 5}, img, 3, 0);
-    check_layer("conv2d 3x3 s1 p1 bias", (mx_layer_spec){.kind = "conv2d", .units = 4, .k = 3, .stride = 1, .pad = 1, .bias = 1}, img, 2, 0);
-    check_layer("conv2d 3x3 s2 p1", (mx_layer_spec){.kind = "conv2d", .units = 4, .k = 3, .stride = 2, .pad = 1}, img, 2, 0);
-    check_layer("conv2d 5x5 s1 p0 bias", (mx_layer_spec){.kind = "conv2d", .units = 2, .k = 5, .stride = 1, .pad = 0, .bias = 1}, img, 2, 0);
+    check_layer("conv2d 3x3 s1 p1 bias",
+                (mx_layer_spec){.kind = "conv2d", .units = 4, .k = 3, .stride = 1, .pad = 1, .bias = 1}, img, 2, 0);
+    check_layer("conv2d 3x3 s2 p1", (mx_layer_spec){.kind = "conv2d", .units = 4, .k = 3, .stride = 2, .pad = 1}, img,
+                2, 0);
+    check_layer("conv2d 5x5 s1 p0 bias",
+                (mx_layer_spec){.kind = "conv2d", .units = 2, .k = 5, .stride = 1, .pad = 0, .bias = 1}, img, 2, 0);
     check_layer("conv2d 1x1 s2", (mx_layer_spec){.kind = "conv2d", .units = 3, .k = 1, .stride = 2}, img, 2, 0);
     check_layer("relu", (mx_layer_spec){.kind = "relu"}, img, 2, 1);
     check_layer("maxpool 2", (mx_layer_spec){.kind = "maxpool", .k = 2}, img, 2, 1);
-    check_layer("maxpool 3 stride 2", (mx_layer_spec){.kind = "maxpool", .k = 3, .stride = 2}, (mx_shape){2, 7, 7}, 2, 1);
+    check_layer("maxpool 3 stride 2", (mx_layer_spec){.kind = "maxpool", .k = 3, .stride = 2}, (mx_shape){2, 7, 7}, 2,
+                1);
     check_layer("avgpool_global", (mx_layer_spec){.kind = "avgpool_global"}, img, 2, 0);
     check_layer("batchnorm", (mx_layer_spec){.kind = "batchnorm"}, img, 4, 0);
     check_layer("flatten", (mx_layer_spec){.kind = "flatten"}, img, 2, 0);
     check_layer("residual identity", (mx_layer_spec){.kind = "residual", .units = 3, .stride = 1}, img, 3, 1);
     check_layer("residual projection s2", (mx_layer_spec){.kind = "residual", .units = 4, .stride = 2}, img, 3, 1);
     /* one input channel at stride 1: the direct kernel (engine/cpu/conv_direct.c), odd sizes and padding */
-    check_layer("conv2d 1-ch 5x5 s1 p0 bias", (mx_layer_spec){.kind = "conv2d", .units = 5, .k = 5, .stride = 1, .pad = 0, .bias = 1}, (mx_shape){1, 9, 11}, 2, 0);
-    check_layer("conv2d 1-ch 3x3 s1 p2", (mx_layer_spec){.kind = "conv2d", .units = 3, .k = 3, .stride = 1, .pad = 2}, (mx_shape){1, 7, 5}, 3, 0);
-    check_layer("conv2d 1-ch 3x3 s2 p1", (mx_layer_spec){.kind = "conv2d", .units = 4, .k = 3, .stride = 2, .pad = 1}, (mx_shape){1, 7, 7}, 2, 0);
+    check_layer("conv2d 1-ch 5x5 s1 p0 bias",
+                (mx_layer_spec){.kind = "conv2d", .units = 5, .k = 5, .stride = 1, .pad = 0, .bias = 1},
+                (mx_shape){1, 9, 11}, 2, 0);
+    check_layer("conv2d 1-ch 3x3 s1 p2", (mx_layer_spec){.kind = "conv2d", .units = 3, .k = 3, .stride = 1, .pad = 2},
+                (mx_shape){1, 7, 5}, 3, 0);
+    check_layer("conv2d 1-ch 3x3 s2 p1", (mx_layer_spec){.kind = "conv2d", .units = 4, .k = 3, .stride = 2, .pad = 1},
+                (mx_shape){1, 7, 7}, 2, 0);
     check_loss();
     check_conv_threads(1, 1, 3);
     check_conv_threads(2, 1, 3);
@@ -221,16 +230,21 @@ int main(void)
      * of the outputs), which at STEP put single elements 1.5-2% off. A step of 0.05 divides that
      * noise by 50. */
     step = 0.05f;
-    check_layer("conv2d 8-ch 3x3 s1 p1 bias", (mx_layer_spec){.kind = "conv2d", .units = 9, .k = 3, .stride = 1, .pad = 1, .bias = 1}, (mx_shape){8, 15, 13}, 4, 0);
-    check_layer("conv2d 9-ch 3x3 s1 p2", (mx_layer_spec){.kind = "conv2d", .units = 8, .k = 3, .stride = 1, .pad = 2}, (mx_shape){9, 14, 13}, 4, 0);
+    check_layer("conv2d 8-ch 3x3 s1 p1 bias",
+                (mx_layer_spec){.kind = "conv2d", .units = 9, .k = 3, .stride = 1, .pad = 1, .bias = 1},
+                (mx_shape){8, 15, 13}, 4, 0);
+    check_layer("conv2d 9-ch 3x3 s1 p2", (mx_layer_spec){.kind = "conv2d", .units = 8, .k = 3, .stride = 1, .pad = 2},
+                (mx_shape){9, 14, 13}, 4, 0);
     step = STEP;
 
     /* Bad specifications give errors naming the value, not crashes. */
     mx_net *net;
     mx_layer_spec badk[2] = {{.kind = "conv2d", .units = 4, .k = 9, .stride = 1}, {.kind = "flatten"}};
-    CHECK(mx_net_create(&net, be, badk, 2, img, 2) == MX_EINVAL && strstr(mx_last_error(), "kernel 9"), "%s", mx_last_error());
+    CHECK(mx_net_create(&net, be, badk, 2, img, 2) == MX_EINVAL && strstr(mx_last_error(), "kernel 9"), "%s",
+          mx_last_error());
     mx_layer_spec unknown[1] = {{.kind = "lstm"}};
-    CHECK(mx_net_create(&net, be, unknown, 1, img, 2) == MX_EINVAL && strstr(mx_last_error(), "lstm"), "%s", mx_last_error());
+    CHECK(mx_net_create(&net, be, unknown, 1, img, 2) == MX_EINVAL && strstr(mx_last_error(), "lstm"), "%s",
+          mx_last_error());
     mx_backend_destroy(be);
     return check_summary("test_layers");
 }

@@ -136,8 +136,8 @@ static void test_single_run(const char *dir, mx_plot_report *rep)
     char outdir[4200];
     snprintf(outdir, sizeof outdir, "%s/single", dir);
     int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
-    const unsigned absent = BIT(MX_PLOT_STALENESS) | BIT(MX_PLOT_MOVED) | BIT(MX_PLOT_BUBBLE) | BIT(MX_PLOT_COMPRESSION) |
-                            BIT(MX_PLOT_LOSS_SCALE);
+    const unsigned absent = BIT(MX_PLOT_STALENESS) | BIT(MX_PLOT_MOVED) | BIT(MX_PLOT_BUBBLE) |
+                            BIT(MX_PLOT_COMPRESSION) | BIT(MX_PLOT_LOSS_SCALE);
     CHECK(rc == MX_NPLOTS - popcount(absent), "single run: returned %d: %s", rc, mx_last_error());
     check_figures(outdir, rep, absent);
     mx_results_free(&res);
@@ -192,8 +192,8 @@ static void test_dist(const char *dir, mx_plot_report *rep)
     /* two series, each from one device (rows sorted by device count), one point per count */
     const char *sync = text ? strstr(text, "\"kv dist_sync\"\n") : NULL;
     const char *async = text ? strstr(text, "\"kv dist_async\"\n") : NULL;
-    CHECK(sync && async && strncmp(strchr(sync, '\n'), "\n1 ", 3) == 0 && strncmp(strchr(async, '\n'), "\n1 ", 3) == 0 &&
-              count_lines(path, "1 ") == 2 && !strstr(text, "kv none"),
+    CHECK(sync && async && strncmp(strchr(sync, '\n'), "\n1 ", 3) == 0 &&
+              strncmp(strchr(async, '\n'), "\n1 ", 3) == 0 && count_lines(path, "1 ") == 2 && !strstr(text, "kv none"),
           "%s: expected a series per kvstore mode, each from the one-device run:\n%s", path, text ? text : "");
     free(text);
 
@@ -202,8 +202,8 @@ static void test_dist(const char *dir, mx_plot_report *rep)
         for (int k = MX_COUNTER_STALENESS_MEAN; k <= MX_COUNTER_STALENESS_MAX; k++) res.runs[i].metrics[k] = NAN;
     rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
     snprintf(path, sizeof path, "%s/staleness.png", outdir);
-    CHECK(rc == MX_NPLOTS - 4 && !rep->drawn[MX_PLOT_STALENESS] && strstr(rep->skipped[MX_PLOT_STALENESS], "dist_async") &&
-              !file_exists(path),
+    CHECK(rc == MX_NPLOTS - 4 && !rep->drawn[MX_PLOT_STALENESS] &&
+              strstr(rep->skipped[MX_PLOT_STALENESS], "dist_async") && !file_exists(path),
           "dist_async without staleness: returned %d, skip message '%s', stale figure %d", rc,
           rep->skipped[MX_PLOT_STALENESS], file_exists(path));
     mx_results_free(&res);

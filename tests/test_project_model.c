@@ -221,7 +221,8 @@ static void check_projection(const char *what, truth t, const int *gpus, int ngp
         CHECK(close_to(p->exposed, t.exposed, 1e-9) && close_to(p->overlap, t.overlap, 1e-6),
               "%s: exposed %g overlap %g, expected %g %g", what, p->exposed, p->overlap, t.exposed, t.overlap);
         const double b = t.global ? (double)t.batch / gpus[0] : t.batch;
-        CHECK(close_to(p->c0 + p->c1 * b, t.c0 + t.c1 * b, 1e-9) && close_to(p->d0 + p->d1 * t.batch, t.d0 + t.d1 * t.batch, 1e-9),
+        CHECK(close_to(p->c0 + p->c1 * b, t.c0 + t.c1 * b, 1e-9) &&
+                  close_to(p->d0 + p->d1 * t.batch, t.d0 + t.d1 * t.batch, 1e-9),
               "%s: compute %g + %g b, data %g + %g B; expected %g + %g b, %g + %g B", what, p->c0, p->c1, p->d0, p->d1,
               t.c0, t.c1, t.d0, t.d1);
         CHECK(p->cpu == t.cpu && p->ring == t.ring && (t.cpu ? p->cores == t.cores : 1), "%s: cpu %d ring %d cores %g",
@@ -237,7 +238,9 @@ static void check_projection(const char *what, truth t, const int *gpus, int ngp
             CHECK(close_to(pt->compute, compute, 1e-9) && close_to(pt->comm + pt->update, comm + upd, 1e-9),
                   "%s: %d devices: compute %g comm %g, expected %g %g", what, pt->gpus, pt->compute, pt->comm, compute,
                   comm + upd);
-            if (pt->measured) CHECK(fabs(pt->error) < 1e-9, "%s: %d devices: error %g on the model's own runs", what, pt->gpus, pt->error);
+            if (pt->measured)
+                CHECK(fabs(pt->error) < 1e-9, "%s: %d devices: error %g on the model's own runs", what, pt->gpus,
+                      pt->error);
         }
         CHECK(found == 1, "%s: no point at 8 devices", what);
     }
@@ -304,8 +307,9 @@ static void test_groups(void)
         if (strstr(pr[i].label, "kv=local")) loc = i;
         if (strstr(pr[i].label, " model ")) mod = i;
     }
-    CHECK(device >= 0 && !pr[device].skipped[0] && pr[device].npoints == 4, "device: projected over 1, 2, 4, 16 (%d points) %s",
-          device >= 0 ? pr[device].npoints : -1, device >= 0 ? pr[device].skipped : "");
+    CHECK(device >= 0 && !pr[device].skipped[0] && pr[device].npoints == 4,
+          "device: projected over 1, 2, 4, 16 (%d points) %s", device >= 0 ? pr[device].npoints : -1,
+          device >= 0 ? pr[device].skipped : "");
     if (device >= 0 && pr[device].npoints == 4) {
         const mx_proj_point *p4 = &pr[device].pt[2];
         CHECK(p4->gpus == 4 && p4->measured == 1 && !p4->fitted && fabs(p4->error) < 1e-9,

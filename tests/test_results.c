@@ -265,8 +265,8 @@ static void test_replace(void)
     }
     mx_results_free(&got);
     snprintf(ok2.id, sizeof ok2.id, "r0009");
-    CHECK(mx_results_replace(path, &ok2) == MX_EINVAL && strstr(mx_last_error(), "r0009"), "replacing a missing run: %s",
-          mx_last_error());
+    CHECK(mx_results_replace(path, &ok2) == MX_EINVAL && strstr(mx_last_error(), "r0009"),
+          "replacing a missing run: %s", mx_last_error());
     CHECK(count_runs(path) == 2, "a refused replace changed the file");
     mx_record_free(&ok1);
     mx_record_free(&failed2);
@@ -535,7 +535,8 @@ static void test_keys_and_derive(void)
     CHECK(strlen(small) == 15, "truncated key '%s'", small);
 
     /* time to accuracy: first epoch end at or above the target (0.7, 0.76, 0.82 vs 0.8) */
-    CHECK(a.time_to_acc == 12.0 && a.final_test_acc == 0.82, "time_to_acc %g, final %g", a.time_to_acc, a.final_test_acc);
+    CHECK(a.time_to_acc == 12.0 && a.final_test_acc == 0.82, "time_to_acc %g, final %g", a.time_to_acc,
+          a.final_test_acc);
     a.target_acc = 0.9;
     mx_record_derive(&a);
     CHECK(isnan(a.time_to_acc), "unreached target gives %g", a.time_to_acc);

@@ -98,8 +98,8 @@ static void check_old_runs(const mx_results *res, const char *what)
     for (int i = 0; i < 2; i++) {
         char key[1024];
         mx_record_config_key(&res->runs[i], key, sizeof key);
-        CHECK(strcmp(key, old_keys[i][0]) == 0, "%s: run %d's configuration key changed:\n  %s\nwas\n  %s", what, i, key,
-              old_keys[i][0]);
+        CHECK(strcmp(key, old_keys[i][0]) == 0, "%s: run %d's configuration key changed:\n  %s\nwas\n  %s", what, i,
+              key, old_keys[i][0]);
         mx_record_series_key(&res->runs[i], key, sizeof key);
         CHECK(strcmp(key, old_keys[i][1]) == 0, "%s: run %d's series key changed:\n  %s\nwas\n  %s", what, i, key,
               old_keys[i][1]);

@@ -76,8 +76,8 @@ static void check_limit(long limit, int create, const char *before, size_t nbefo
     ncases++;
     const char *what = create ? "create over the file" : "append";
     int sig = write_limited(limit, create, &o, &pid);
-    CHECK(sig == 0, "%s limited to %ld bytes: the child %s %d", what, limit, sig > 0 ? "was killed by signal" : "failed:",
-          sig);
+    CHECK(sig == 0, "%s limited to %ld bytes: the child %s %d", what, limit,
+          sig > 0 ? "was killed by signal" : "failed:", sig);
     if (sig != 0) return;
     char tmp[200];
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)pid);

@@ -30,7 +30,10 @@ typedef struct {
 
 typedef int (*damage_fn)(hid_t fid, const edit *e);
 
-static int del_attr(hid_t fid, const edit *e) { return H5Adelete_by_name(fid, e->obj, e->name, H5P_DEFAULT) < 0 ? -1 : 0; }
+static int del_attr(hid_t fid, const edit *e)
+{
+    return H5Adelete_by_name(fid, e->obj, e->name, H5P_DEFAULT) < 0 ? -1 : 0;
+}
 
 static int put_attr(hid_t fid, const edit *e, hid_t type, hsize_t count, const void *v)
 {

@@ -71,7 +71,8 @@ static void test_stats_ci(void)
         covered += lo <= 100 && 100 <= hi;
         /* order statistics n/2 -+ 0.98 sqrt(n): the iid interval */
         int k = (int)(0.98 * sqrt((double)N));
-        double lo_n = mx_stats_quantile(s, N, (N / 2.0 - k) / (N - 1)), hi_n = mx_stats_quantile(s, N, (N / 2.0 + k) / (N - 1));
+        double lo_n = mx_stats_quantile(s, N, (N / 2.0 - k) / (N - 1)),
+               hi_n = mx_stats_quantile(s, N, (N / 2.0 + k) / (N - 1));
         naive_covered += lo_n <= 100 && 100 <= hi_n;
     }
     printf("median CI coverage on AR(1) phi=0.8, n=%d: %d/%d (iid order-statistic interval: %d/%d)\n", N,
@@ -162,7 +163,9 @@ static void test_hodges_lehmann(void)
             for (int j = i; j < n; j++) w[k++] = (d[i] + d[j]) / 2;
         qsort(w, (size_t)m, sizeof *w, cmp_d);
         if (c == 0) CHECK(isnan(lo) && isnan(hi), "n=%d: no 95%% interval exists, saw [%g, %g]", n, lo, hi);
-        else CHECK(lo == w[c - 1] && hi == w[m - c], "n=%d cut %d: [%g, %g], expected [%g, %g]", n, c, lo, hi, w[c - 1], w[m - c]);
+        else
+            CHECK(lo == w[c - 1] && hi == w[m - c], "n=%d cut %d: [%g, %g], expected [%g, %g]", n, c, lo, hi, w[c - 1],
+                  w[m - c]);
         CHECK(fabs(est - (n + 1) / 2.0) < 1e-12, "n=%d: HL of 1..n %g", n, est);
     }
     CHECK(brute_cut(6) == 1 && brute_cut(8) == 4 && brute_cut(10) == 9 && brute_cut(5) == 0, "table cuts");

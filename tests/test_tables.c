@@ -153,8 +153,8 @@ static void test_counters(const char *schema, const char *work)
         const mx_counter_info *c = &mx_counters[k];
         char want[128];
         CHECK(res.nruns == 2 && res.runs[1].metrics[k] == counter_value(k) && isnan(res.runs[0].metrics[k]),
-              "counter %s: the record read back holds %g, expected %g", c->name, res.nruns == 2 ? res.runs[1].metrics[k] : NAN,
-              counter_value(k));
+              "counter %s: the record read back holds %g, expected %g", c->name,
+              res.nruns == 2 ? res.runs[1].metrics[k] : NAN, counter_value(k));
         CHECK(run_has_attribute(file, "/runs/r0001", c->name), "counter %s: no attribute in /runs/r0001", c->name);
         CHECK(summary_has_column(file, c->name), "counter %s: no /summary column", c->name);
         snprintf(want, sizeof want, "%s", c->head);
@@ -168,7 +168,8 @@ static void test_counters(const char *schema, const char *work)
         snprintf(want, sizeof want, "\"%s\": %.15g", c->name, counter_value(k));
         CHECK(rep[3] && strstr(rep[3], want), "counter %s: report json has no '%s'", c->name, want);
         snprintf(want, sizeof want, "| `%s` |", c->name);
-        CHECK(schema && strstr(schema, want), "counter %s: results/SCHEMA.md does not document it ('%s')", c->name, want);
+        CHECK(schema && strstr(schema, want), "counter %s: results/SCHEMA.md does not document it ('%s')", c->name,
+              want);
         CHECK(c->help && c->help[0] && c->unit && c->head && c->fmt, "counter %s: entry incomplete", c->name);
     }
     for (int p = 0; p < MX_NPHASES; p++) {
@@ -412,7 +413,8 @@ static void test_vocabularies(void)
     CHECK(mx_kv_mode_of("nccl") == MX_KV_UNKNOWN && !mx_kv_name_has("nccl", 0) && !mx_kv_name_has(NULL, 0) &&
               mx_amp_of("") == MX_AMP_UNKNOWN && mx_gc_of(NULL) == MX_GC_UNKNOWN,
           "names outside the tables");
-    CHECK(strcmp(mx_kv_mode_name(MX_KV_UNKNOWN), "?") == 0 && strcmp(mx_gc_name(MX_NGC), "?") == 0, "names of no entry");
+    CHECK(strcmp(mx_kv_mode_name(MX_KV_UNKNOWN), "?") == 0 && strcmp(mx_gc_name(MX_NGC), "?") == 0,
+          "names of no entry");
     CHECK(mx_config_unset("none") && mx_config_unset("off") && !mx_config_unset("fp16") && !mx_config_unset("device"),
           "unset words");
     CHECK(mx_kv_name_has("dist_async", MX_KV_DIST | MX_KV_ASYNC) && mx_kv_name_has("dist_allreduce", MX_KV_BUCKETS) &&

@@ -6,12 +6,13 @@
 #include <string.h>
 
 const mx_switch_info mx_switches[MX_NSWITCHES] = {
-    [MX_SWITCH_CONV] = {"MXBENCH_CONV",
-                        {"auto", "gemm", "nodnnl", "nowinograd"},
-                        {"each convolution on the fastest kernel that applies (direct, oneDNN, Winograd, im2col + GEMM)",
-                         "every convolution on im2col + GEMM (the reference)",
-                         "oneDNN's bf16 convolutions kept out (mxbench's own kernels alone)",
-                         "3x3 convolutions kept off Winograd (to measure what it brings)"}},
+    [MX_SWITCH_CONV] =
+        {"MXBENCH_CONV",
+         {"auto", "gemm", "nodnnl", "nowinograd"},
+         {"each convolution on the fastest kernel that applies (direct, oneDNN, Winograd, im2col + GEMM)",
+          "every convolution on im2col + GEMM (the reference)",
+          "oneDNN's bf16 convolutions kept out (mxbench's own kernels alone)",
+          "3x3 convolutions kept off Winograd (to measure what it brings)"}},
     [MX_SWITCH_GEMM] = {"MXBENCH_GEMM",
                         {"own", "blas"},
                         {"f32 GEMMs on mxbench's own AVX-512 kernel where the CPU has avx512f",
@@ -51,8 +52,8 @@ int mx_switches_check(void)
             strncat(accepted, v > 0 ? ", " : "", sizeof accepted - strlen(accepted) - 1);
             strncat(accepted, mx_switches[s].values[v], sizeof accepted - strlen(accepted) - 1);
         }
-        return mx_error(MX_EINVAL, "%s='%s': accepted %s (or unset: %s)", mx_switches[s].var, getenv(mx_switches[s].var),
-                        accepted, mx_switches[s].values[0]);
+        return mx_error(MX_EINVAL, "%s='%s': accepted %s (or unset: %s)", mx_switches[s].var,
+                        getenv(mx_switches[s].var), accepted, mx_switches[s].values[0]);
     }
     return MX_OK;
 }

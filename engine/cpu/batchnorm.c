@@ -76,7 +76,8 @@ static inline __attribute__((always_inline)) void chan_grad_sums(const float *dy
     const int full = hw - hw % VL;
     int since = 0;
     for (int i = 0; i < n; i++) {
-        const float *restrict g = dy + i * stride, *restrict r = x + i * stride, *restrict m = relu ? y + i * stride : r;
+        const float *restrict g = dy + i * stride, *restrict r = x + i * stride,
+                              *restrict m = relu ? y + i * stride : r;
         prefetch_next(x, i, n, stride, hw, 0), prefetch_next(dy, i, n, stride, hw, 0);
         if (relu) prefetch_next(y, i, n, stride, hw, 0);
         for (int p = 0; p < full; p += VL)

@@ -87,7 +87,8 @@ TARGET static ALWAYS_INLINE dsum block_sum(const float *x, int n, size_t ss, int
 /* The relu's gradient: g where the bf16 output m (16 values) is above 0, else 0. */
 TARGET static ALWAYS_INLINE __m512 masked(__m512 g, const uint16_t *m)
 {
-    const __m512 y = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)m)), 16));
+    const __m512 y =
+        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)m)), 16));
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_GT_OQ), g);
 }
 
@@ -171,14 +172,17 @@ TARGET static ALWAYS_INLINE void forward_block(int blk, int n, int c, int hw, vo
             __m512 y[16];
             for (int l = 0; l < 16; l++) {
                 const size_t o = i * ss + at + (size_t)(p + l) * 16;
-                const __m512 v = l < cnt ? _mm512_add_ps(_mm512_mul_ps(va, _mm512_loadu_ps(in + o)), vb) : _mm512_setzero_ps();
+                const __m512 v =
+                    l < cnt ? _mm512_add_ps(_mm512_mul_ps(va, _mm512_loadu_ps(in + o)), vb) : _mm512_setzero_ps();
                 y[l] = relu ? _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v) : v;
-                if (!nchw && l < cnt) _mm256_storeu_si256((__m256i *)((uint16_t *)out + o), (__m256i)_mm512_cvtneps_pbh(y[l]));
+                if (!nchw && l < cnt)
+                    _mm256_storeu_si256((__m256i *)((uint16_t *)out + o), (__m256i)_mm512_cvtneps_pbh(y[l]));
             }
             if (!nchw) continue;
             mx_transpose16x16_ps(y); /* y[k]: channel k's pixels [p, p + cnt) */
             const __mmask16 m = cnt >= 16 ? 0xffff : (__mmask16)((1u << cnt) - 1);
-            for (int k = 0; k < 16; k++) _mm512_mask_storeu_ps((float *)out + i * ss + at + (size_t)k * hw + p, m, y[k]);
+            for (int k = 0; k < 16; k++)
+                _mm512_mask_storeu_ps((float *)out + i * ss + at + (size_t)k * hw + p, m, y[k]);
         }
 }
 
@@ -231,12 +235,14 @@ TARGET static void fwd_nchw(int blk, int n, int c, int hw, void *out, float *mea
     forward_block(blk, n, c, hw, out, mean, invstd, rm, rv, in, g, b, eps, mom, 0, 1);
 }
 TARGET static void bwd_relu(int blk, int n, int c, int hw, uint16_t *din, float *dg, float *db, const float *dout,
-                            const float *in, const uint16_t *out, const float *mean, const float *invstd, const float *g)
+                            const float *in, const uint16_t *out, const float *mean, const float *invstd,
+                            const float *g)
 {
     backward_block(blk, n, c, hw, din, dg, db, dout, in, out, mean, invstd, g, 1, 0);
 }
 TARGET static void bwd_nchw(int blk, int n, int c, int hw, uint16_t *din, float *dg, float *db, const float *dout,
-                            const float *in, const uint16_t *out, const float *mean, const float *invstd, const float *g)
+                            const float *in, const uint16_t *out, const float *mean, const float *invstd,
+                            const float *g)
 {
     backward_block(blk, n, c, hw, din, dg, db, dout, in, out, mean, invstd, g, 0, 1);
 }
@@ -250,8 +256,8 @@ int mx_cpu_bn_c16_forward(mx_backend *be, int n, int c, int hw, int kind, void *
     if (c % 16 || !mx_cpu_bf16_native()) return 0;
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)n * c * hw)) schedule(static)
     for (int blk = 0; blk < c / 16; blk++)
-        (kind == MX_BN16_INNER ? fwd_relu : fwd_nchw)(blk, n, c, hw, out, mean, invstd, run_mean, run_var, in, gamma, beta, eps,
-                                     momentum);
+        (kind == MX_BN16_INNER ? fwd_relu : fwd_nchw)(blk, n, c, hw, out, mean, invstd, run_mean, run_var, in, gamma,
+                                                      beta, eps, momentum);
     return 1;
 #else
     return 0;
@@ -266,7 +272,8 @@ int mx_cpu_bn_c16_backward(mx_backend *be, int n, int c, int hw, int kind, uint1
     if (c % 16 || !mx_cpu_bf16_native()) return 0;
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)n * c * hw)) schedule(static)
     for (int blk = 0; blk < c / 16; blk++)
-        (kind == MX_BN16_INNER ? bwd_relu : bwd_nchw)(blk, n, c, hw, din, dgamma, dbeta, dout, in, out, mean, invstd, gamma);
+        (kind == MX_BN16_INNER ? bwd_relu : bwd_nchw)(blk, n, c, hw, din, dgamma, dbeta, dout, in, out, mean, invstd,
+                                                      gamma);
     return 1;
 #else
     return 0;

@@ -146,7 +146,8 @@ static int boundary_init(boundary *b, const dnnl_memory_desc_t *user_md, const d
     /* an activation to bf16 nChw16c or back from f32 nChw16c: mxbench's reorder, the faster one */
     dnnl_memory_desc_t c16;
     if (!sum && user_md->ndims == 4 && user_md->dims[1] % 16 == 0 &&
-        dnnl_memory_desc_init_by_tag(&c16, 4, user_md->dims, input ? dnnl_bf16 : dnnl_f32, dnnl_nChw16c) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&c16, 4, user_md->dims, input ? dnnl_bf16 : dnnl_f32, dnnl_nChw16c) ==
+            dnnl_success &&
         dnnl_memory_desc_equal(&c16, prim_md)) {
         b->own = 1;
         b->n = (int)user_md->dims[0], b->c = (int)user_md->dims[1], b->hw = (int)(user_md->dims[2] * user_md->dims[3]);
@@ -159,7 +160,8 @@ static int boundary_init(boundary *b, const dnnl_memory_desc_t *user_md, const d
                             dnnl_success;
     if (a) dnnl_primitive_attr_destroy(a);
     if (!ok) return 0;
-    const int made = scratchpad(rpd, &b->rs, &b->rs_off, bytes) && dnnl_primitive_create(&b->reorder, rpd) == dnnl_success;
+    const int made =
+        scratchpad(rpd, &b->rs, &b->rs_off, bytes) && dnnl_primitive_create(&b->reorder, rpd) == dnnl_success;
     dnnl_primitive_desc_destroy(rpd);
     return made;
 }
@@ -214,7 +216,8 @@ typedef struct {
 
 static int shapes_init(shapes *s, const mx_conv_desc *d, int n)
 {
-    const int pr_h = (d->oh - 1) * d->stride + d->k - d->h - d->pad, pr_w = (d->ow - 1) * d->stride + d->k - d->w - d->pad;
+    const int pr_h = (d->oh - 1) * d->stride + d->k - d->h - d->pad,
+              pr_w = (d->ow - 1) * d->stride + d->k - d->w - d->pad;
     s->strides[0] = s->strides[1] = d->stride;
     s->pad_l[0] = s->pad_l[1] = d->pad;
     s->pad_r[0] = pr_h, s->pad_r[1] = pr_w;
@@ -244,8 +247,8 @@ static int fwd_pd(entry *e, const shapes *s)
 {
     if (e->fwd_pd) return 1;
     dnnl_convolution_desc_t cd;
-    if (dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &s->src_h, &s->wei_h, NULL,
-                                           &s->dst_f, s->strides, s->pad_l, s->pad_r) != dnnl_success)
+    if (dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &s->src_h, &s->wei_h,
+                                           NULL, &s->dst_f, s->strides, s->pad_l, s->pad_r) != dnnl_success)
         return 0;
     if (!pd_create(&e->fwd_pd, &cd, NULL)) e->fwd_pd = NULL;
     return e->fwd_pd != NULL;
@@ -277,26 +280,29 @@ static int bwd_init(entry *e, int with_din, int with_dw)
     dnnl_primitive_desc_t wpd = NULL, dpd = NULL;
     int ok = 1;
     if (with_dw)
-        ok = dnnl_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct, &s.src_h, &s.wei_f, NULL, &s.dst_h,
-                                                         s.strides, s.pad_l, s.pad_r) == dnnl_success &&
-             pd_create(&wpd, &wd, e->fwd_pd) &&
-             op_init(&e->bwd_w, wpd, (int[]){DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
-                     (dnnl_query_t[]){dnnl_query_src_md, dnnl_query_diff_dst_md, dnnl_query_diff_weights_md},
-                     (const dnnl_memory_desc_t *[]){&s.src, &s.dst, &s.wei}, (int[]){1, 1, 0}, (int[]){0, 0, 1}, &bytes);
+        ok =
+            dnnl_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct, &s.src_h, &s.wei_f, NULL,
+                                                        &s.dst_h, s.strides, s.pad_l, s.pad_r) == dnnl_success &&
+            pd_create(&wpd, &wd, e->fwd_pd) &&
+            op_init(&e->bwd_w, wpd, (int[]){DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
+                    (dnnl_query_t[]){dnnl_query_src_md, dnnl_query_diff_dst_md, dnnl_query_diff_weights_md},
+                    (const dnnl_memory_desc_t *[]){&s.src, &s.dst, &s.wei}, (int[]){1, 1, 0}, (int[]){0, 0, 1}, &bytes);
     if (ok && with_din)
-        ok = dnnl_convolution_backward_data_desc_init(&dd, dnnl_convolution_direct, &s.src_f, &s.wei_h, &s.dst_h, s.strides,
-                                                      s.pad_l, s.pad_r) == dnnl_success &&
-             pd_create(&dpd, &dd, e->fwd_pd) &&
-             op_init(&e->bwd_d, dpd, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC},
-                     (dnnl_query_t[]){dnnl_query_diff_dst_md, dnnl_query_weights_md, dnnl_query_diff_src_md},
-                     (const dnnl_memory_desc_t *[]){&s.dst, &s.wei, &s.src}, (int[]){1, 1, 0}, (int[]){0, 0, 0}, &bytes);
+        ok =
+            dnnl_convolution_backward_data_desc_init(&dd, dnnl_convolution_direct, &s.src_f, &s.wei_h, &s.dst_h,
+                                                     s.strides, s.pad_l, s.pad_r) == dnnl_success &&
+            pd_create(&dpd, &dd, e->fwd_pd) &&
+            op_init(&e->bwd_d, dpd, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC},
+                    (dnnl_query_t[]){dnnl_query_diff_dst_md, dnnl_query_weights_md, dnnl_query_diff_src_md},
+                    (const dnnl_memory_desc_t *[]){&s.dst, &s.wei, &s.src}, (int[]){1, 1, 0}, (int[]){0, 0, 0}, &bytes);
     if (wpd) dnnl_primitive_desc_destroy(wpd);
     if (dpd) dnnl_primitive_desc_destroy(dpd);
     const dnnl_memory_desc_t *wg, *dg;
     e->ddst_shared = ok && with_din && with_dw && e->bwd_w.b[1].prim != e->bwd_w.b[1].user &&
                      e->bwd_d.b[0].prim != e->bwd_d.b[0].user &&
                      dnnl_memory_get_memory_desc(e->bwd_w.b[1].prim, &wg) == dnnl_success &&
-                     dnnl_memory_get_memory_desc(e->bwd_d.b[0].prim, &dg) == dnnl_success && dnnl_memory_desc_equal(wg, dg);
+                     dnnl_memory_get_memory_desc(e->bwd_d.b[0].prim, &dg) == dnnl_success &&
+                     dnnl_memory_desc_equal(wg, dg);
     if (e->ddst_shared) e->bwd_d.b[0].off = e->bwd_w.b[1].off;
     if (bytes > e->bytes) e->bytes = bytes;
     return ok;
@@ -355,7 +361,8 @@ static int op_run(mx_backend *be, const op *o, char *ws, void *const ptr[3], dnn
             return 0;
     if (dnnl_primitive_execute(o->p, s, na, a) != dnnl_success) return 0;
     for (int i = 0; i < 3; i++)
-        if (!o->b[i].input && o->b[i].prim != o->b[i].user && !(given >> i & 1) && !reorder(be, &o->b[i], ws, ptr[i], s))
+        if (!o->b[i].input && o->b[i].prim != o->b[i].user && !(given >> i & 1) &&
+            !reorder(be, &o->b[i], ws, ptr[i], s))
             return 0;
     return 1;
 }
@@ -423,8 +430,14 @@ int mx_cpu_dnnl_available(void) { return 1; }
 
 /* The layouts a caller hands over (MX_DNNL_C16_*) as op_run's `given` bits of each op. */
 static unsigned fwd_given(unsigned c16) { return (c16 & MX_DNNL_C16_IN ? 1u : 0) | (c16 & MX_DNNL_C16_OUT ? 4u : 0); }
-static unsigned bwd_w_given(unsigned c16) { return (c16 & MX_DNNL_C16_IN ? 1u : 0) | (c16 & MX_DNNL_C16_DOUT ? 2u : 0); }
-static unsigned bwd_d_given(unsigned c16) { return (c16 & MX_DNNL_C16_DOUT ? 1u : 0) | (c16 & MX_DNNL_C16_DIN ? 4u : 0); }
+static unsigned bwd_w_given(unsigned c16)
+{
+    return (c16 & MX_DNNL_C16_IN ? 1u : 0) | (c16 & MX_DNNL_C16_DOUT ? 2u : 0);
+}
+static unsigned bwd_d_given(unsigned c16)
+{
+    return (c16 & MX_DNNL_C16_DOUT ? 1u : 0) | (c16 & MX_DNNL_C16_DIN ? 4u : 0);
+}
 
 /* The forward and backward of one entry: 0 where its primitives cannot be made (nothing has
  * been written: the caller runs the own kernels), -1 where they do not take the layouts c16
@@ -437,7 +450,8 @@ static int forward(mx_backend *be, entry *e, float *out, const void *in, const f
     char *ws = mx_backend_scratch(be, e->bytes);
     cache *c = be->ctx;
     void *const ptr[3] = {(void *)in, (void *)w, out};
-    if (ws && !(op_run(be, &e->fwd, ws, ptr, c->stream, -1, fwd_given(c16)) && dnnl_stream_wait(c->stream) == dnnl_success))
+    if (ws &&
+        !(op_run(be, &e->fwd, ws, ptr, c->stream, -1, fwd_given(c16)) && dnnl_stream_wait(c->stream) == dnnl_success))
         mx_backend_fail(be, MX_ERUNTIME, "oneDNN's bf16 convolution (forward) failed");
     return 1;
 }
@@ -456,9 +470,10 @@ static int backward(mx_backend *be, entry *e, float *din, float *dw, const void 
     if (!ws) return 1; /* the sticky error says why */
     cache *c = be->ctx;
     void *const wptr[3] = {(void *)in, (void *)dout, dw}, *const dptr[3] = {(void *)dout, (void *)w, din};
-    const int ok = (!dw || op_run(be, &e->bwd_w, ws, wptr, c->stream, -1, bwd_w_given(c16))) &&
-                   (!din || op_run(be, &e->bwd_d, ws, dptr, c->stream, dw && e->ddst_shared ? 0 : -1, bwd_d_given(c16))) &&
-                   dnnl_stream_wait(c->stream) == dnnl_success;
+    const int ok =
+        (!dw || op_run(be, &e->bwd_w, ws, wptr, c->stream, -1, bwd_w_given(c16))) &&
+        (!din || op_run(be, &e->bwd_d, ws, dptr, c->stream, dw && e->ddst_shared ? 0 : -1, bwd_d_given(c16))) &&
+        dnnl_stream_wait(c->stream) == dnnl_success;
     if (!ok) mx_backend_fail(be, MX_ERUNTIME, "oneDNN's bf16 convolution (backward) failed");
     return 1;
 }

@@ -362,7 +362,8 @@ static void whole_backward(mx_backend *be, const plan *pl, float *din, float *dw
             for (int s = 0; s < n; s++) memset(din + s * chw, 0, sizeof(float) * chw);
 #pragma omp for schedule(static)
             for (int c = 0; c < C; c++)
-                for (int j = 0; j < nin; j++) mx_wg_input_adj(dv + c * pl->ldp + si[j].col, vxs, &si[j].sg, din + c * hw);
+                for (int j = 0; j < nin; j++)
+                    mx_wg_input_adj(dv + c * pl->ldp + si[j].col, vxs, &si[j].sg, din + c * hw);
         }
     }
 }
@@ -464,7 +465,8 @@ void mx_cpu_conv_winograd_backward(mx_backend *be, const mx_conv_desc *d, int n,
 #pragma omp for schedule(static)
         for (int i = 0; i < K * cv; i++) {
             const int k = i / cv, c0 = i % cv * 16;
-            mx_wg_weights_adj(du + (size_t)k * C + c0, uxs, C - c0 < 16 ? C - c0 : 16, dw + ((size_t)k * C + c0) * 9, 9);
+            mx_wg_weights_adj(du + (size_t)k * C + c0, uxs, C - c0 < 16 ? C - c0 : 16, dw + ((size_t)k * C + c0) * 9,
+                              9);
         }
     }
 }

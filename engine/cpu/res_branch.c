@@ -43,7 +43,10 @@ static int applies(mx_backend *be, const mx_res_branch *r, int n)
            mx_cpu_conv_dnnl_takes_c16(be, &r->c2, n, C2_FWD, C2_BWD);
 }
 
-static void refused(mx_backend *be) { mx_backend_fail(be, MX_ERUNTIME, "residual block: oneDNN refused a layout it had taken"); }
+static void refused(mx_backend *be)
+{
+    mx_backend_fail(be, MX_ERUNTIME, "residual block: oneDNN refused a layout it had taken");
+}
 
 int mx_cpu_residual_branch_forward(mx_backend *be, const mx_res_branch *r, int n, float *out, const float *in,
                                    float *const keep[4])
@@ -75,8 +78,8 @@ int mx_cpu_residual_branch_backward(mx_backend *be, const mx_res_branch *r, int 
     mx_cpu_bn_c16_backward(be, n, d2->oc, d2->oh * d2->ow, MX_BN16_END, dbn, b2->dgamma, b2->dbeta, dout, keep[3], NULL,
                            b2->mean, b2->invstd, b2->gamma);
     if (!mx_cpu_conv_dnnl_backward_c16(be, d2, n, ws1, r->dw2, dbn, relu, r->w2, C2_BWD)) refused(be);
-    mx_cpu_bn_c16_backward(be, n, d1->oc, d1->oh * d1->ow, MX_BN16_INNER, dbn, b1->dgamma, b1->dbeta, ws1, keep[1], relu,
-                           b1->mean, b1->invstd, b1->gamma);
+    mx_cpu_bn_c16_backward(be, n, d1->oc, d1->oh * d1->ow, MX_BN16_INNER, dbn, b1->dgamma, b1->dbeta, ws1, keep[1],
+                           relu, b1->mean, b1->invstd, b1->gamma);
     if (!mx_cpu_conv_dnnl_backward_c16(be, d1, n, din, r->dw1, dbn, in16, r->w1, C1_BWD)) refused(be);
     return 1;
 }

@@ -301,7 +301,8 @@ TARGET void mx_wg_weights_adj(const float *du, size_t xs, int n, float *g, size_
     mx_cpu_transpose16(e9, 16, NULL, t); /* t[i]: kernel i's 9 values */
     v16 old[16];
     for (int i = 0; i < n; i++) old[i] = _mm512_maskz_loadu_ps(0x1ff, g + stride * i);
-    for (int i = 0; i < n; i++) _mm512_mask_storeu_ps(g + stride * i, 0x1ff, _mm512_add_ps(old[i], _mm512_load_ps(t[i])));
+    for (int i = 0; i < n; i++)
+        _mm512_mask_storeu_ps(g + stride * i, 0x1ff, _mm512_add_ps(old[i], _mm512_load_ps(t[i])));
 }
 
 #endif

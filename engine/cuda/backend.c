@@ -152,7 +152,8 @@ static void cuda_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be, co
         mx_backend_copy_staged(dst_be, dst, src_be, src, bytes);
         return;
     }
-    if (mx_cuda_failed(src_be, cudaStreamSynchronize(CTX(src_be)->stream), "cudaStreamSynchronize (peer source)")) return;
+    if (mx_cuda_failed(src_be, cudaStreamSynchronize(CTX(src_be)->stream), "cudaStreamSynchronize (peer source)"))
+        return;
     cuda_copy(dst_be, dst, src, bytes, MX_COPY_D2D);
 }
 
@@ -258,7 +259,10 @@ static const char *cuda_amp_kernels(mx_dtype t) { return "tensor_cores"; }
 /* ---- GEMM: cuBLAS is column-major, so the row-major C = op(A) op(B) is computed as its
  * transpose, C^T = op(B)^T op(A)^T: the same memory, operands swapped. */
 
-static cudaDataType_t cuda_type(mx_dtype t) { return t == MX_F16 ? CUDA_R_16F : t == MX_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
+static cudaDataType_t cuda_type(mx_dtype t)
+{
+    return t == MX_F16 ? CUDA_R_16F : t == MX_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
 
 static void cuda_gemm_ex(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const void *a,
                          mx_dtype at, int lda, const void *b, mx_dtype bt, int ldb, float beta, void *c, mx_dtype ct,

@@ -98,9 +98,10 @@ static int plan_make(mx_backend *be, mx_cuda_conv_plan *p)
     PICK(pd, gd, p->bwd_data, p->ws_bwd_data);
     PICK(pw, gw, p->bwd_filter, p->ws_bwd_filter);
     if (!ok) {
-        mx_backend_fail(be, MX_EUNSUPPORTED, "cuDNN has no algorithm for the convolution %dx%dx%d -> %d, k %d, stride %d, "
-                        "pad %d, batch %d%s", d->c, d->h, d->w, d->oc, d->k, d->stride, d->pad, p->n,
-                        p->tf32 ? ", TF32" : "");
+        mx_backend_fail(be, MX_EUNSUPPORTED,
+                        "cuDNN has no algorithm for the convolution %dx%dx%d -> %d, k %d, stride %d, "
+                        "pad %d, batch %d%s",
+                        d->c, d->h, d->w, d->oc, d->k, d->stride, d->pad, p->n, p->tf32 ? ", TF32" : "");
         return -1;
     }
     const char *log = getenv("MXBENCH_CUDNN_LOG");

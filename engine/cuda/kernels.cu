@@ -23,7 +23,8 @@ unsigned blocks_for(size_t n)
 
 int launched() { return (int)cudaGetLastError(); }
 
-#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+#define GRID_STRIDE(i, n) \
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
 __global__ void bias_fwd(size_t total, int c, int inner, float *y, const float *b)
 {

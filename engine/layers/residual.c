@@ -44,7 +44,8 @@ static size_t res_layout(const mx_layer *l, int n, char *base, res_state *st)
     for (int i = 0; i < nsub(r); i++) {
         const size_t sb = mx_layer_state_bytes(&r->sub[i], n);
         st->sub[i] = sb ? RES_TAKE(sb) : NULL;
-        st->act[i] = (i == B1 && r->fuse) || i == B2 ? NULL : RES_TAKE(sizeof(float) * n * mx_shape_size(r->sub[i].out));
+        st->act[i] =
+            (i == B1 && r->fuse) || i == B2 ? NULL : RES_TAKE(sizeof(float) * n * mx_shape_size(r->sub[i].out));
     }
     const size_t in = mx_shape_size(l->in), out = mx_shape_size(l->out);
     for (int k = 0; k < 3; k++) st->g[k] = RES_TAKE(sizeof(float) * n * (in > out ? in : out));

@@ -68,7 +68,8 @@ static inline void fz_outcome(const char *what, int rc, const char *msg)
 {
     static int verbose = -1;
     if (verbose < 0) verbose = getenv("MX_FUZZ_VERBOSE") && getenv("MX_FUZZ_VERBOSE")[0] == '1';
-    if (verbose) fprintf(stderr, "  %s: %s%s%s\n", what, rc == 0 ? "ok" : "error", rc == 0 ? "" : ": ", rc == 0 ? "" : msg);
+    if (verbose)
+        fprintf(stderr, "  %s: %s%s%s\n", what, rc == 0 ? "ok" : "error", rc == 0 ? "" : ": ", rc == 0 ? "" : msg);
 }
 
 #endif

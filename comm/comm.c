@@ -6,34 +6,79 @@
 #include "base/timer.h"
 #include "engine/core/trace.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 extern const mx_comm_ops mx_comm_threads_ops;
 #ifdef MXBENCH_HAVE_MPI
 extern const mx_comm_ops mx_comm_mpi_ops;
-static const mx_comm_ops *const kinds[] = {&mx_comm_threads_ops, &mx_comm_mpi_ops};
+#define BUILTINS {&mx_comm_threads_ops, &mx_comm_mpi_ops}
+#define NBUILTINS 2
 #else
-static const mx_comm_ops *const kinds[] = {&mx_comm_threads_ops};
+#define BUILTINS {&mx_comm_threads_ops}
+#define NBUILTINS 1
 #endif
+
+/* The built-in kinds first, then those registered by the program (mx_comm_register, at
+ * start-up, before any thread asks), and the list of their names as mx_comm_kinds gives it. */
+static struct {
+    pthread_mutex_t lock;
+    const mx_comm_ops *ops[MX_COMM_MAX_KINDS];
+    int n;
+    char names[MX_COMM_MAX_KINDS * 24];
+} reg = {PTHREAD_MUTEX_INITIALIZER, BUILTINS, NBUILTINS, ""};
+
+static void names_locked(void)
+{
+    size_t at = 0;
+    for (int i = 0; i < reg.n && at < sizeof reg.names; i++)
+        at += (size_t)snprintf(reg.names + at, sizeof reg.names - at, "%s%s", i ? "|" : "", reg.ops[i]->name);
+}
+
+const char *mx_comm_kinds(void)
+{
+    pthread_mutex_lock(&reg.lock);
+    if (!reg.names[0]) names_locked();
+    pthread_mutex_unlock(&reg.lock);
+    return reg.names;
+}
+
+int mx_comm_register(const mx_comm_ops *ops)
+{
+    if (!ops || !ops->name || !ops->create || !ops->destroy || !ops->allreduce || !ops->reduce_scatter ||
+        !ops->allgather || !ops->broadcast || !ops->send || !ops->recv || !ops->barrier)
+        return mx_error(MX_EINVAL, "communicator '%s': its table lacks a function (every verb, create and destroy "
+                        "are required)", ops && ops->name ? ops->name : "(null)");
+    int rc = MX_OK;
+    pthread_mutex_lock(&reg.lock);
+    for (int i = 0; i < reg.n && rc == MX_OK; i++)
+        if (strcmp(reg.ops[i]->name, ops->name) == 0)
+            rc = mx_error(MX_EINVAL, "communicator '%s' is already registered", ops->name);
+    if (rc == MX_OK && reg.n == MX_COMM_MAX_KINDS)
+        rc = mx_error(MX_EINVAL, "communicator '%s': the registry holds %d kinds", ops->name, MX_COMM_MAX_KINDS);
+    if (rc == MX_OK) {
+        reg.ops[reg.n++] = ops;
+        names_locked();
+    }
+    pthread_mutex_unlock(&reg.lock);
+    return rc;
+}
 
 /* Each member's row of counts padded to 192 bytes (3 cache lines, 64-byte aligned), so
  * members counting their calls at once do not share a line. */
 #define ROW 8
 _Static_assert(MX_COMM_NVERBS <= ROW, "a member's counts must fit its padded row");
 
-#ifdef MXBENCH_HAVE_MPI
-const char *mx_comm_kinds(void) { return "threads|mpi"; }
-#else
-const char *mx_comm_kinds(void) { return "threads"; }
-#endif
-
 int mx_comm_create(mx_comm **out, const char *kind, int n)
 {
     *out = NULL;
     const mx_comm_ops *ops = NULL;
-    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-        if (kind && strcmp(kinds[i]->name, kind) == 0) ops = kinds[i];
+    pthread_mutex_lock(&reg.lock);
+    for (int i = 0; i < reg.n; i++)
+        if (kind && strcmp(reg.ops[i]->name, kind) == 0) ops = reg.ops[i];
+    pthread_mutex_unlock(&reg.lock);
     if (!ops)
         return mx_error(MX_EINVAL, "communicator '%s' is not available (available: %s)", kind ? kind : "(null)",
                         mx_comm_kinds());
@@ -65,11 +110,17 @@ int mx_comm_create(mx_comm **out, const char *kind, int n)
     return MX_OK;
 }
 
-void mx_comm_set_devices(mx_comm *c, mx_backend **be)
+int mx_comm_set_devices(mx_comm *c, mx_backend **be)
 {
-    if (!c || !be || strcmp(c->ops->name, "threads") != 0) return;
+    if (!c || !be) return MX_OK;
+    if (c->ops->set_devices) {
+        c->be = be;
+        return c->ops->set_devices(c);
+    }
+    if (strcmp(c->ops->name, "threads") != 0) return MX_OK;
     for (int m = 0; m < c->n; m++)
         if (!mx_backend_host_memory(be[m]->ops)) c->be = be;
+    return MX_OK;
 }
 
 void mx_comm_destroy(mx_comm *c)

@@ -56,6 +56,9 @@ typedef struct {
     int (*send)(mx_comm *c, int member, const void *buf, size_t count, mx_dtype t, int peer);
     int (*recv)(mx_comm *c, int member, void *buf, size_t count, mx_dtype t, int peer);
     int (*barrier)(mx_comm *c, int member);
+    /* Optional: called by mx_comm_set_devices with c->be set, for kinds that can start only
+     * once they know each member's device (nccl opens its NCCL communicators there). */
+    int (*set_devices)(mx_comm *c);
 } mx_comm_ops;
 
 typedef struct {
@@ -75,22 +78,33 @@ struct mx_comm {
     void *impl;              /* implementation-private state */
     /* threads: where the buffers live when the host cannot read them (a GPU's memory):
      * member m's backend, whose copies and adds then move and sum the data on its queue
-     * (NULL: host or CPU-device memory, read directly). Set with mx_comm_set_devices. */
+     * (NULL: host or CPU-device memory, read directly). nccl: member m's CUDA backend, whose
+     * GPU and stream it uses. Set with mx_comm_set_devices. */
     struct mx_backend **be;
 };
 
-/* Tells a threads communicator that member m's buffers are memory of be[m] (n entries, kept
- * by the caller for the communicator's life); a no-op for CPU backends and other kinds. */
+/* Tells a communicator that member m's buffers are memory of be[m] (n entries, kept by the
+ * caller for the communicator's life): for threads, a no-op for CPU backends; nccl needs it
+ * before its first verb (each be[m] a cuda backend, one GPU per member) and starts there;
+ * a no-op for mpi. 0 or a negative MX_E* status with a message. */
 struct mx_backend;
-void mx_comm_set_devices(mx_comm *c, struct mx_backend **be);
+int mx_comm_set_devices(mx_comm *c, struct mx_backend **be);
 
-/* Creates a communicator of the named kind ("threads", "mpi") with n members (1..MX_COMM_MAX);
- * for mpi, n must be the number of processes mpirun started (MPI is initialised here when
- * the caller has not done it, and finalised with the communicator then). */
+/* Creates a communicator of the named kind ("threads", "mpi", a registered kind such as
+ * "nccl") with n members (1..MX_COMM_MAX); for mpi, n must be the number of processes mpirun
+ * started (MPI is initialised here when the caller has not done it, and finalised with the
+ * communicator then). */
 #define MX_COMM_MAX 64
 int mx_comm_create(mx_comm **out, const char *kind, int n);
 void mx_comm_destroy(mx_comm *c);
-const char *mx_comm_kinds(void); /* "threads", or "threads|mpi" where built with MPI */
+/* "threads", "threads|mpi" where built with MPI, then the registered kinds ("...|nccl"). */
+const char *mx_comm_kinds(void);
+/* Adds a kind that lives in a library linked only into some programs (nccl: CUDA builds,
+ * registered by mxbench at start-up beside the CUDA backend), so that the others carry none
+ * of it. The table is kept, not copied; a name already listed, or a table missing a verb, is
+ * refused. At most MX_COMM_MAX_KINDS kinds in all. */
+#define MX_COMM_MAX_KINDS 8
+int mx_comm_register(const mx_comm_ops *ops);
 
 /* The verbs. Every member calls them in the same order with the same count, dtype and root
  * (a mismatch is an error on every member of the call, naming both values); counts are in

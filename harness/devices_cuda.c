@@ -2,6 +2,7 @@
  * visible. Built only when CMake finds the CUDA toolkit. */
 #include "buildinfo.h"
 #include "base/status.h"
+#include "comm/comm_nccl.h"
 #include "engine/core/backends.h"
 #include "engine/cuda/cuda.h"
 
@@ -47,8 +48,12 @@ void mx_cuda_probe(mx_cuda_info *info)
     *info = cached;
 }
 
+/* The CUDA backend and, beside it, the nccl communicator: both live in libraries only a CUDA
+ * build links, so the registries learn of them here. */
 void mx_register_device_backends(void)
 {
     if (mx_backend_register(&mx_cuda_backend_ops) < 0)
         fprintf(stderr, "mxbench: the cuda backend's table is incomplete: %s\n", mx_last_error());
+    if (mx_comm_register(&mx_comm_nccl_ops) < 0)
+        fprintf(stderr, "mxbench: the nccl communicator's table: %s\n", mx_last_error());
 }

@@ -508,12 +508,32 @@ static void check_device_buffers(void)
     printf("device buffers through the members' backends: 1 to 3 members ok\n");
 }
 
+/* The registry: a kind that a program adds (as mxbench adds nccl) is listed and created by
+ * name; a second table of the same name, or one missing a verb, is refused. */
+static void check_register(void)
+{
+    extern const mx_comm_ops mx_comm_threads_ops;
+    static mx_comm_ops other;
+    other = mx_comm_threads_ops;
+    other.name = "threads2";
+    CHECK(mx_comm_register(&other) == MX_OK && strstr(mx_comm_kinds(), "|threads2"), "register: %s (kinds %s)",
+          mx_last_error(), mx_comm_kinds());
+    CHECK(mx_comm_register(&other) == MX_EINVAL && strstr(mx_last_error(), "already"), "twice: %s", mx_last_error());
+    static mx_comm_ops partial = {.name = "partial"};
+    CHECK(mx_comm_register(&partial) == MX_EINVAL && strstr(mx_last_error(), "'partial'"), "partial: %s",
+          mx_last_error());
+    mx_comm *c = NULL;
+    CHECK(mx_comm_create(&c, "threads2", 1) == MX_OK, "create a registered kind: %s", mx_last_error());
+    mx_comm_destroy(c);
+}
+
 int main(void)
 {
     check_shards();
     check_stats();
     check_verbs();
     check_errors();
+    check_register();
     check_trace();
     check_device_buffers();
     print_rendezvous_cost();

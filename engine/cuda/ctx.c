@@ -1,7 +1,10 @@
 /* What the CUDA backend's files share (engine/cuda/ctx.h): turning a failed status into the
  * sticky error, and the device workspaces that grow. */
 #include "ctx.h"
+#include "cuda.h"
 #include "base/status.h"
+
+#include <string.h>
 
 int mx_cuda_failed(mx_backend *be, int st, const char *call)
 {
@@ -32,4 +35,22 @@ void *mx_cuda_grow(mx_backend *be, void **buf, size_t *have, size_t bytes)
     }
     *have = bytes;
     return *buf;
+}
+
+/* By name, not by table address: the backend registry keeps a copy of the table. */
+static const mx_cuda_ctx *ctx_of(const mx_backend *be)
+{
+    return be && be->ops && be->ops->name && strcmp(be->ops->name, "cuda") == 0 ? be->ctx : NULL;
+}
+
+int mx_cuda_backend_gpu(const mx_backend *be)
+{
+    const mx_cuda_ctx *x = ctx_of(be);
+    return x ? x->gpu : -1;
+}
+
+cudaStream_t mx_cuda_backend_stream(const mx_backend *be)
+{
+    const mx_cuda_ctx *x = ctx_of(be);
+    return x ? x->stream : NULL;
 }

@@ -285,7 +285,7 @@ static int check_config(train_args *a, int launching)
     const int have_cuda = mx_backend_find("cuda") != NULL;
     if (want_cuda && !have_cuda) {
         fprintf(stderr,
-                "mxbench train: --device cuda: the CUDA backend is not in this build yet (%s); use --device cpu\n",
+                "mxbench train: --device cuda: the CUDA backend is not in this build (%s); use --device cpu\n",
                 cu.count ? "GPU present" : cu.driver);
         return 2;
     }

@@ -149,19 +149,10 @@ void mx_cpu_sgd_update_amp(mx_backend *be, size_t n, float *master, float *mom, 
     }
 }
 
-/* An all-ones exponent field is inf or NaN in each of the three formats. */
+/* Elements [lo, hi) that are inf or NaN, by the scalar rule every backend shares (engine/backend/dtype.c). */
 static size_t count_range(const void *x, mx_dtype t, size_t lo, size_t hi)
 {
-    size_t bad = 0;
-    if (t == MX_F32) {
-        const uint32_t *u = x;
-        for (size_t i = lo; i < hi; i++) bad += (u[i] & 0x7f800000u) == 0x7f800000u;
-    } else {
-        const uint16_t *h = x;
-        const uint16_t e = t == MX_F16 ? 0x7c00u : 0x7f80u;
-        for (size_t i = lo; i < hi; i++) bad += (h[i] & e) == e;
-    }
-    return bad;
+    return mx_dtype_count_nonfinite(hi - lo, (const char *)x + lo * mx_dtype_size(t), t);
 }
 
 size_t mx_cpu_count_nonfinite_host(int nthreads, size_t n, const void *x, mx_dtype t)

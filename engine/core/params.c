@@ -25,6 +25,13 @@ typedef struct {
     char prefix[24]; /* of the tensor names of the layer being set up */
     int cap;
     float ***w_ptrs, ***g_ptrs; /* where each tensor's pointers go once carved */
+    /* Tied uses (a language model's head reading the token embedding): the tensor's index,
+     * the top-level layer that uses it and where its pointers go once carved. */
+    struct tie {
+        int param, layer;
+        float **w, **g;
+    } *ties;
+    int nties, capties;
     int failed;
 } set_builder;
 
@@ -98,6 +105,37 @@ static int builder_param(mx_net_builder *face, const char *name, size_t count, m
     return MX_OK;
 }
 
+/* The first tensor registered as `name` (the name its layer passed, under any prefix). */
+static int find_param(const mx_params *ps, const char *name)
+{
+    const size_t n = strlen(name);
+    for (int i = 0; i < ps->nparams; i++) {
+        const char *full = ps->params[i].name;
+        const size_t len = strlen(full);
+        if (len > n && full[len - n - 1] == '.' && strcmp(full + len - n, name) == 0) return i;
+    }
+    return -1;
+}
+
+static int builder_tied(mx_net_builder *face, const char *name, size_t count, float **w, float **g)
+{
+    set_builder *b = of(face);
+    const int i = find_param(b->ps, name);
+    if (i < 0) return mx_error(MX_EINVAL, "no earlier layer registered tensor '%s' to tie to", name);
+    if (b->ps->params[i].count != count)
+        return mx_error(MX_EINVAL, "tensor '%s' holds %zu values; tying it as %zu", name, b->ps->params[i].count,
+                        count);
+    if (b->nties == b->capties) {
+        const int nc = b->capties ? 2 * b->capties : 4;
+        struct tie *grown = realloc(b->ties, sizeof *grown * nc);
+        if (!grown) return mx_error(MX_ENOMEM, "out of memory tying tensor '%s'", name);
+        b->ties = grown;
+        b->capties = nc;
+    }
+    b->ties[b->nties++] = (struct tie){i, b->top_layer, w, g};
+    return MX_OK;
+}
+
 static void *builder_buffer(mx_net_builder *face, size_t bytes)
 {
     set_builder *b = of(face);
@@ -138,7 +176,8 @@ static int builder_child(mx_net_builder *face, mx_layer *l, const mx_layer_spec 
     return rc;
 }
 
-static const mx_builder_ops builder_ops = {builder_param, builder_buffer, builder_backend, builder_child};
+static const mx_builder_ops builder_ops = {builder_param, builder_buffer, builder_backend, builder_child,
+                                           builder_tied};
 
 /* ---- construction */
 
@@ -178,6 +217,20 @@ static int carve_params(mx_params *ps, set_builder *b)
         *b->w_ptrs[i] = ps->w + ps->params[i].offset;
         *b->g_ptrs[i] = ps->g + ps->params[i].offset;
     }
+    for (int k = 0; k < b->nties; k++) {
+        const struct tie *t = &b->ties[k];
+        const int user_held = t->layer >= ps->layer_lo && t->layer < ps->layer_hi;
+        const int held = t->param >= ps->param_lo && t->param < ps->param_hi;
+        if (!user_held) continue;
+        /* A set that runs the tied layer must hold the tensor too: one copy, whose gradient
+         * both users add to. */
+        if (!held)
+            return mx_error(MX_EINVAL, "layer %d reads tensor '%s' of layer %d, which this set does not hold "
+                            "(layers [%d, %d)): tied layers must be held together", t->layer,
+                            ps->params[t->param].name, ps->params[t->param].layer, ps->layer_lo, ps->layer_hi);
+        *t->w = ps->w + ps->params[t->param].offset;
+        *t->g = ps->g + ps->params[t->param].offset;
+    }
     return MX_OK;
 }
 
@@ -204,6 +257,7 @@ int mx_params_create(mx_params **out, mx_backend *be, const mx_layer_spec *specs
     if (rc == MX_OK) rc = carve_params(ps, &b);
     free(b.w_ptrs);
     free(b.g_ptrs);
+    free(b.ties);
     if (rc < 0) {
         mx_params_destroy(ps);
         return rc;

@@ -101,6 +101,7 @@ typedef struct {
     void *(*buffer)(mx_net_builder *b, size_t bytes);
     mx_backend *(*backend)(const mx_net_builder *b);
     int (*child)(mx_net_builder *b, mx_layer *child, const mx_layer_spec *spec, mx_shape in);
+    int (*tied)(mx_net_builder *b, const char *name, size_t count, float **w, float **g);
 } mx_builder_ops;
 struct mx_net_builder {
     const mx_builder_ops *ops;
@@ -114,6 +115,15 @@ static inline int mx_builder_param(mx_net_builder *b, const char *name, size_t c
                                    int fan_in, int fan_out, int decay, float **w, float **g)
 {
     return b->ops->param(b, name, count, init, fan_in, fan_out, decay, w, g);
+}
+/* Points *w and *g (once every layer is set up, as mx_builder_param) at the tensor an earlier
+ * layer of the same set registered as `name` (the name that layer passed, e.g.
+ * "embedding.wte"): a tied weight, one tensor whose gradient both layers add to. MX_EINVAL
+ * when there is none or it does not hold count values; a set must hold the tensor wherever
+ * it holds the layer that ties it. */
+static inline int mx_builder_tied(mx_net_builder *b, const char *name, size_t count, float **w, float **g)
+{
+    return b->ops->tied(b, name, count, w, g);
 }
 /* A device buffer of model state (not trained, not per micro-batch: batch-norm running
  * statistics), zero-filled, freed with the parameter set. */

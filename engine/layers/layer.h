@@ -26,7 +26,9 @@ typedef struct {
     const char *kind; /* a name from engine/layers/layers.def: "dense", "conv2d", ... */
     int units;        /* dense: outputs; conv2d/residual: output channels */
     int k, stride, pad;
-    int bias;         /* conv2d: add a per-channel bias */
+    int bias;         /* conv2d: add a per-channel bias; linear: add a bias per output */
+    int heads;        /* attention: heads */
+    int vocab;        /* embedding, lm_head: vocabulary size */
 } mx_layer_spec;
 
 /* What a layer's kernels do not need, or cannot change, that a mixed-precision context (engine/core/exec.c)
@@ -129,6 +131,14 @@ static inline int mx_builder_tied(mx_net_builder *b, const char *name, size_t co
  * statistics), zero-filled, freed with the parameter set. */
 static inline void *mx_builder_buffer(mx_net_builder *b, size_t bytes) { return b->ops->buffer(b, bytes); }
 static inline mx_backend *mx_builder_backend(const mx_net_builder *b) { return b->ops->backend(b); }
+/* For setups of layers whose kernels are OPTIONAL backend ops without a default (the
+ * transformer's): MX_OK, or MX_EUNSUPPORTED naming the layer, the backend and the op where the
+ * backend's table leaves op NULL, so that a model is refused when it is built rather than
+ * failing in its first step. The including file includes base/status.h (mx_error). */
+#define MX_LAYER_NEEDS_OP(b, kind, op)                                                                     \
+    (mx_builder_backend(b)->ops->op ? MX_OK                                                                \
+                                    : mx_error(MX_EUNSUPPORTED, "layer %s: backend %s has no %s kernel", kind, \
+                                               mx_builder_backend(b)->ops->name, #op))
 /* Sets up a layer nested inside another (residual blocks): same registry, same set. */
 static inline int mx_builder_child(mx_net_builder *b, mx_layer *child, const mx_layer_spec *spec, mx_shape in)
 {

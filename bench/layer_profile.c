@@ -128,9 +128,9 @@ int main(int argc, char **argv)
 
     const size_t insz = mx_shape_size(in) * (size_t)batch;
     float *x = malloc(insz * sizeof *x);
-    uint8_t *y = malloc((size_t)batch);
+    int32_t *y = malloc(sizeof *y * batch);
     for (size_t i = 0; i < insz; i++) x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
-    for (int i = 0; i < batch; i++) y[i] = (uint8_t)(i % 10);
+    for (int i = 0; i < batch; i++) y[i] = (int32_t)(i % 10);
     mx_net_set_batch(net, x, y, batch);
     timings t = {.nlayers = net->nlayers};
     t.fwd = calloc((size_t)steps * net->nlayers, sizeof *t.fwd);

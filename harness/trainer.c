@@ -174,7 +174,7 @@ typedef struct {
     const mx_strategy_ops *ops;
     mx_strategy *s;
     float *bx;
-    uint8_t *by;
+    int32_t *by; /* [batch][label_len] */
     int32_t *order;
     mx_run_record *rec;
     int repeat;
@@ -202,8 +202,9 @@ static void gather_batch(run_state *st, int from, int n)
     const size_t per = (size_t)d->c * d->h * d->w;
     for (int i = 0; i < n; i++) {
         const int j = st->order[from + i];
+        const size_t L = (size_t)d->label_len;
         memcpy(st->bx + (size_t)i * per, d->images + (size_t)j * per, sizeof(float) * per);
-        st->by[i] = d->labels[j];
+        memcpy(st->by + i * L, d->labels + (size_t)j * L, sizeof(int32_t) * L);
     }
 }
 
@@ -213,7 +214,7 @@ static int evaluate(run_state *st, double *acc)
     double loss;
     int correct;
     MX_TRY(st->ops->evaluate(st->s, st->ds->test.images, st->ds->test.labels, st->ds->test.n, &loss, &correct));
-    *acc = (double)correct / st->ds->test.n;
+    *acc = (double)correct / ((double)st->ds->test.n * st->ds->test.label_len); /* of the rows (tokens) */
     return MX_OK;
 }
 
@@ -357,7 +358,7 @@ static void log_interval(const run_state *st, int epoch, int batch_end, const sp
 {
     fprintf(st->c->log, "Epoch[%d] Batch [%d-%d]  Speed: %.1f samples/sec  accuracy=%.4f  loss=%.4f\n", epoch,
             batch_end - s->batches, batch_end, s->time > 0 ? s->job_samples / s->time : 0.0,
-            (double)s->correct / s->samples, s->loss_sum / s->samples);
+            (double)s->correct / ((double)s->samples * st->ds->train.label_len), s->loss_sum / s->samples);
     fflush(st->c->log);
 }
 
@@ -400,7 +401,8 @@ static int run_repeat(run_state *st)
             log_progress(st, epoch, step, batch, per_epoch, ss.loss_sum / n, dt > 0 ? n / dt : 0.0, &last_progress);
         }
         if (c->log && c->log_interval > 0)
-            fprintf(c->log, "Epoch[%d] Train-accuracy=%.4f\n", epoch, (double)ep.correct / ep.samples);
+            fprintf(c->log, "Epoch[%d] Train-accuracy=%.4f\n", epoch,
+                    (double)ep.correct / ((double)ep.samples * st->ds->train.label_len));
         if (c->steps) continue; /* throughput runs: no per-epoch evaluation */
         if (c->cluster && c->cluster->index != 0) continue; /* worker 0 evaluates and records */
         double acc;
@@ -566,7 +568,7 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
     run_state st = {.c = c, .ds = &ds, .ops = ops, .rec = rec, .progress_every = progress_every()};
     mx_counter_acc_init(&st.counters);
     st.bx = malloc(sizeof(float) * global_batch(c) * ds.train.c * ds.train.h * ds.train.w);
-    st.by = malloc((size_t)global_batch(c));
+    st.by = malloc(sizeof(int32_t) * global_batch(c) * ds.train.label_len);
     st.order = malloc(sizeof(int32_t) * ds.train.n);
     fill_record_config(c, &ds, rec);
     const double t0 = mx_now();

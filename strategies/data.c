@@ -64,7 +64,7 @@ struct mx_strategy {
 
     /* ---- the step in flight, handed to device threads */
     const float *x;
-    const uint8_t *y;
+    const int32_t *y;
     int count[MX_MAX_DEVICES], first[MX_MAX_DEVICES];
     float grad_scale;
     device_result res[MX_MAX_DEVICES];
@@ -132,7 +132,7 @@ static void run_device(mx_strategy *s, int d)
     mx_phase_clock_mark(clock, 0);
     mx_range_begin(be, "forward");
     const size_t per = mx_shape_size(net->in);
-    mx_net_set_batch(net, s->x + (size_t)s->first[d] * per, s->y + s->first[d], s->count[d]);
+    mx_net_set_batch(net, s->x + (size_t)s->first[d] * per, s->y + (size_t)s->first[d] * net->label_len, s->count[d]);
     mx_net_zero_grad(net);
     mx_net_forward(net, s->count[d], 1);
     r->loss_scale = s->scaler[d].scale;
@@ -390,7 +390,7 @@ static int comm_call_counters(mx_strategy *s, mx_step_stats *st)
     return MX_OK;
 }
 
-static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, float lr, mx_step_stats *st)
+static int data_step(mx_strategy *s, const float *x, const int32_t *y, int n, float lr, mx_step_stats *st)
 {
     MX_TRY(split(s, n, s->count, s->first));
     int mine = 0;
@@ -462,7 +462,7 @@ static int data_step(mx_strategy *s, const float *x, const uint8_t *y, int n, fl
     return s->cfg.amp != MX_AMP_OFF ? amp_counters(s, st) : MX_OK;
 }
 
-static int data_evaluate(mx_strategy *s, const float *x, const uint8_t *y, int n, double *loss_sum, int *correct)
+static int data_evaluate(mx_strategy *s, const float *x, const int32_t *y, int n, double *loss_sum, int *correct)
 {
     return mx_net_evaluate(s->net[0], x, y, n, loss_sum, correct);
 }

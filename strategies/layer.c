@@ -34,7 +34,7 @@ struct mx_strategy {
     mx_comm *comm;
     mx_tp_plan *plan;
     mx_tp_dev *dev[MX_MAX_DEVICES];
-    uint8_t *labels[MX_MAX_DEVICES]; /* device: the batch's labels [max_batch] */
+    int32_t *labels[MX_MAX_DEVICES]; /* device: the batch's labels [max_batch] */
     float *dlogits[MX_MAX_DEVICES];  /* device: the loss's gradient [max_batch][classes] */
 
     /* what the steps measured so far, for detail */
@@ -46,7 +46,7 @@ struct mx_strategy {
     /* ---- the job in flight, handed to device threads */
     int job;
     const float *x;
-    const uint8_t *y;
+    const int32_t *y;
     int n;
     mx_sgd opt;
     device_result res[MX_MAX_DEVICES];
@@ -69,11 +69,11 @@ static void record_error(mx_strategy *s, int d)
     pthread_mutex_unlock(&s->errlock);
 }
 
-static void set_batch(mx_strategy *s, int d, const float *x, const uint8_t *y, int n)
+static void set_batch(mx_strategy *s, int d, const float *x, const int32_t *y, int n)
 {
     mx_backend *be = s->be[d];
     be->ops->copy(be, mx_tp_input(s->dev[d]), x, sizeof(float) * n * mx_shape_size(s->cfg.in), MX_COPY_H2D);
-    be->ops->copy(be, s->labels[d], y, (size_t)n, MX_COPY_H2D);
+    be->ops->copy(be, s->labels[d], y, sizeof(int32_t) * n, MX_COPY_H2D);
 }
 
 /* One training step: the whole batch on every device; every device computes the loss on
@@ -187,7 +187,7 @@ static int create_devices(mx_strategy *s)
                         c->workload ? c->workload : "the model", s->nclasses, c->nclasses);
     for (int d = 0; d < s->k; d++) {
         MX_TRY(mx_tp_dev_create(&s->dev[d], s->plan, d, s->be[d], s->comm, c->max_batch, c->seed, c->init));
-        s->labels[d] = s->be[d]->ops->alloc(s->be[d], (size_t)c->max_batch);
+        s->labels[d] = s->be[d]->ops->alloc(s->be[d], sizeof(int32_t) * c->max_batch);
         s->dlogits[d] = s->be[d]->ops->alloc(s->be[d], sizeof(float) * c->max_batch * s->nclasses);
         if (!s->labels[d] || !s->dlogits[d]) return mx_error(MX_ENOMEM, "out of device memory for the loss");
     }
@@ -253,7 +253,7 @@ static void memory_counters(mx_strategy *s, mx_step_stats *st)
     st->counter[MX_COUNTER_MEM_OPTIM] = optim;
 }
 
-static int layer_step(mx_strategy *s, const float *x, const uint8_t *y, int n, float lr, mx_step_stats *st)
+static int layer_step(mx_strategy *s, const float *x, const int32_t *y, int n, float lr, mx_step_stats *st)
 {
     if (n < 1 || n > s->cfg.max_batch)
         return mx_error(MX_EINVAL, "layer strategy: batch %d; accepted 1..%d (the batch it was built for)", n,
@@ -292,7 +292,7 @@ static int layer_step(mx_strategy *s, const float *x, const uint8_t *y, int n, f
     return MX_OK;
 }
 
-static int layer_evaluate(mx_strategy *s, const float *x, const uint8_t *y, int n, double *loss_sum, int *correct)
+static int layer_evaluate(mx_strategy *s, const float *x, const int32_t *y, int n, double *loss_sum, int *correct)
 {
     s->x = x;
     s->y = y;

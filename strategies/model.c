@@ -152,7 +152,7 @@ static void step_counters(mx_strategy *s, double t0, double bwd_end, mx_step_sta
     st->counter[MX_COUNTER_MEM_OPTIM] = optim;
 }
 
-static int model_step_run(mx_strategy *s, const float *x, const uint8_t *y, int n, float lr, mx_step_stats *st)
+static int model_step_run(mx_strategy *s, const float *x, const int32_t *y, int n, float lr, mx_step_stats *st)
 {
     if (n < s->m)
         return mx_error(MX_EINVAL, "a batch of %d split into %d micro-batches: each needs a sample", n, s->m);
@@ -194,16 +194,16 @@ static int model_step_run(mx_strategy *s, const float *x, const uint8_t *y, int 
 
 /* Evaluation mode through the stages in turn on the caller's thread, each micro-batch-sized
  * piece handed from stage to stage by a peer copy (a memory copy between CPU workers). */
-static int model_evaluate(mx_strategy *s, const float *x, const uint8_t *y, int n, double *loss_sum, int *correct)
+static int model_evaluate(mx_strategy *s, const float *x, const int32_t *y, int n, double *loss_sum, int *correct)
 {
-    const size_t per = mx_shape_size(s->cfg.in);
+    const size_t per = mx_shape_size(s->cfg.in), L = (size_t)s->st[s->k - 1].ctx[0]->label_len;
     const int cap = s->st[0].micro_cap;
     *loss_sum = 0;
     *correct = 0;
-    for (int i = 0; i < n; i++)
-        if (y[i] >= s->cfg.nclasses)
-            return mx_error(MX_EFORMAT, "evaluation: label %u of sample %d is out of range; accepted 0..%d",
-                            (unsigned)y[i], i, s->cfg.nclasses - 1);
+    for (size_t i = 0; i < (size_t)n * L; i++)
+        if (y[i] < 0 || y[i] >= s->cfg.nclasses)
+            return mx_error(MX_EFORMAT, "evaluation: label %d of sample %zu is out of range; accepted 0..%d",
+                            (int)y[i], i / L, s->cfg.nclasses - 1);
     for (int at = 0; at < n; at += cap) {
         const int nb = n - at < cap ? n - at : cap;
         const float *h = NULL;
@@ -215,9 +215,11 @@ static int model_evaluate(mx_strategy *s, const float *x, const uint8_t *y, int 
             h = mx_exec_forward(e, r == 0 ? NULL : g->inbuf[0], nb, 0);
         }
         model_stage *l = &s->st[s->k - 1];
-        mx_exec_set_batch(l->ctx[0], NULL, y + at, nb);
+        mx_exec_set_batch(l->ctx[0], NULL, y + (size_t)at * L, nb);
         int hits = 0;
-        *loss_sum += l->be->ops->softmax_eval(l->be, nb, s->cfg.nclasses, &hits, h, l->ctx[0]->labels);
+        /* a sample's loss is the mean over its rows, as in training (mx_exec_loss) */
+        *loss_sum += l->be->ops->softmax_eval(l->be, nb * (int)L, s->cfg.nclasses, &hits, h, l->ctx[0]->labels) /
+                     (double)L;
         *correct += hits;
     }
     for (int r = 0; r < s->k; r++) MX_TRY(s->st[r].be->ops->sync(s->st[r].be));

@@ -37,7 +37,7 @@ typedef struct {
 typedef struct {
     mx_comm *comm;         /* k members, stage r is member r */
     const float *x;        /* host batch */
-    const uint8_t *y;
+    const int32_t *y;
     const int *count, *off; /* micro-batch i: count[i] samples from sample off[i] */
     float grad_scale;
     mx_sgd opt;

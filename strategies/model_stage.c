@@ -123,7 +123,7 @@ void mx_model_stage_run(model_stage *st, const model_step *sp)
             st->out[slot] = e->act[e->last - e->first - 1];
             if (st->error) break;
             if (first_stage) mx_exec_set_batch(e, sp->x + (size_t)sp->off[i] * per, NULL, n);
-            if (last_stage) mx_exec_set_batch(e, NULL, sp->y + sp->off[i], n);
+            if (last_stage) mx_exec_set_batch(e, NULL, sp->y + (size_t)sp->off[i] * e->label_len, n);
             st->out[slot] = mx_exec_forward(e, first_stage ? NULL : st->inbuf[slot], n, 1);
             if (last_stage) {
                 int hits = 0;

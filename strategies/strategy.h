@@ -111,9 +111,9 @@ typedef struct {
     int (*check)(const mx_strategy_config *cfg);
     int (*create)(mx_strategy **out, const mx_strategy_config *cfg);
     /* One step on a global batch of n samples (host memory) at learning rate lr. */
-    int (*step)(mx_strategy *s, const float *x, const uint8_t *y, int n, float lr, mx_step_stats *st);
+    int (*step)(mx_strategy *s, const float *x, const int32_t *y, int n, float lr, mx_step_stats *st);
     /* Loss sum and correct count over n samples in evaluation mode. */
-    int (*evaluate)(mx_strategy *s, const float *x, const uint8_t *y, int n, double *loss_sum, int *correct);
+    int (*evaluate)(mx_strategy *s, const float *x, const int32_t *y, int n, double *loss_sum, int *correct);
     /* The trained parameters in the network's layout (host copy), and their count. */
     size_t (*param_count)(mx_strategy *s);
     int (*get_params)(mx_strategy *s, float *host);

@@ -156,10 +156,10 @@ static void test_rounding(void)
 
 /* ---- AMP networks against f32 */
 
-static void random_batch(float *x, uint8_t *y, size_t per, int n)
+static void random_batch(float *x, int32_t *y, size_t per, int n)
 {
     for (size_t i = 0; i < per * n; i++) x[i] = (float)check_uniform(&seed);
-    for (int i = 0; i < n; i++) y[i] = (uint8_t)(check_uniform(&seed) * 10);
+    for (int i = 0; i < n; i++) y[i] = (int32_t)(check_uniform(&seed) * 10);
 }
 
 static float *to_host(const float *dev, size_t n)
@@ -193,7 +193,7 @@ typedef struct {
     float *logits, *g; /* host copies */
 } step_out;
 
-static int run_step(mx_net *net, const float *x, const uint8_t *y, int n, float grad_scale, step_out *o)
+static int run_step(mx_net *net, const float *x, const int32_t *y, int n, float grad_scale, step_out *o)
 {
     mx_net_set_batch(net, x, y, n);
     mx_net_zero_grad(net);
@@ -213,7 +213,7 @@ static void compare_model(const char *name, const mx_layer_spec *specs, int nspe
 {
     const size_t per = mx_shape_size(in);
     float *x = malloc(sizeof(float) * per * BATCH);
-    uint8_t *y = malloc(BATCH);
+    int32_t *y = malloc(sizeof *y * BATCH);
     random_batch(x, y, per, BATCH);
     mx_net *ref = NULL;
     step_out r = {0};
@@ -297,7 +297,7 @@ static void test_native_bf16(const char *name, const mx_layer_spec *specs, int n
     }
     const size_t per = mx_shape_size(in);
     float *x = malloc(sizeof(float) * per * BATCH);
-    uint8_t *y = malloc(BATCH);
+    int32_t *y = malloc(sizeof *y * BATCH);
     random_batch(x, y, per, BATCH);
     step_out o[2] = {{0}};
     size_t nw = 0;
@@ -333,7 +333,7 @@ static void test_cut(mx_amp a, const mx_layer_spec *specs, int nspecs, mx_shape 
     const mx_dtype t = mx_amp_dtype(a);
     const size_t per = mx_shape_size(in);
     float *x = malloc(sizeof(float) * per * BATCH), *din = NULL, *g1 = NULL, *l1 = NULL;
-    uint8_t *y = malloc(BATCH);
+    int32_t *y = malloc(sizeof *y * BATCH);
     random_batch(x, y, per, BATCH);
     mx_params *ps = NULL;
     mx_exec *whole = NULL, *front = NULL, *back = NULL;
@@ -430,7 +430,7 @@ static void test_master(mx_amp a, const mx_layer_spec *specs, int nspecs, mx_sha
     const mx_dtype t = mx_amp_dtype(a);
     const size_t per = mx_shape_size(in);
     float *x = malloc(sizeof(float) * per * BATCH);
-    uint8_t *y = malloc(BATCH);
+    int32_t *y = malloc(sizeof *y * BATCH);
     mx_net *net = NULL;
     float *mom = NULL, *w0 = NULL;
     if (mx_net_create_amp(&net, be, specs, nspecs, in, BATCH, a) < 0 ||
@@ -487,7 +487,7 @@ static void test_overflow(const mx_layer_spec *specs, int nspecs, mx_shape in)
 {
     const size_t per = mx_shape_size(in);
     float *x = malloc(sizeof(float) * per * BATCH);
-    uint8_t *y = malloc(BATCH);
+    int32_t *y = malloc(sizeof *y * BATCH);
     random_batch(x, y, per, BATCH);
     for (mx_amp a = MX_AMP_OFF; a <= MX_AMP_BF16; a++) {
         mx_net *net = NULL;

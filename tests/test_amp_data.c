@@ -22,7 +22,7 @@
 
 enum { BATCH = 32, PER = 28 * 28 };
 static float x[BATCH * PER];
-static uint8_t y[BATCH];
+static int32_t y[BATCH];
 
 static const mx_strategy_ops *D; /* the data strategy */
 static atomic_int inject; /* 1: the next bias gradient on device inject_device becomes inf */
@@ -158,7 +158,7 @@ int main(void)
     mx_rng rng;
     mx_rng_seed(&rng, 3);
     for (int i = 0; i < BATCH * PER; i++) x[i] = (float)mx_rng_normal(&rng);
-    for (int i = 0; i < BATCH; i++) y[i] = (uint8_t)(i % 10);
+    for (int i = 0; i < BATCH; i++) y[i] = (int32_t)(i % 10);
 
     test_skip(1, "device", MX_AMP_FP16, "none");
     test_skip(2, "device", MX_AMP_FP16, "none");

@@ -517,11 +517,11 @@ static void test_faulty_training(int devices, const char *kvstore)
 {
     enum { BATCH = 16, PER = 28 * 28 };
     static float x[BATCH * PER];
-    static uint8_t y[BATCH];
+    static int32_t y[BATCH];
     mx_rng rng;
     mx_rng_seed(&rng, 2);
     for (int i = 0; i < BATCH * PER; i++) x[i] = (float)mx_rng_normal(&rng);
-    for (int i = 0; i < BATCH; i++) y[i] = (uint8_t)(i % 10);
+    for (int i = 0; i < BATCH; i++) y[i] = (int32_t)(i % 10);
     /* mlp: 8 gemm calls a step on each device (3 forward, 3 weight and 2 input gradients),
      * so the first step is clean and the second fails. */
     atomic_store(&faulty_calls, 0);

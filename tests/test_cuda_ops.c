@@ -295,8 +295,8 @@ static void test_softmax(int n, int classes)
 {
     const size_t nl = (size_t)n * classes;
     float *logits = host_random(nl), *dl = malloc(4 * nl);
-    uint8_t *labels = malloc(n);
-    for (int i = 0; i < n; i++) labels[i] = (uint8_t)(i * 7 % classes);
+    int32_t *labels = malloc(sizeof *labels * n);
+    for (int i = 0; i < n; i++) labels[i] = (int32_t)(i * 7 % classes);
     for (size_t i = 0; i < nl; i++) logits[i] *= 8; /* some confident rows */
     void *gl = up(logits, 4 * nl), *glab = up(labels, n), *gdl = poisoned(4 * nl);
     int hc = -1, gc = -2, ec = -3;

@@ -118,20 +118,23 @@ static void test_dir_checks(void)
     CHECK(rmdir(dir) == 0, "cannot remove %s", dir);
 }
 
-/* The loss kernel is the last line of defence: a label past the class count gives a NaN loss
- * and no gradient, never a read past the row of logits (exact-size buffers, for ASan). */
+/* The loss kernel is the last line of defence: a label past the class count (or negative)
+ * gives a NaN loss and no gradient, never a read outside the row of logits (exact-size
+ * buffers, for ASan). */
 static void test_loss_label_bound(void)
 {
     mx_backend *be = NULL;
     CHECK(mx_backend_create(&be, "cpu", 0, 1) == MX_OK, "cpu backend: %s", mx_last_error());
     if (!be) return;
     float *logits = malloc(6 * sizeof *logits), *dl = malloc(6 * sizeof *dl);
-    uint8_t labels[2] = {1, 200};
+    int32_t labels[2] = {1, 200};
+    static const int32_t bad_labels[] = {200, 3, -1, INT32_MIN}; /* 3: exactly the class count */
     const float row[6] = {0.f, 2.f, 1.f, 3.f, 0.f, 1.f};
     memcpy(logits, row, sizeof row);
-    for (int bad = 200; bad >= 3; bad -= 197) { /* 200, then exactly the class count */
+    for (size_t k = 0; k < sizeof bad_labels / sizeof *bad_labels; k++) {
+        const int bad = bad_labels[k];
         int correct = -1;
-        labels[1] = (uint8_t)bad;
+        labels[1] = bad;
         double loss = be->ops->softmax_xent(be, 2, 3, dl, &correct, logits, labels, 1.0f);
         CHECK(isnan(loss) && correct == 1, "label %d of 3 classes: loss %g, %d correct", bad, loss,
               correct);

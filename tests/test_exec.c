@@ -33,7 +33,7 @@ typedef struct {
     mx_layer_spec specs[MX_MAX_LAYERS];
     int n;
     float *x;     /* host [STEPS + 1][BATCH][in] */
-    uint8_t *y;   /* host [STEPS + 1][BATCH] */
+    int32_t *y;   /* host [STEPS + 1][BATCH] */
 } model;
 
 /* specs: NULL for the workload called name, else n layers of its own. */
@@ -45,11 +45,11 @@ static int model_make(model *m, const char *name, mx_shape in, const mx_layer_sp
     m->n = specs ? n : mx_workload_find(name)->build(m->specs, in, 10);
     const size_t per = mx_shape_size(in), total = (size_t)(STEPS + 1) * BATCH;
     m->x = malloc(sizeof(float) * per * total);
-    m->y = malloc(total);
+    m->y = malloc(sizeof *m->y * total);
     mx_rng r;
     mx_rng_seed(&r, 5);
     for (size_t i = 0; i < per * total; i++) m->x[i] = (float)(2 * mx_rng_uniform(&r) - 1);
-    for (size_t i = 0; i < total; i++) m->y[i] = (uint8_t)mx_rng_below(&r, 10);
+    for (size_t i = 0; i < total; i++) m->y[i] = (int32_t)mx_rng_below(&r, 10);
     return m->n > 0 && m->x && m->y;
 }
 

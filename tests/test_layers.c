@@ -116,7 +116,7 @@ static void check_loss(void)
 {
     const int n = 5, classes = 7;
     float logits[35], dlogits[35];
-    uint8_t labels[5] = {0, 3, 6, 2, 2};
+    int32_t labels[5] = {0, 3, 6, 2, 2};
     for (int i = 0; i < n * classes; i++) logits[i] = (float)(4 * mx_rng_uniform(&rng) - 2);
     int correct;
     const float scale = 1.0f / n;

@@ -191,10 +191,10 @@ static double median_bubble(int m, double *theory)
     mx_strategy *s;
     if (ops->create(&s, &c) < 0) return NAN;
     static float x[BUBBLE_N * BUBBLE_W];
-    static uint8_t y[BUBBLE_N];
+    static int32_t y[BUBBLE_N];
     uint64_t state = 9;
     for (int i = 0; i < BUBBLE_N * BUBBLE_W; i++) x[i] = (float)check_uniform(&state) - 0.5f;
-    for (int i = 0; i < BUBBLE_N; i++) y[i] = (uint8_t)(i % 10);
+    for (int i = 0; i < BUBBLE_N; i++) y[i] = (int32_t)(i % 10);
     double b[9];
     mx_step_stats st;
     int nb = 0;

@@ -18,7 +18,7 @@
 
 enum { BATCH = 32, PER = 28 * 28, STEPS = 6 };
 static float x[BATCH * PER];
-static uint8_t y[BATCH];
+static int32_t y[BATCH];
 
 static void slow_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc)
@@ -66,7 +66,7 @@ int main(void)
     mx_rng rng;
     mx_rng_seed(&rng, 5);
     for (int i = 0; i < BATCH * PER; i++) x[i] = (float)mx_rng_normal(&rng);
-    for (int i = 0; i < BATCH; i++) y[i] = (uint8_t)(i % 10);
+    for (int i = 0; i < BATCH; i++) y[i] = (int32_t)(i % 10);
 
     mx_run_record rec;
     char line[160];

@@ -10,8 +10,9 @@ typedef struct {
     int n;           /* number of samples */
     int c, h, w;     /* per-sample shape */
     int nclasses;    /* labels lie in [0, nclasses) */
-    float *images;   /* n * c * h * w, values in [0,1] */
-    uint8_t *labels; /* n */
+    float *images;   /* n * c * h * w: images' values in [0,1], or token ids (workloads/tokens.h) */
+    int label_len;   /* labels per sample: 1 (an image's class) or a window's length (next tokens) */
+    int32_t *labels; /* n * label_len */
 } mx_dataset;
 
 /* What an IDX file may declare. Beyond these a header is refused (MX_EFORMAT naming the file

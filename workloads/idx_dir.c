@@ -61,14 +61,17 @@ static int build_dataset(mx_dataset *ds, idx_pair *p, int nclasses)
 {
     const size_t count = (size_t)p->im.n * p->im.rows * p->im.cols;
     float *images = malloc(count * sizeof *images);
-    if (!images) {
+    int32_t *labels = malloc(sizeof *labels * p->lb.n);
+    if (!images || !labels) {
+        free(images);
+        free(labels);
         pair_free(p);
         return mx_error(MX_ENOMEM, "out of memory for %zu image values", count);
     }
     for (size_t i = 0; i < count; i++) images[i] = p->im.pixels[i] / 255.0f;
+    for (size_t i = 0; i < p->lb.n; i++) labels[i] = p->lb.labels[i];
     *ds = (mx_dataset){.n = (int)p->im.n, .c = 1, .h = (int)p->im.rows, .w = (int)p->im.cols,
-                       .nclasses = nclasses, .images = images, .labels = p->lb.labels};
-    p->lb.labels = NULL;
+                       .nclasses = nclasses, .images = images, .label_len = 1, .labels = labels};
     pair_free(p);
     return MX_OK;
 }

@@ -28,9 +28,9 @@ static float uniform01(uint64_t *state)
 }
 
 /* Multiply-shift instead of modulo: no division, and the bias (< 2^-32) is immaterial. */
-static uint8_t uniform_label(uint64_t *state, int nclasses)
+static int32_t uniform_label(uint64_t *state, int nclasses)
 {
-    return (uint8_t)(((splitmix64(state) >> 32) * (uint64_t)nclasses) >> 32);
+    return (int32_t)(((splitmix64(state) >> 32) * (uint64_t)nclasses) >> 32);
 }
 
 static int check_args(int n, int c, int h, int w, int nclasses)
@@ -55,7 +55,7 @@ int mx_dataset_synthetic(mx_dataset *ds, int n, int c, int h, int w, int nclasse
     MX_TRY(check_args(n, c, h, w, nclasses));
     size_t count = (size_t)n * c * h * w;
     float *images = malloc(count * sizeof *images);
-    uint8_t *labels = malloc((size_t)n);
+    int32_t *labels = malloc(sizeof *labels * n);
     if (!images || !labels) {
         free(images);
         free(labels);
@@ -66,7 +66,7 @@ int mx_dataset_synthetic(mx_dataset *ds, int n, int c, int h, int w, int nclasse
     for (size_t i = 0; i < count; i++) images[i] = uniform01(&state);
     for (int i = 0; i < n; i++) labels[i] = uniform_label(&state, nclasses);
     *ds = (mx_dataset){.n = n, .c = c, .h = h, .w = w, .nclasses = nclasses,
-                       .images = images, .labels = labels};
+                       .images = images, .label_len = 1, .labels = labels};
     return MX_OK;
 }
 

@@ -215,10 +215,10 @@ typedef struct {
      * returns the summed loss (host value) and the count of correct argmax predictions.
      * labels are device memory. */
     double (*softmax_xent)(mx_backend *be, int n, int classes, float *dlogits, int *correct,
-                           const float *logits, const uint8_t *labels, float grad_scale);
+                           const float *logits, const int32_t *labels, float grad_scale);
     /* Argmax accuracy and summed loss without gradients (evaluation). */
     double (*softmax_eval)(mx_backend *be, int n, int classes, int *correct, const float *logits,
-                           const uint8_t *labels);
+                           const int32_t *labels);
 
     /* ---- optimizer: SGD with momentum and weight decay (MXNet's form):
      * mom = momentum * mom - lr * (rescale * g + wd * w); w += mom */

@@ -107,8 +107,8 @@ static int carve(mx_exec *e)
         const size_t xb = sizeof(float) * e->max_batch * mx_shape_size(e->in);
         if (!(e->x = take(e, B_X, xb))) return out_of_memory(e, "input batch", xb);
     }
-    if (e->loss && !(e->labels = take(e, B_LABELS, (size_t)e->max_batch)))
-        return out_of_memory(e, "labels", (size_t)e->max_batch);
+    const size_t lb = sizeof(int32_t) * e->max_batch * e->label_len;
+    if (e->loss && !(e->labels = take(e, B_LABELS, lb))) return out_of_memory(e, "labels", lb);
     return MX_OK;
 }
 
@@ -176,6 +176,20 @@ static int half_output_read(const mx_exec *e, int k)
     return !(traits_at(e, k) & MX_TRAIT_BWD_NO_OUT) || !(traits_at(e, m) & MX_TRAIT_BWD_NO_IN);
 }
 
+int mx_loss_rows(mx_shape out, int *classes, int *rows)
+{
+    if (out.h == 1 && out.w == 1) {
+        *classes = out.c, *rows = 1;
+        return MX_OK;
+    }
+    if (out.c == 1) {
+        *classes = out.w, *rows = out.h;
+        return MX_OK;
+    }
+    return mx_error(MX_EINVAL, "the last layer must give class scores, a vector {C,1,1} or rows {1,R,C}, not "
+                    "%dx%dx%d", out.c, out.h, out.w);
+}
+
 int mx_exec_create(mx_exec **out, mx_params *ps, int first, int last, int max_batch, int with_loss)
 {
     return mx_exec_create_amp(out, ps, first, last, max_batch, with_loss, MX_F32);
@@ -196,8 +210,8 @@ int mx_exec_create_amp(mx_exec **out, mx_params *ps, int first, int last, int ma
     if (with_loss && last != ps->nlayers)
         return mx_error(MX_EINVAL, "context over layers [%d, %d) with the loss: the loss follows the last layer "
                         "(%d)", first, last, ps->nlayers - 1);
-    if (with_loss && (o.h != 1 || o.w != 1))
-        return mx_error(MX_EINVAL, "the last layer must give a vector of class scores, not %dx%dx%d", o.c, o.h, o.w);
+    int classes = 0, rows = 0;
+    if (with_loss) MX_TRY(mx_loss_rows(o, &classes, &rows));
     mx_exec *e = calloc(1, sizeof *e);
     if (!e || !(e->act = calloc(last - first, sizeof *e->act)) ||
         !(e->state = calloc(last - first, sizeof *e->state)) || !(e->fused = calloc(last - first, 1)) ||
@@ -212,7 +226,8 @@ int mx_exec_create_amp(mx_exec **out, mx_params *ps, int first, int last, int ma
     e->last = last;
     e->max_batch = max_batch;
     e->loss = with_loss;
-    e->nclasses = with_loss ? o.c : 0;
+    e->nclasses = classes;
+    e->label_len = rows;
     e->in = ps->layers[first].in;
     e->out = o;
     plan_fusion(e);
@@ -237,10 +252,11 @@ void mx_exec_destroy(mx_exec *e)
     free(e);
 }
 
-void mx_exec_set_batch(mx_exec *e, const float *x_host, const uint8_t *labels_host, int n)
+void mx_exec_set_batch(mx_exec *e, const float *x_host, const int32_t *labels_host, int n)
 {
     if (x_host && e->x) e->be->ops->copy(e->be, e->x, x_host, sizeof(float) * n * mx_shape_size(e->in), MX_COPY_H2D);
-    if (labels_host && e->labels) e->be->ops->copy(e->be, e->labels, labels_host, (size_t)n, MX_COPY_H2D);
+    if (labels_host && e->labels)
+        e->be->ops->copy(e->be, e->labels, labels_host, sizeof(int32_t) * n * e->label_len, MX_COPY_H2D);
 }
 
 /* ---- mixed precision: f32 kernels over 16-bit storage */
@@ -367,16 +383,17 @@ const float *mx_exec_forward(mx_exec *e, const float *in, int n, int training)
     return in;
 }
 
-double mx_exec_loss(mx_exec *e, const uint8_t *labels, int n, float grad_scale, int *correct)
+double mx_exec_loss(mx_exec *e, const int32_t *labels, int n, float grad_scale, int *correct)
 {
     assert(e->loss && "a context without the loss asked for it");
-    const double loss = e->be->ops->softmax_xent(e->be, n, e->nclasses, e->dbuf[0], correct,
+    const int rows = n * e->label_len;
+    const double loss = e->be->ops->softmax_xent(e->be, rows, e->nclasses, e->dbuf[0], correct,
                                                  e->act[e->last - e->first - 1], labels ? labels : e->labels,
-                                                 grad_scale);
+                                                 grad_scale / e->label_len);
     /* The logits' gradient enters the half-precision graph: the backward of autocast's
      * cast to f32 rounds it (both working buffers are free between forward and backward). */
-    if (amp(e)) round_in_place(e, e->dbuf[0], (size_t)n * e->nclasses, e->work[0]);
-    return loss;
+    if (amp(e)) round_in_place(e, e->dbuf[0], (size_t)rows * e->nclasses, e->work[0]);
+    return loss / e->label_len;
 }
 
 void mx_exec_backward(mx_exec *e, int n, const float *dout, float *din, mx_grad_ready_fn ready, void *user)

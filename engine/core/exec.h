@@ -37,11 +37,12 @@ typedef struct mx_exec {
     mx_backend *be;
     int first, last;  /* top-level layers [first, last) */
     int max_batch;
-    int loss;         /* last is the model's end and its output a vector of class scores */
-    int nclasses;     /* with loss: the output's length */
+    int loss;         /* last is the model's end and its output class scores (mx_loss_rows) */
+    int nclasses;     /* with loss: classes per row */
+    int label_len;    /* with loss: rows (labels) per sample: 1 for a vector, T for a sequence */
     mx_shape in, out; /* per-sample input of layer first, output of layer last-1 */
     float *x;         /* device: own input [max_batch][in] for mx_exec_set_batch (first == 0) */
-    uint8_t *labels;  /* device: own labels [max_batch] (with loss) */
+    int32_t *labels;  /* device: own labels [max_batch][label_len] (with loss) */
     /* device: act[i - first] = output of layer i, f32. In an AMP context only the last
      * layer's output is f32 (values of act_type: what the loss and a next stage read), the
      * others are NULL: their outputs are in act_half. */
@@ -62,6 +63,11 @@ typedef struct mx_exec {
     void *blocks[8];  /* its allocations */
 } mx_exec;
 
+/* How the loss reads a model's per-sample output: a vector {C, 1, 1} is one row of C class
+ * scores (an image's label), rows {1, R, C} are R rows of C (a sequence's next tokens, one
+ * label each). Sets *classes and *rows; MX_EINVAL naming the shape for anything else. */
+int mx_loss_rows(mx_shape out, int *classes, int *rows);
+
 /* A context for layers [first, last) of ps (whose tensors ps must hold) and batches of up to
  * max_batch samples. with_loss: last must be the model's last layer, its output a vector. */
 int mx_exec_create(mx_exec **out, mx_params *ps, int first, int last, int max_batch, int with_loss);
@@ -77,16 +83,18 @@ int mx_exec_fusion_off(void);
 
 /* Copies n samples from host memory into the context's own input (x_host, when first is
  * 0) and labels (labels_host, with loss); either may be NULL. */
-void mx_exec_set_batch(mx_exec *e, const float *x_host, const uint8_t *labels_host, int n);
+void mx_exec_set_batch(mx_exec *e, const float *x_host, const int32_t *labels_host, int n);
 /* Forward over n samples of in (device, [n][e->in]; NULL: the own input). in must stay
  * unchanged until this micro-batch's backward, which reads it again. Returns the output of
  * layer last-1 (device, f32, owned by the context, valid until its next forward). */
 const float *mx_exec_forward(mx_exec *e, const float *in, int n, int training);
-/* Softmax cross-entropy of the output against labels (device; NULL: the own labels);
- * gradients, scaled by grad_scale, go to dbuf[0] for a backward with dout NULL. Returns
- * the summed loss. Needs a context created with_loss. AMP: the loss is computed in f32 and
+/* Softmax cross-entropy of the output against labels (device, [n][label_len]; NULL: the own
+ * labels); gradients, scaled by grad_scale, go to dbuf[0] for a backward with dout NULL.
+ * A sample's loss is the mean over its rows (a sequence's tokens), so a loss summed over
+ * samples and grad_scale = 1/batch mean the same for images and tokens. Returns the summed
+ * loss; *correct counts the rows (tokens) whose argmax is the label. Needs a context created with_loss. AMP: the loss is computed in f32 and
  * its gradient rounded to act_type, as the backward of a GPU's cast to f32 does. */
-double mx_exec_loss(mx_exec *e, const uint8_t *labels, int n, float grad_scale, int *correct);
+double mx_exec_loss(mx_exec *e, const int32_t *labels, int n, float grad_scale, int *correct);
 /* Backward over the n samples of the last training forward: dout (device, [n][e->out]; NULL:
  * the loss's gradient) in, the input gradient of layer first out to din (device, [n][e->in];
  * NULL when nothing upstream needs it). Parameter gradients accumulate into ps->g; ready

@@ -46,6 +46,7 @@ int mx_net_create_amp(mx_net **out, mx_backend *be, const mx_layer_spec *specs, 
     net->be = be;
     net->in = in;
     net->nclasses = e->nclasses;
+    net->label_len = e->label_len;
     net->max_batch = max_batch;
     net->nlayers = nspecs;
     net->layers = ps->layers;
@@ -106,7 +107,7 @@ size_t mx_net_weight_bytes(const mx_net *net)
     return net->ps->bytes + (net->amp == MX_AMP_OFF ? 0 : n * (sizeof(float) + mx_dtype_size(mx_amp_dtype(net->amp))));
 }
 
-void mx_net_set_batch(mx_net *net, const float *x_host, const uint8_t *labels_host, int n)
+void mx_net_set_batch(mx_net *net, const float *x_host, const int32_t *labels_host, int n)
 {
     mx_exec_set_batch(net->exec, x_host, labels_host, n);
 }
@@ -127,23 +128,25 @@ void mx_net_zero_grad(mx_net *net) { mx_params_zero_grad(net->ps); }
 
 double mx_net_flops(const mx_net *net) { return mx_params_flops(net->ps, 0, net->nlayers); }
 
-int mx_net_evaluate(mx_net *net, const float *x_host, const uint8_t *labels_host, int n, double *loss_sum,
+int mx_net_evaluate(mx_net *net, const float *x_host, const int32_t *labels_host, int n, double *loss_sum,
                     int *correct)
 {
-    const size_t per = mx_shape_size(net->in);
+    const size_t per = mx_shape_size(net->in), L = (size_t)net->label_len;
     *loss_sum = 0;
     *correct = 0;
     /* The loss kernel would only count such a sample wrong (see xent_row); a caller that
      * checks the return learns that its data, not the model, is at fault. */
-    for (int i = 0; i < n; i++)
-        if (labels_host[i] >= net->nclasses)
-            return mx_error(MX_EFORMAT, "evaluation: label %u of sample %d is out of range; accepted 0..%d",
-                            (unsigned)labels_host[i], i, net->nclasses - 1);
+    for (size_t i = 0; i < (size_t)n * L; i++)
+        if (labels_host[i] < 0 || labels_host[i] >= net->nclasses)
+            return mx_error(MX_EFORMAT, "evaluation: label %d of sample %zu is out of range; accepted 0..%d",
+                            (int)labels_host[i], i / L, net->nclasses - 1);
     for (int s = 0; s < n; s += net->max_batch) {
         int nb = n - s < net->max_batch ? n - s : net->max_batch, hits = 0;
-        mx_net_set_batch(net, x_host + (size_t)s * per, labels_host + s, nb);
+        mx_net_set_batch(net, x_host + (size_t)s * per, labels_host + (size_t)s * L, nb);
         const float *logits = mx_net_forward(net, nb, 0);
-        *loss_sum += net->be->ops->softmax_eval(net->be, nb, net->nclasses, &hits, logits, net->labels);
+        /* a sample's loss is the mean over its rows, as in training (mx_exec_loss) */
+        *loss_sum += net->be->ops->softmax_eval(net->be, nb * (int)L, net->nclasses, &hits, logits, net->labels) /
+                     (double)L;
         *correct += hits;
     }
     /* A failed op leaves garbage in the sums, not a status: the backend's sticky error. */

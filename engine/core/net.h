@@ -26,6 +26,7 @@ typedef struct mx_net {
     mx_backend *be;
     mx_shape in;
     int nclasses, max_batch;
+    int label_len;    /* labels per sample: 1, or a sequence's length (engine/core/exec.h, mx_loss_rows) */
     int nlayers;
     mx_layer *layers;
     int nparams;
@@ -33,7 +34,7 @@ typedef struct mx_net {
     size_t nweights;  /* floats in w (and g) */
     float *w, *g;     /* device: parameters and their gradients (AMP: w is the rounded compute copy) */
     float *x;         /* device: input batch [max_batch][in] */
-    uint8_t *labels;  /* device: labels [max_batch] */
+    int32_t *labels;  /* device: labels [max_batch][label_len] */
     /* device: act[i] = output of layer i. AMP: only act[nlayers-1] (the logits, f32 holding
      * half values); the others are NULL, their outputs 16-bit in exec->act_half. */
     float **act;
@@ -68,11 +69,12 @@ size_t mx_net_grad_nonfinite(mx_net *net);
 size_t mx_net_weight_bytes(const mx_net *net);
 
 /* Copies a batch of n samples from host memory into the net's input buffers. */
-void mx_net_set_batch(mx_net *net, const float *x_host, const uint8_t *labels_host, int n);
+void mx_net_set_batch(mx_net *net, const float *x_host, const int32_t *labels_host, int n);
 /* Forward pass over the current batch; returns the logits (device). */
 const float *mx_net_forward(mx_net *net, int n, int training);
 /* Softmax cross-entropy of the logits; gradients are scaled by grad_scale (1/global batch,
- * so that gradients summed across devices are the global mean). Returns the summed loss. */
+ * so that gradients summed across devices are the global mean). Returns the summed loss, a
+ * sample's the mean over its rows; *correct counts rows (mx_exec_loss). */
 double mx_net_loss(mx_net *net, int n, float grad_scale, int *correct);
 
 /* Backward pass; accumulates into net->g (zero it first with mx_net_zero_grad). */
@@ -82,9 +84,10 @@ void mx_net_zero_grad(mx_net *net);
 /* Forward FLOPs per sample (training costs about 3x: forward, input and weight gradients). */
 double mx_net_flops(const mx_net *net);
 
-/* Evaluation mode forward + loss/accuracy over n samples (host arrays), in batches; an AMP
+/* Evaluation mode forward + loss/accuracy (correct rows, as mx_net_loss) over n samples (host
+ * arrays: labels [n][label_len]), in batches; an AMP
  * net rounds as in training (the same context). */
-int mx_net_evaluate(mx_net *net, const float *x_host, const uint8_t *labels_host, int n, double *loss_sum,
+int mx_net_evaluate(mx_net *net, const float *x_host, const int32_t *labels_host, int n, double *loss_sum,
                     int *correct);
 
 #endif

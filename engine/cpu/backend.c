@@ -193,7 +193,7 @@ static double xent_row(int classes, float *drow, const float *row, int label, fl
 }
 
 static double cpu_softmax_xent(mx_backend *be, int n, int classes, float *dlogits, int *correct,
-                               const float *logits, const uint8_t *labels, float grad_scale)
+                               const float *logits, const int32_t *labels, float grad_scale)
 {
     double loss = 0;
     int hits = 0;
@@ -208,7 +208,7 @@ static double cpu_softmax_xent(mx_backend *be, int n, int classes, float *dlogit
 }
 
 static double cpu_softmax_eval(mx_backend *be, int n, int classes, int *correct, const float *logits,
-                               const uint8_t *labels)
+                               const int32_t *labels)
 {
     return cpu_softmax_xent(be, n, classes, NULL, correct, logits, labels, 0);
 }

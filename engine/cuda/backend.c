@@ -359,7 +359,7 @@ static void cuda_sgd_update(mx_backend *be, size_t n, float *w, float *mom, cons
 /* The rows' losses and hits come back to the host and are summed there in row order, the
  * CPU backend's order, so both report the same sums for the same logits. */
 static double cuda_softmax_xent(mx_backend *be, int n, int classes, float *dlogits, int *correct, const float *logits,
-                                const uint8_t *labels, float grad_scale)
+                                const int32_t *labels, float grad_scale)
 {
     mx_cuda_ctx *c = CTX(be);
     const size_t bytes = (sizeof(double) + sizeof(int)) * (size_t)(n > 0 ? n : 1);
@@ -384,7 +384,7 @@ static double cuda_softmax_xent(mx_backend *be, int n, int classes, float *dlogi
 }
 
 static double cuda_softmax_eval(mx_backend *be, int n, int classes, int *correct, const float *logits,
-                                const uint8_t *labels)
+                                const int32_t *labels)
 {
     return cuda_softmax_xent(be, n, classes, NULL, correct, logits, labels, 0);
 }

@@ -143,14 +143,14 @@ __global__ void avgpool_bwd(size_t total, int hw, float *din, const float *dout)
 
 /* One thread per row: rows are short (the classes), and the sums in double match the CPU's. */
 __global__ void xent(int n, int classes, float *dlogits, double *loss, int *hit, const float *logits,
-                     const uint8_t *labels, float grad_scale)
+                     const int32_t *labels, float grad_scale)
 {
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= n) return;
     const float *row = logits + (size_t)r * classes;
     float *drow = dlogits ? dlogits + (size_t)r * classes : NULL;
     const int label = labels[r];
-    if (label >= classes) {
+    if (label < 0 || label >= classes) {
         if (drow)
             for (int j = 0; j < classes; j++) drow[j] = 0;
         hit[r] = 0;
@@ -285,7 +285,7 @@ int mx_cuk_avgpool_backward(mx_cuda_stream s, int n, int c, int hw, float *din, 
 }
 
 int mx_cuk_softmax_xent(mx_cuda_stream s, int n, int classes, float *dlogits, double *loss, int *hit,
-                        const float *logits, const uint8_t *labels, float grad_scale)
+                        const float *logits, const int32_t *labels, float grad_scale)
 {
     xent<<<(unsigned)((n + 127) / 128), 128, 0, s>>>(n, classes, dlogits, loss, hit, logits, labels, grad_scale);
     return launched();

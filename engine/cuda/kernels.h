@@ -36,7 +36,7 @@ int mx_cuk_avgpool_backward(mx_cuda_stream s, int n, int c, int hw, float *din, 
  * label) and, when dlogits is not NULL, (softmax - onehot) * grad_scale. The caller sums
  * the rows on the host in row order, as the CPU backend does. */
 int mx_cuk_softmax_xent(mx_cuda_stream s, int n, int classes, float *dlogits, double *loss, int *hit,
-                        const float *logits, const uint8_t *labels, float grad_scale);
+                        const float *logits, const int32_t *labels, float grad_scale);
 
 /* engine/backend/dtype.h's conversions (nearest even, overflow to inf, NaN kept); same type: a copy. */
 int mx_cuk_cast(mx_cuda_stream s, size_t n, void *dst, mx_dtype dt, const void *src, mx_dtype st);

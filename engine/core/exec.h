@@ -92,8 +92,9 @@ const float *mx_exec_forward(mx_exec *e, const float *in, int n, int training);
  * labels); gradients, scaled by grad_scale, go to dbuf[0] for a backward with dout NULL.
  * A sample's loss is the mean over its rows (a sequence's tokens), so a loss summed over
  * samples and grad_scale = 1/batch mean the same for images and tokens. Returns the summed
- * loss; *correct counts the rows (tokens) whose argmax is the label. Needs a context created with_loss. AMP: the loss is computed in f32 and
- * its gradient rounded to act_type, as the backward of a GPU's cast to f32 does. */
+ * loss; *correct counts the rows (tokens) whose argmax is the label. Needs a context created
+ * with_loss. AMP: the loss is computed in f32 and its gradient rounded to act_type, as the
+ * backward of a GPU's cast to f32 does. */
 double mx_exec_loss(mx_exec *e, const int32_t *labels, int n, float grad_scale, int *correct);
 /* Backward over the n samples of the last training forward: dout (device, [n][e->out]; NULL:
  * the loss's gradient) in, the input gradient of layer first out to din (device, [n][e->in];

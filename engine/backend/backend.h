@@ -230,6 +230,19 @@ typedef struct {
      * (resnet18 under bf16 streams 45 MB less a step). Default: those three ops. */
     void (*sgd_update_amp)(mx_backend *be, size_t n, float *master, float *mom, const float *g, float lr,
                            float momentum, float wd, float rescale, mx_dtype t, void *half, float *w);
+
+    /* ---- OPTIONAL, no default: causal multi-head self-attention (engine/layers/attention.c)
+     * over n sequences of t positions, c = heads * hs. qkv is [n][t][3c], each row q, k, v side
+     * by side, head h taking columns [h*hs, (h+1)*hs) of each; out is [n][t][c]: per head
+     * softmax(q k^T / sqrt(hs)) with position i attending to 0..i, times v, heads side by side.
+     * lse ([n][heads][t]) receives each row's log-sum-exp of its scaled scores, so that backward
+     * recomputes the probabilities instead of keeping t x t of them (NULL: not kept). backward
+     * writes dqkv ([n][t][3c], =) from dout ([n][t][c]) and the forward's qkv, out and lse. A
+     * table without them runs no attention layer (its setup refuses the backend). */
+    void (*attention_forward)(mx_backend *be, int n, int t, int heads, int hs, float *out, float *lse,
+                              const float *qkv);
+    void (*attention_backward)(mx_backend *be, int n, int t, int heads, int hs, float *dqkv, const float *dout,
+                               const float *qkv, const float *out, const float *lse);
 } mx_backend_ops;
 
 struct mx_backend {

@@ -293,4 +293,11 @@ void mx_cpu_batchnorm_relu_backward(mx_backend *be, int n, int c, int hw, float 
                                     const float *dout, const float *in, const float *out, const float *mean,
                                     const float *invstd, const float *gamma);
 
+/* Causal multi-head self-attention (engine/cpu/attention.c): engine/backend/backend.h's
+ * attention_forward and attention_backward, tiled by blocks of query rows and keys. */
+void mx_cpu_attention_forward(mx_backend *be, int n, int t, int heads, int hs, float *out, float *lse,
+                              const float *qkv);
+void mx_cpu_attention_backward(mx_backend *be, int n, int t, int heads, int hs, float *dqkv, const float *dout,
+                               const float *qkv, const float *out, const float *lse);
+
 #endif

@@ -1,0 +1,316 @@
+/* Causal multi-head self-attention on the CPU (engine/backend/backend.h's attention_forward and
+ * attention_backward), tiled as flash attention is: a (sample, head) pair is taken a block of
+ * BQ query rows at a time against tiles of BK keys, only the tiles at or before the block's last
+ * query, with an online softmax. The t x t probabilities of a head are never stored, for one
+ * sample or the batch: what backward needs of them is each row's log-sum-exp (n*heads*t
+ * floats), from which it recomputes every tile's probabilities.
+ *
+ * A thread takes whole (sample, head) pairs: the pair's columns of dqkv are then written by
+ * one thread, so the key and value gradients accumulate over the query blocks without locks
+ * or per-thread copies, in one order whatever the thread count (results do not depend on it).
+ *
+ * The inner loops are plain C written for GCC's vectoriser: fixed-width tiles held in local
+ * arrays (the score tile, two query rows at a time, stays in registers while it sums over the
+ * head's dimensions), and exp as a polynomial (libm's expf does not vectorise). */
+#include "kernels.h"
+
+#include <omp.h>
+#include <stdint.h>
+#include <string.h>
+
+/* a * b + c, fused where the target has FMA: the build is ISO C, where GCC does not contract
+ * a * b + c itself, and fmaf without the instruction would be a library call. */
+#ifdef __FMA__
+#define MADD(a, b, c) fmaf(a, b, c)
+#else
+#define MADD(a, b, c) ((a) * (b) + (c))
+#endif
+
+enum {
+    BQ = 32, /* query rows a block: a multiple of 4 (the score tile takes four at a time) */
+    BK = 64, /* keys a tile: a multiple of BQ, so that every row of a block has a key in every tile */
+    LANES = 16
+};
+
+/* e^x in f32 for the softmax's shifted scores (x <= 0 but for rounding): Cephes' expf
+ * polynomial on r = x - n ln2, n = round(x / ln2) taken from the bits of x / ln2 + 1.5*2^23,
+ * times 2^n built in the exponent field. Relative error about 2e-7; 0 below -87 (where f32
+ * turns denormal) and at -inf; NaN stays NaN. Arithmetic and selects only, so that the loops
+ * calling it vectorise. */
+static inline float exp_shifted(float x)
+{
+    const float xc = x >= -87.0f ? (x <= 88.0f ? x : 88.0f) : -87.0f; /* NaN: -87, replaced below */
+    const float shifter = 12582912.0f;                                 /* 1.5 * 2^23 */
+    const float t = xc * 1.44269504f + shifter;
+    const float n = t - shifter;
+    const float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = MADD(p, r, 1.3981999507e-3f);
+    p = MADD(p, r, 8.3334519073e-3f);
+    p = MADD(p, r, 4.1665795894e-2f);
+    p = MADD(p, r, 1.6666665459e-1f);
+    p = MADD(p, r, 5.0000001201e-1f);
+    const float y = p * r * r + r + 1.0f;
+    int32_t tb, nb;
+    memcpy(&tb, &t, sizeof tb);
+    nb = (tb - 0x4B400000 + 127) * (1 << 23); /* the low bits of t hold n */
+    float s;
+    memcpy(&s, &nb, sizeof s);
+    return x != x ? x : x < -87.0f ? 0.0f : y * s;
+}
+
+/* s[r][c] = sum_d a[r][d] * bt[d][c] for a BQ x BK tile: a is BQ rows of hs, bt hs rows of BK.
+ * Four rows a pass: their 4 x 64 sums fill 16 vector registers while d runs (the c loop is
+ * unrolled whole so that GCC keeps them there rather than unrolling and jamming the d loop
+ * around memory). Forward and backward call it on the same operands and so get the same
+ * scores, bit for bit. */
+static void tile_product(float *restrict s, const float *restrict a, const float *restrict bt, int hs)
+{
+    for (int r = 0; r < BQ; r += 4) {
+        float acc0[BK] = {0}, acc1[BK] = {0}, acc2[BK] = {0}, acc3[BK] = {0};
+        const float *a0 = a + (size_t)r * hs, *a1 = a0 + hs, *a2 = a1 + hs, *a3 = a2 + hs;
+        for (int d = 0; d < hs; d++) {
+            const float x0 = a0[d], x1 = a1[d], x2 = a2[d], x3 = a3[d];
+            const float *b = bt + (size_t)d * BK;
+#pragma GCC unroll 64
+            for (int c = 0; c < BK; c++) {
+                acc0[c] = MADD(x0, b[c], acc0[c]);
+                acc1[c] = MADD(x1, b[c], acc1[c]);
+                acc2[c] = MADD(x2, b[c], acc2[c]);
+                acc3[c] = MADD(x3, b[c], acc3[c]);
+            }
+        }
+        memcpy(s + (size_t)r * BK, acc0, sizeof acc0);
+        memcpy(s + (size_t)(r + 1) * BK, acc1, sizeof acc1);
+        memcpy(s + (size_t)(r + 2) * BK, acc2, sizeof acc2);
+        memcpy(s + (size_t)(r + 3) * BK, acc3, sizeof acc3);
+    }
+}
+
+/* o[0..len) += sum_{k < cnt} p[k * pstride] * v[k * vstride + 0..len): a row of a tile
+ * product with the row held in registers (64 or 16 columns at a time) over the sum. */
+static void row_accumulate(float *restrict o, int len, const float *restrict p, size_t pstride, int cnt,
+                           const float *restrict v, size_t vstride)
+{
+    int d = 0;
+    for (; d + 64 <= len; d += 64) {
+        float acc[64];
+        memcpy(acc, o + d, sizeof acc);
+        for (int k = 0; k < cnt; k++) {
+            const float pk = p[k * pstride];
+            const float *vr = v + k * vstride + d;
+            for (int e = 0; e < 64; e++) acc[e] = MADD(pk, vr[e], acc[e]);
+        }
+        memcpy(o + d, acc, sizeof acc);
+    }
+    for (; d + 16 <= len; d += 16) {
+        float acc[16];
+        memcpy(acc, o + d, sizeof acc);
+        for (int k = 0; k < cnt; k++) {
+            const float pk = p[k * pstride];
+            const float *vr = v + k * vstride + d;
+            for (int e = 0; e < 16; e++) acc[e] = MADD(pk, vr[e], acc[e]);
+        }
+        memcpy(o + d, acc, sizeof acc);
+    }
+    for (; d < len; d++) {
+        float acc = o[d];
+        for (int k = 0; k < cnt; k++) acc = MADD(p[k * pstride], v[k * vstride + d], acc);
+        o[d] = acc;
+    }
+}
+
+/* bt[d][c] = rows[c][d] for c < nk, 0 for nk <= c < BK: a tile of keys (or values) turned so
+ * that tile_product runs along keys. */
+static void load_transposed(float *restrict bt, const float *restrict rows, size_t stride, int nk, int hs)
+{
+    for (int d = 0; d < hs; d++) memset(bt + (size_t)d * BK + nk, 0, sizeof(float) * (BK - nk));
+    for (int c = 0; c < nk; c++)
+        for (int d = 0; d < hs; d++) bt[(size_t)d * BK + c] = rows[c * stride + d];
+}
+
+/* BQ rows of hs from rows (stride apart), times scale; rows from nq on are zeros. */
+static void load_rows(float *restrict dst, const float *restrict rows, size_t stride, int nq, int hs, float scale)
+{
+    for (int r = 0; r < nq; r++)
+        for (int d = 0; d < hs; d++) dst[(size_t)r * hs + d] = rows[r * stride + d] * scale;
+    memset(dst + (size_t)nq * hs, 0, sizeof(float) * (size_t)(BQ - nq) * hs);
+}
+
+/* Sums and maxima over BK values in LANES lanes combined in a fixed order (vectorised; a
+ * single running sum would be a chain of dependent adds). */
+static float tile_sum(const float *restrict x)
+{
+    float lane[LANES] = {0};
+    for (int c = 0; c < BK; c += LANES)
+        for (int l = 0; l < LANES; l++) lane[l] += x[c + l];
+    for (int w = LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) lane[l] += lane[l + w];
+    return lane[0];
+}
+
+static float tile_max(const float *restrict x)
+{
+    float lane[LANES];
+    memcpy(lane, x, sizeof lane);
+    for (int c = LANES; c < BK; c += LANES)
+        for (int l = 0; l < LANES; l++) lane[l] = x[c + l] > lane[l] ? x[c + l] : lane[l];
+    for (int w = LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) lane[l] = lane[l + w] > lane[l] ? lane[l + w] : lane[l];
+    return lane[0];
+}
+
+static float dot(const float *restrict a, const float *restrict b, int len)
+{
+    float s = 0;
+    for (int d = 0; d < len; d++) s += a[d] * b[d];
+    return s;
+}
+
+/* Floats of one thread's workspace, each part a whole number of cache lines. */
+static size_t part(size_t floats) { return (floats + 15) / 16 * 16; }
+static size_t fwd_floats(int hs)
+{
+    return 2 * part((size_t)BQ * hs) + part((size_t)hs * BK) + part(BQ * BK) + 2 * part(BQ);
+}
+static size_t bwd_floats(int hs)
+{
+    return 3 * part((size_t)BQ * hs) + 2 * part((size_t)hs * BK) + 2 * part(BQ * BK) + 2 * part(BQ);
+}
+
+/* Threads for n*heads pairs of t x t x hs work: one below the size where forking costs more. */
+static int pair_team(const mx_backend *be, int pairs, int t, int hs)
+{
+    const int T = mx_cpu_team(be, (size_t)pairs * t * t * hs / 2);
+    return T < pairs ? T : pairs;
+}
+
+/* One (sample, head) pair's forward: q, k, v the head's first columns in the sample's first row
+ * of qkv (rows 3c apart), o its first column of out (rows c apart). */
+static void forward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t out_stride, float *o, float *lse,
+                         const float *q, const float *k, const float *v)
+{
+    float *qs = ws, *acc = qs + part((size_t)BQ * hs), *kt = acc + part((size_t)BQ * hs);
+    float *s = kt + part((size_t)hs * BK), *m = s + part(BQ * BK), *l = m + part(BQ);
+    const float scale = 1.0f / sqrtf((float)hs);
+    for (int i0 = 0; i0 < t; i0 += BQ) {
+        const int nq = t - i0 < BQ ? t - i0 : BQ, i1 = i0 + nq;
+        load_rows(qs, q + i0 * qkv_stride, qkv_stride, nq, hs, scale);
+        memset(acc, 0, sizeof(float) * (size_t)BQ * hs);
+        for (int r = 0; r < BQ; r++) m[r] = -INFINITY, l[r] = 0;
+        for (int j0 = 0; j0 < i1; j0 += BK) {
+            const int nk = i1 - j0 < BK ? i1 - j0 : BK;
+            load_transposed(kt, k + j0 * qkv_stride, qkv_stride, nk, hs);
+            tile_product(s, qs, kt, hs);
+            for (int r = 0; r < nq; r++) {
+                const int lim = i0 + r - j0 + 1 < nk ? i0 + r - j0 + 1 : nk; /* keys j0 .. i0 + r */
+                float *sr = s + (size_t)r * BK;
+                for (int c = lim; c < BK; c++) sr[c] = -INFINITY;
+                const float mt = tile_max(sr), mnew = mt > m[r] ? mt : m[r];
+                for (int c = 0; c < BK; c++) sr[c] = exp_shifted(sr[c] - mnew);
+                const float alpha = exp_shifted(m[r] - mnew); /* 0 on the first tile (m = -inf) */
+                l[r] = l[r] * alpha + tile_sum(sr);
+                m[r] = mnew;
+                float *ar = acc + (size_t)r * hs;
+                if (alpha != 1.0f)
+                    for (int d = 0; d < hs; d++) ar[d] *= alpha;
+                row_accumulate(ar, hs, sr, 1, lim, v + j0 * qkv_stride, qkv_stride);
+            }
+        }
+        for (int r = 0; r < nq; r++) {
+            const float inv = 1.0f / l[r];
+            for (int d = 0; d < hs; d++) o[(i0 + r) * out_stride + d] = acc[(size_t)r * hs + d] * inv;
+            if (lse) lse[i0 + r] = m[r] + logf(l[r]);
+        }
+    }
+}
+
+void mx_cpu_attention_forward(mx_backend *be, int n, int t, int heads, int hs, float *out, float *lse,
+                              const float *qkv)
+{
+    const int pairs = n * heads, T = pair_team(be, pairs, t, hs);
+    const size_t c = (size_t)heads * hs, per = fwd_floats(hs);
+    float *ws = mx_backend_scratch(be, sizeof(float) * per * T);
+    if (!ws) return;
+#pragma omp parallel for num_threads(T) schedule(static)
+    for (int p = 0; p < pairs; p++) {
+        const int b = p / heads, h = p % heads;
+        const float *q = qkv + (size_t)b * t * 3 * c + (size_t)h * hs;
+        forward_pair(ws + per * omp_get_thread_num(), t, hs, 3 * c, c, out + (size_t)b * t * c + (size_t)h * hs,
+                     lse ? lse + (size_t)p * t : NULL, q, q + c, q + 2 * c);
+    }
+}
+
+/* One pair's backward (flash attention's): per block of queries and tile of keys, P from the
+ * recomputed scores and the saved log-sum-exp, dP = dO V^T, dS = P (dP - D) with D = rowsum(dO
+ * O); dV += P^T dO, dK += dS^T Q / sqrt(hs), dQ += dS K / sqrt(hs). dq, dk, dv: the head's
+ * first columns in the sample's first row of dqkv. */
+static void backward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t out_stride, float *dq, float *dk,
+                          float *dv, const float *dout, const float *o, const float *lse, const float *q,
+                          const float *k, const float *v)
+{
+    float *qs = ws, *dob = qs + part((size_t)BQ * hs), *dqa = dob + part((size_t)BQ * hs);
+    float *kt = dqa + part((size_t)BQ * hs), *vt = kt + part((size_t)hs * BK), *pt = vt + part((size_t)hs * BK);
+    float *ds = pt + part(BQ * BK), *dd = ds + part(BQ * BK), *lr = dd + part(BQ);
+    const float scale = 1.0f / sqrtf((float)hs);
+    for (int i = 0; i < t; i++) {
+        memset(dk + i * qkv_stride, 0, sizeof(float) * hs);
+        memset(dv + i * qkv_stride, 0, sizeof(float) * hs);
+    }
+    for (int i0 = 0; i0 < t; i0 += BQ) {
+        const int nq = t - i0 < BQ ? t - i0 : BQ, i1 = i0 + nq;
+        load_rows(qs, q + i0 * qkv_stride, qkv_stride, nq, hs, scale);
+        load_rows(dob, dout + i0 * out_stride, out_stride, nq, hs, 1.0f);
+        memset(dqa, 0, sizeof(float) * (size_t)BQ * hs);
+        for (int r = 0; r < nq; r++) {
+            dd[r] = dot(dob + (size_t)r * hs, o + (i0 + r) * out_stride, hs);
+            lr[r] = lse[i0 + r];
+        }
+        for (int j0 = 0; j0 < i1; j0 += BK) {
+            const int nk = i1 - j0 < BK ? i1 - j0 : BK;
+            load_transposed(kt, k + j0 * qkv_stride, qkv_stride, nk, hs);
+            load_transposed(vt, v + j0 * qkv_stride, qkv_stride, nk, hs);
+            tile_product(pt, qs, kt, hs);
+            tile_product(ds, dob, vt, hs);
+            for (int r = 0; r < nq; r++) {
+                const int lim = i0 + r - j0 + 1 < nk ? i0 + r - j0 + 1 : nk;
+                float *pr = pt + (size_t)r * BK, *dr = ds + (size_t)r * BK;
+                for (int c = lim; c < BK; c++) pr[c] = -INFINITY;
+                for (int c = 0; c < BK; c++) {
+                    const float p = exp_shifted(pr[c] - lr[r]);
+                    pr[c] = p;
+                    dr[c] = p * (dr[c] - dd[r]);
+                }
+                row_accumulate(dqa + (size_t)r * hs, hs, dr, 1, lim, k + j0 * qkv_stride, qkv_stride);
+            }
+            for (int c = 0; c < nk; c++) {
+                const int r0 = j0 + c > i0 ? j0 + c - i0 : 0; /* the block's first row that sees key j0 + c */
+                if (r0 >= nq) continue;
+                row_accumulate(dv + (j0 + c) * qkv_stride, hs, pt + (size_t)r0 * BK + c, BK, nq - r0,
+                               dob + (size_t)r0 * hs, hs);
+                row_accumulate(dk + (j0 + c) * qkv_stride, hs, ds + (size_t)r0 * BK + c, BK, nq - r0,
+                               qs + (size_t)r0 * hs, hs);
+            }
+        }
+        for (int r = 0; r < nq; r++)
+            for (int d = 0; d < hs; d++) dq[(i0 + r) * qkv_stride + d] = dqa[(size_t)r * hs + d] * scale;
+    }
+}
+
+void mx_cpu_attention_backward(mx_backend *be, int n, int t, int heads, int hs, float *dqkv, const float *dout,
+                               const float *qkv, const float *out, const float *lse)
+{
+    const int pairs = n * heads, T = pair_team(be, pairs, t, hs);
+    const size_t c = (size_t)heads * hs, per = bwd_floats(hs);
+    float *ws = mx_backend_scratch(be, sizeof(float) * per * T);
+    if (!ws) return;
+#pragma omp parallel for num_threads(T) schedule(static)
+    for (int p = 0; p < pairs; p++) {
+        const int b = p / heads, h = p % heads;
+        const size_t in_at = (size_t)b * t * 3 * c + (size_t)h * hs, out_at = (size_t)b * t * c + (size_t)h * hs;
+        const float *q = qkv + in_at;
+        float *dq = dqkv + in_at;
+        backward_pair(ws + per * omp_get_thread_num(), t, hs, 3 * c, c, dq, dq + c, dq + 2 * c, dout + out_at,
+                      out + out_at, lse + (size_t)p * t, q, q + c, q + 2 * c);
+    }
+}

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz/) with clang into build-fuzz/ and runs each for
-# SECONDS (default 30) under ASan and UBSan, starting from its seed corpus. Prints per target
-# the executions and coverage reached; exits 1 when a target crashed, with the crashing input
-# saved under build-fuzz/crashes/<target>/ (copy it to tests/fuzz/regress/<target>/ to keep
-# it as a regression test once understood).
-# usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: fuzz_idx fuzz_results fuzz_opts)
+# Builds the libFuzzer targets (tests/fuzz/) with clang into build-fuzz/ and runs them under
+# ASan and UBSan, each starting from its seed corpus, for SECONDS in all (default 90), shared
+# evenly: each target gets SECONDS / (number of targets), at least 1 s, so that adding a
+# target does not lengthen the step. Prints per target the executions and coverage reached;
+# exits 1 when a target crashed, with the crashing input saved under
+# build-fuzz/crashes/<target>/ (copy it to tests/fuzz/regress/<target>/ to keep it as a
+# regression test once understood).
+# usage: scripts/fuzz.sh [SECONDS] [TARGET...]  (targets: fuzz_idx fuzz_tokens fuzz_results fuzz_opts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-secs=${1:-30}
+secs=${1:-90}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_idx fuzz_results fuzz_opts)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_idx fuzz_tokens fuzz_results fuzz_opts)
+per=$((secs / ${#targets[@]}))
+[ "$per" -ge 1 ] || per=1
 bdir=build-fuzz
 
 cc=$(command -v clang-14 || command -v clang || true)
@@ -63,7 +67,7 @@ for t in "${targets[@]}"; do
     seed=()
     [ "${CI:-}" = true ] && seed=(-seed=1)
     rc=0
-    "$bdir/tests/fuzz/$t" "${seed[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 \
+    "$bdir/tests/fuzz/$t" "${seed[@]}" -max_total_time="$per" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 \
         -print_final_stats=1 -artifact_prefix="$crashes/" "${dict[@]}" "$work" "tests/fuzz/corpus/$t" \
         >"$log" 2>&1 || rc=$?
     last=$(grep -E '^#[0-9]+' "$log" | tail -1)
@@ -77,7 +81,7 @@ for t in "${targets[@]}"; do
         res="CRASH (exit $rc): $(ls -t "$crashes" | head -1 | sed "s|^|$crashes/|")"
         status=1
     fi
-    printf '%-14s %8s %12s %10s %8s %8s %s\n' "$t" "$secs" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${corp:-?}" "$res"
+    printf '%-14s %8s %12s %10s %8s %8s %s\n' "$t" "$per" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${corp:-?}" "$res"
     # libomp registers each process in /dev/shm and a killed one leaves its entry behind
     pid=$(sed -n 's/^==\([0-9]*\)==.*/\1/p' "$log" | head -1)
     [ -n "$pid" ] && rm -f "/dev/shm/__KMP_REGISTERED_LIB_${pid}_0"

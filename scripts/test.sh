@@ -4,8 +4,8 @@
 # moment), and runs the whole CTest suite; then the instruction-count regression gate
 # (scripts/ci-regress.sh: a fixed study counted under cachegrind against
 # results/baseline-counts.h5, and a deliberate regression caught), the sanitizer build
-# (scripts/sanitize.sh: unit tests and CLI error cases under ASan and UBSan) and each fuzz
-# target for MXBENCH_FUZZ_SECONDS (30) seconds (scripts/fuzz.sh).
+# (scripts/sanitize.sh: unit tests and CLI error cases under ASan and UBSan) and the fuzz
+# targets for MXBENCH_FUZZ_SECONDS (90) seconds in all, shared among them (scripts/fuzz.sh).
 # Every step runs even when one before it failed, and the summary at the end names each
 # failure, so one broken test does not hide what the others would have found; the exit status
 # is 1 when any step failed (only a failed install or build stops the script early: nothing
@@ -39,7 +39,7 @@ step "CTest suite" ctest_suite "$@"
 if [ $# -eq 0 ]; then
     step "instruction-count gate" scripts/ci-regress.sh
     step "sanitizer step" scripts/sanitize.sh
-    step "fuzzing step" scripts/fuzz.sh "${MXBENCH_FUZZ_SECONDS:-30}"
+    step "fuzzing step" scripts/fuzz.sh "${MXBENCH_FUZZ_SECONDS:-90}"
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -71,6 +71,54 @@ def idx_corpus():
     write(t, "dir_train_labels_missing", idx_input(0x50, im, lb, test_im, test_lb))
 
 
+# ---- fuzz_tokens: flags, context byte, the file's contents (see fuzz_tokens.c)
+
+TOK_BIN, TOK_TXT, TOK_MAGIC, TOK_HEADER = range(4)
+SHARES = {0.5: 0, 0.1: 1, 0.25: 2, 0.01: 3, 0.9: 4, 0.001: 5, 0.999: 6, 0.3: 7}
+
+
+def tok_input(name, context, contents, share=0.1, scaled=False, missing=False, bad_args=False):
+    flags = name | SHARES[share] << 2 | (0x20 if scaled else 0) | (0x40 if missing else 0) | (0x80 if bad_args else 0)
+    return bytes([flags, context]) + contents
+
+
+def u16s(tokens):
+    return struct.pack("<%dH" % len(tokens), *tokens)
+
+
+def llmc_file(tokens, version=1, count=None):
+    hdr = struct.pack("<3i", 20240520, version, len(tokens) if count is None else count) + bytes(1012)
+    return hdr + u16s(tokens)
+
+
+def tokens_corpus():
+    t = "fuzz_tokens"
+    clear(t)
+    stream = [(i * 7919 + 13) % 50257 for i in range(200)]
+    text = b"It was the best of times, it was the worst of times, it was the age of wisdom.\n" * 3
+    write(t, "llmc_header_here", tok_input(TOK_HEADER, 8, u16s(stream)))
+    write(t, "llmc_valid", tok_input(TOK_BIN, 4, llmc_file(stream[:100]), share=0.5))
+    write(t, "llmc_as_txt", tok_input(TOK_TXT, 4, llmc_file(stream[:100]), share=0.25))
+    write(t, "llmc_version2", tok_input(TOK_BIN, 4, llmc_file(stream[:100], version=2)))
+    write(t, "llmc_count_more", tok_input(TOK_BIN, 4, llmc_file(stream[:100], count=101)))
+    write(t, "llmc_count_less", tok_input(TOK_BIN, 4, llmc_file(stream[:100], count=99)))
+    write(t, "llmc_count_negative", tok_input(TOK_BIN, 4, llmc_file(stream[:100], count=-1)))
+    write(t, "llmc_header_cut", tok_input(TOK_BIN, 4, llmc_file(stream[:100])[:600]))
+    write(t, "magic_over_text", tok_input(TOK_MAGIC, 4, text))
+    write(t, "nano_valid", tok_input(TOK_BIN, 8, u16s(stream)))
+    write(t, "nano_top_token", tok_input(TOK_BIN, 8, u16s(stream[:50] + [65535] + stream[50:]), share=0.25))
+    write(t, "nano_odd", tok_input(TOK_BIN, 2, u16s(stream[:20]) + b"\x01"))
+    write(t, "text_valid", tok_input(TOK_TXT, 16, text, share=0.25))
+    write(t, "text_context_1", tok_input(TOK_TXT, 1, b"abcd", share=0.5))
+    write(t, "text_too_short", tok_input(TOK_TXT, 16, text[:20]))
+    write(t, "text_share_small", tok_input(TOK_TXT, 2, text, share=0.001))
+    write(t, "text_scaled_context", tok_input(TOK_TXT, 1, text * 8, share=0.5, scaled=True))
+    write(t, "empty", tok_input(TOK_TXT, 4, b""))
+    write(t, "missing", tok_input(TOK_BIN, 4, b"", missing=True))
+    for i, what in enumerate(("context_0", "context_65537", "share_0", "share_1")):
+        write(t, "bad_" + what, tok_input(TOK_TXT, i, text, bad_args=True))
+
+
 # ---- fuzz_opts: selector byte, then NUL-separated strings
 
 
@@ -212,9 +260,10 @@ def results_corpus():
 
 if __name__ == "__main__":
     idx_corpus()
+    tokens_corpus()
     opts_corpus()
     results_corpus()
-    for t in ("fuzz_idx", "fuzz_opts", "fuzz_results"):
+    for t in ("fuzz_idx", "fuzz_tokens", "fuzz_opts", "fuzz_results"):
         d = os.path.join(HERE, "corpus", t)
         print("%s: %d seeds, %d bytes" % (t, len(os.listdir(d)), sum(os.path.getsize(os.path.join(d, n))
                                                                        for n in os.listdir(d))), file=sys.stderr)

@@ -1,13 +1,9 @@
-/* Finite-difference gradient checks for every layer and the loss, on random inputs.
- * Each layer is probed with the scalar L = sum(out * R) for a fixed random R, so that
- * backward(dout = R) must give dL/din and dL/dparams. Central differences with step
- * h = 1e-3 in float32: L is a sum of ~1e3 float terms, so its rounding error is about
- * 1e-6 and the difference quotient's about 1e-6 / h = 1e-3; truncation error is O(h^2).
- * An element passes when |analytic - numeric| <= 1e-2 * max(1, |analytic|, |numeric|)
- * + 1e-3. The small step also keeps the internal relus of a residual block from
+/* Finite-difference gradient checks for every layer and the loss, on random inputs, by the
+ * rule of tests/gradcheck.h (L = sum(out * R), central differences of step 1e-3, 1e-2 relative
+ * and 1e-3 absolute). The small step also keeps the internal relus of a residual block from
  * crossing their kink (with h = 1e-2 they did, and a central difference across a kink is
  * not a derivative); inputs sit on a 0.025 grid so relu and max pooling see no ties. */
-#include "check.h"
+#include "gradcheck.h"
 #include "engine/cpu/kernels.h"
 #include "engine/core/net.h"
 #include "engine/core/rng.h"
@@ -18,13 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STEP 1e-3f
+#define STEP GC_STEP
 /* The step of probe(): STEP, or larger for a layer linear in everything probed (see the
  * Winograd checks in main) */
 static float step = STEP;
-#define RTOL 1e-2
-#define ATOL 1e-3
-#define PROBES 24 /* elements probed per tensor */
 
 static mx_backend *be;
 static mx_rng rng;
@@ -40,39 +33,9 @@ static void fill_away_from_kinks(float *x, size_t n)
     free(perm);
 }
 
-static double objective(mx_net *net, int n, const float *r)
-{
-    const mx_layer *l = &net->layers[0];
-    mx_net_forward(net, n, 1);
-    double s = 0;
-    for (size_t i = 0; i < n * mx_shape_size(l->out); i++) s += (double)net->act[0][i] * r[i];
-    return s;
-}
-
-static int close_enough(double a, double num)
-{
-    double scale = fmax(1.0, fmax(fabs(a), fabs(num)));
-    return fabs(a - num) <= RTOL * scale + ATOL;
-}
-
 static int probe(const char *what, mx_net *net, int n, const float *r, float *x, size_t count, const float *grad)
 {
-    int bad = 0;
-    for (int p = 0; p < PROBES && p < (int)count; p++) {
-        size_t i = count <= PROBES ? (size_t)p : mx_rng_below(&rng, (uint32_t)count);
-        float keep = x[i];
-        x[i] = keep + step;
-        double lp = objective(net, n, r);
-        x[i] = keep - step;
-        double lm = objective(net, n, r);
-        x[i] = keep;
-        double num = (lp - lm) / (2 * step);
-        if (!close_enough(grad[i], num)) {
-            if (bad < 3) fprintf(stderr, "  %s[%zu]: analytic %.6g numeric %.6g\n", what, i, grad[i], num);
-            bad++;
-        }
-    }
-    return bad;
+    return gc_probe(what, net, n, r, x, count, grad, step, &rng);
 }
 
 /* Builds [spec, flatten] on input shape in, runs one backward with dout = R and probes
@@ -97,7 +60,7 @@ static void check_layer(const char *label, mx_layer_spec spec, mx_shape in, int 
     for (size_t i = 0; i < nout; i++) r[i] = (float)(2 * mx_rng_uniform(&rng) - 1);
 
     mx_net_zero_grad(net);
-    objective(net, n, r);
+    gc_objective(net, n, r);
     l->ops->backward((mx_layer *)l, be, net->exec->state[0], n, din, r, net->x, net->act[0]);
 
     int bad = probe("input", net, n, r, net->x, nin, din);
@@ -129,7 +92,7 @@ static void check_loss(void)
         logits[i] = keep - STEP;
         double lm = be->ops->softmax_eval(be, n, classes, &correct, logits, labels);
         logits[i] = keep;
-        if (!close_enough(dlogits[i], scale * (lp - lm) / (2 * STEP))) bad++;
+        if (!gc_close(dlogits[i], scale * (lp - lm) / (2 * STEP))) bad++;
     }
     CHECK(bad == 0, "softmax cross-entropy: %d gradient elements disagree", bad);
     printf("%-28s %s\n", "softmax_xent", bad ? "NOT OK" : "ok");

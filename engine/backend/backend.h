@@ -211,6 +211,32 @@ typedef struct {
     void (*add_relu)(mx_backend *be, size_t n, float *out, const float *a, const float *b);
     void (*scale)(mx_backend *be, size_t n, float *x, float a);         /* x *= a */
 
+    /* ---- transformer: the row-wise and elementwise ops of a GPT-2 block. OPTIONAL, no default:
+     * a layer whose op its backend leaves NULL refuses at setup (MX_LAYER_NEEDS_OP). A sequence
+     * activation is rows of floats: a batch of n samples of t positions is n*t rows. */
+    /* Token and position embedding: out[s][p] = wte[ids[s][p]] + wpe[p], rows of c floats, for
+     * n samples of t positions; ids hold integer token ids as floats. A row whose id is not an
+     * integer in [0, vocab) is written as zeros and records the sticky error (MX_EINVAL, naming
+     * the id and vocab): never a read out of bounds. */
+    void (*embedding_forward)(mx_backend *be, int n, int t, int c, int vocab, float *out, const float *ids,
+                              const float *wte, const float *wpe);
+    /* dwte[ids[s][p]] += dout[s][p] and dwpe[p] += dout[s][p] (accumulated); rows with a bad id
+     * add nothing (their forward recorded the error). */
+    void (*embedding_backward)(mx_backend *be, int n, int t, int c, int vocab, float *dwte, float *dwpe,
+                               const float *dout, const float *ids);
+    /* Layer norm of each of rows rows of w floats: out = (x - mean) * rstd * gamma + beta with
+     * rstd = 1 / sqrt(var + eps) (the biased variance); mean and rstd saved per row. */
+    void (*layernorm_forward)(mx_backend *be, int rows, int w, float *out, float *mean, float *rstd,
+                              const float *in, const float *gamma, const float *beta, float eps);
+    /* din written (NULL: not needed); dgamma and dbeta accumulated (+=). */
+    void (*layernorm_backward)(mx_backend *be, int rows, int w, float *din, float *dgamma, float *dbeta,
+                               const float *dout, const float *in, const float *mean, const float *rstd,
+                               const float *gamma);
+    /* GELU, GPT-2's tanh approximation: out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+    void (*gelu_forward)(mx_backend *be, size_t n, float *out, const float *in);
+    /* din = dout * gelu'(in); din may be dout. */
+    void (*gelu_backward)(mx_backend *be, size_t n, float *din, const float *dout, const float *in);
+
     /* ---- loss: softmax cross-entropy. Writes dlogits = (softmax - onehot) * grad_scale,
      * returns the summed loss (host value) and the count of correct argmax predictions.
      * labels are device memory. */

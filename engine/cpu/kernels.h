@@ -223,6 +223,20 @@ void mx_cpu_maxpool_relu_backward(mx_backend *be, const mx_pool_desc *d, int n, 
 void mx_cpu_avgpool_global_forward(mx_backend *be, int n, int c, int hw, float *out, const float *in);
 void mx_cpu_avgpool_global_backward(mx_backend *be, int n, int c, int hw, float *din, const float *dout);
 
+/* The transformer's row-wise and elementwise kernels (engine/cpu/seq.c): engine/backend/backend.h's
+ * embedding_*, layernorm_* and gelu_*. */
+void mx_cpu_embedding_forward(mx_backend *be, int n, int t, int c, int vocab, float *out, const float *ids,
+                              const float *wte, const float *wpe);
+void mx_cpu_embedding_backward(mx_backend *be, int n, int t, int c, int vocab, float *dwte, float *dwpe,
+                               const float *dout, const float *ids);
+void mx_cpu_layernorm_forward(mx_backend *be, int rows, int w, float *out, float *mean, float *rstd,
+                              const float *in, const float *gamma, const float *beta, float eps);
+void mx_cpu_layernorm_backward(mx_backend *be, int rows, int w, float *din, float *dgamma, float *dbeta,
+                               const float *dout, const float *in, const float *mean, const float *rstd,
+                               const float *gamma);
+void mx_cpu_gelu_forward(mx_backend *be, size_t n, float *out, const float *in);
+void mx_cpu_gelu_backward(mx_backend *be, size_t n, float *din, const float *dout, const float *in);
+
 void mx_cpu_batchnorm_forward_train(mx_backend *be, int n, int c, int hw, float *out, float *mean, float *invstd,
                                     float *run_mean, float *run_var, const float *in, const float *gamma,
                                     const float *beta, float eps, float momentum);

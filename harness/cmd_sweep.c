@@ -20,6 +20,9 @@
 #include "kvstore/kvstore.h"
 #include "strategies/strategy.h"
 #include "workloads/dataset.h"
+#include "workloads/tokens.h"
+#include "workloads/workloads.h"
+#include "train_data.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -97,7 +100,9 @@ static int build_opts(sweep_args *a, mx_opt *opts)
         opts[k++] = o;
         if (strcmp(ax->name, "dataset") == 0)
             opts[k++] = (mx_opt){
-                "data", MX_OPT_STRING, &a->data, "DIR", "an IDX (MNIST-format) dataset directory instead", NULL, 0, 0};
+                "data", MX_OPT_STRING, &a->data, "PATH",
+                "an IDX (MNIST-format) dataset directory instead; for gpt-* workloads a text or token file (as train's "
+                "--data)", NULL, 0, 0};
     }
     const mx_opt own[] = {
         {"timeout", MX_OPT_DOUBLE, &a->timeout, "SECONDS",
@@ -206,6 +211,37 @@ static int fill_list(const mx_axis *x, const char *value, mx_sweep_axes *ax, int
     return ax->n[i] = n;
 }
 
+
+/* The whole data set, read and checked once here, so that bad content is refused (exit 2)
+ * before any run starts rather than failing every run (exit 1): an IDX directory for the
+ * image workloads, a text or token file for the language models (at the longest context
+ * any of them reads). */
+static int validate_data(const sweep_args *a, const mx_sweep_axes *ax)
+{
+    const int w = mx_sweep_axis_index("workload");
+    int images = 0, context = 0;
+    for (int i = 0; i < ax->n[w]; i++) {
+        const mx_workload *wl = mx_workload_find(ax->text[w][i]);
+        if (wl && wl->lm) context = wl->lm->context > context ? wl->lm->context : context;
+        else images = 1;
+    }
+    if (images && context && a->data) {
+        fprintf(stderr, "mxbench sweep: --data %s: image workloads read an IDX directory and language models a "
+                "text or token file; sweep them separately\n", a->data);
+        return MX_EINVAL;
+    }
+    if (context && mx_tokens_validate(a->data ? a->data : MX_TEXT_DEFAULT, context, MX_TOKENS_VAL_SHARE) < 0) {
+        fprintf(stderr, "mxbench sweep: %s%s\n", mx_last_error(),
+                a->data ? "" : "\n  the default text comes from the Debian package fortunes");
+        return MX_EFORMAT;
+    }
+    if (images && mx_idx_dir_validate(a->data ? a->data : mx_dataset_default_dir()) < 0) {
+        fprintf(stderr, "mxbench sweep: %s%s\n", mx_last_error(),
+                a->data ? "" : "\n  Fashion-MNIST comes from the Debian package dataset-fashion-mnist");
+        return MX_EFORMAT;
+    }
+    return MX_OK;
+}
 static int fill_axes(sweep_args *a, mx_sweep_axes *ax)
 {
     memset(ax, 0, sizeof *ax);
@@ -232,14 +268,7 @@ static int fill_axes(sweep_args *a, mx_sweep_axes *ax)
     /* a dist_* row's ranks share the cores: 1 thread per device unless given */
     ax->dist_threads = a->ival[t] > 0 ? a->ival[t] : 1;
     ax->servers = a->servers;
-    /* the whole data set, read and checked once here, so that bad content is refused (exit 2)
-     * before any run starts rather than failing every run (exit 1) */
-    if (strcmp(ax->store[ds], "synthetic") != 0 &&
-        mx_idx_dir_validate(a->data ? a->data : mx_dataset_default_dir()) < 0) {
-        fprintf(stderr, "mxbench sweep: %s%s\n", mx_last_error(),
-                a->data ? "" : "\n  Fashion-MNIST comes from the Debian package dataset-fashion-mnist");
-        return MX_OPTS_BAD;
-    }
+    if (strcmp(ax->store[ds], "synthetic") != 0 && validate_data(a, ax) < 0) return MX_OPTS_BAD;
     return MX_OPTS_OK;
 }
 

@@ -53,15 +53,20 @@ static int parse(train_args *a, int argc, char **argv)
     mx_train_config *c = &a->c;
     const mx_opt opts[] = {
         {"workload", MX_OPT_STRING, &c->workload, "NAME",
-         "model: mlp (784-256-128-10), lenet (conv 20 5x5, pool, conv 50 5x5, pool, dense 128, dense 10) or resnet18 "
-         "(small-image variant: 3x3 stem, no max-pool, 4 stages of 2 basic blocks, 64-512 channels) (default lenet)",
+         "model: mlp (784-256-128-10), lenet (conv 20 5x5, pool, conv 50 5x5, pool, dense 128, dense 10), resnet18 "
+         "(small-image variant: 3x3 stem, no max-pool, 4 stages of 2 basic blocks, 64-512 channels), or a GPT-2-style "
+         "language model: gpt-mini (4 layers, 128 wide, 4 heads, context 64), gpt-bench (6 layers, 384 wide, 6 "
+         "heads, context 256) or gpt2-124m (12 layers, 768 wide, 12 heads, context 1024) (default lenet)",
          mx_workload_names()},
         {"dataset", MX_OPT_STRING, &c->dataset, "NAME",
          "fashion-mnist (Debian package dataset-fashion-mnist) or synthetic (random data of the workload's shape, for "
          "throughput) (default fashion-mnist)",
          "fashion-mnist|synthetic"},
-        {"data", MX_OPT_STRING, &a->data, "DIR",
-         "read an IDX (MNIST-format) dataset from DIR instead: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]",
+        {"data", MX_OPT_STRING, &a->data, "PATH",
+         "image workloads: read an IDX (MNIST-format) dataset from directory PATH instead: "
+         "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]; gpt-*: train on the tokens of file PATH, an llm.c token "
+         "file, a headerless uint16 .bin (nanoGPT) or any other file as bytes, the last 10% held out for validation "
+         "(default: /usr/share/games/fortunes/cookie, Debian package fortunes)",
          NULL},
         {"epochs", MX_OPT_INT, &c->epochs, "N", "epochs to train; give --epochs or --steps, not both (default 1)", NULL,
          1, MX_MAX_EPOCHS},

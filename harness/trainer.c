@@ -2,6 +2,7 @@
  * last device's pull; leading warmup steps of each repeat are left out of the series. */
 #include "trainer.h"
 #include "loss_watch.h"
+#include "train_data.h"
 #include "hostload.h"
 #include "engine/core/trace.h"
 #include "harness/trainer_hook.h"
@@ -20,9 +21,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define SYNTHETIC_TRAIN 4096 /* samples: enough distinct batches that caches do not flatter */
-#define SYNTHETIC_TEST 1024
 
 void mx_train_config_defaults(mx_train_config *c)
 {
@@ -49,10 +47,6 @@ void mx_train_config_defaults(mx_train_config *c)
     c->gc_topk_ratio = MX_GC_TOPK_RATIO_DEFAULT;
 }
 
-typedef struct {
-    mx_dataset train, test;
-} datasets;
-
 /* Samples per step over every worker: a dist_* worker's --batch is its own share. */
 static int global_batch(const mx_train_config *c) { return c->cluster ? c->batch * c->cluster->nworkers : c->batch; }
 static int workers(const mx_train_config *c) { return c->cluster ? c->cluster->nworkers : 1; }
@@ -65,49 +59,14 @@ static int steps_per_epoch(const mx_train_config *c, int n_train)
     return n_train / B + (rem >= c->devices * workers(c) ? 1 : 0);
 }
 
-static int load_data(const mx_train_config *c, datasets *ds)
-{
-    memset(ds, 0, sizeof *ds);
-    if (strcmp(c->dataset, "synthetic") == 0) {
-        /* at least one global batch: the synthetic set's size is arbitrary, so a larger batch
-         * gets more samples rather than a partial step per epoch (IDX sets: check_length) */
-        const int n = global_batch(c) > SYNTHETIC_TRAIN ? global_batch(c) : SYNTHETIC_TRAIN;
-        MX_TRY(mx_dataset_synthetic(&ds->train, n, 1, 28, 28, 10, (uint64_t)c->seed));
-        return mx_dataset_synthetic(&ds->test, SYNTHETIC_TEST, 1, 28, 28, 10, (uint64_t)c->seed + 1);
-    }
-    const char *dir = strcmp(c->dataset, "idx") == 0 && c->data_dir ? c->data_dir : mx_dataset_default_dir();
-    int rc = mx_idx_load_dir(&ds->train, &ds->test, dir);
-    if (rc < 0 && !c->data_dir && strcmp(dir, MX_FASHION_MNIST_DIR) == 0) {
-        char why[768];
-        snprintf(why, sizeof why, "%s", mx_last_error());
-        return mx_error(rc, "%s\n  Fashion-MNIST comes from the Debian package dataset-fashion-mnist "
-                        "(apt-get install dataset-fashion-mnist), or point --data at an IDX directory", why);
-    }
-    return rc;
-}
-
-/* Standardises both splits with the training split's pixel mean and deviation, so every
- * dataset reaches the first layer centred and scaled alike (what users of these datasets
- * do by habit; it also makes the default learning rates transfer between datasets). */
-static void standardise(datasets *ds)
-{
-    const size_t n = (size_t)ds->train.n * ds->train.c * ds->train.h * ds->train.w;
-    double s = 0, ss = 0;
-    for (size_t i = 0; i < n; i++) s += ds->train.images[i], ss += (double)ds->train.images[i] * ds->train.images[i];
-    const double mean = s / n, sd = sqrt(ss / n - mean * mean);
-    const float inv = sd > 1e-12 ? (float)(1.0 / sd) : 1.0f;
-    mx_dataset *both[2] = {&ds->train, &ds->test};
-    for (int k = 0; k < 2; k++) {
-        const size_t m = (size_t)both[k]->n * both[k]->c * both[k]->h * both[k]->w;
-        for (size_t i = 0; i < m; i++) both[k]->images[i] = (both[k]->images[i] - (float)mean) * inv;
-    }
-}
-
-static void fill_record_config(const mx_train_config *c, const datasets *ds, mx_run_record *rec)
+static void fill_record_config(const mx_train_config *c, const mx_train_data *ds, mx_run_record *rec)
 {
     snprintf(rec->workload, sizeof rec->workload, "%s", c->workload);
+    const mx_workload *wl = mx_workload_find(c->workload);
+    const int synthetic = strcmp(c->dataset, "synthetic") == 0;
     snprintf(rec->dataset, sizeof rec->dataset, "%s",
-             strcmp(c->dataset, "idx") == 0 && c->data_dir ? c->data_dir : c->dataset);
+             wl && wl->lm && !synthetic ? mx_train_text_path(c)
+             : strcmp(c->dataset, "idx") == 0 && c->data_dir ? c->data_dir : c->dataset);
     snprintf(rec->strategy, sizeof rec->strategy, "%s", mx_strategy_name(c->strategy));
     /* one device uses no kvstore (as MXNet): recorded as such, so that `--kvstore local,device`
      * cannot make two different-looking one-device rows of one configuration */
@@ -170,7 +129,7 @@ static int reserve(mx_run_record *rec, mx_amp amp, int steps_total, int epochs_t
 
 typedef struct {
     const mx_train_config *c;
-    const datasets *ds;
+    const mx_train_data *ds;
     const mx_strategy_ops *ops;
     mx_strategy *s;
     float *bx;
@@ -535,22 +494,23 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
     if (!ops)
         return mx_error(MX_EUNSUPPORTED, "strategy '%s' is not available in this build (available: %s)",
                         mx_strategy_name(c->strategy), mx_strategy_names());
-    datasets ds;
-    MX_TRY(load_data(c, &ds));
+    mx_train_data ds;
+    MX_TRY(mx_train_data_load(c, global_batch(c), &ds));
     int rc = check_length(c, ds.train.n);
     if (rc < 0) {
-        mx_dataset_free(&ds.train);
-        mx_dataset_free(&ds.test);
+        mx_train_data_free(&ds);
         return rc;
     }
-    standardise(&ds);
     /* the model is built once, here, and handed to the strategy */
     mx_layer_spec specs[MX_MAX_LAYERS];
     const mx_shape in = {ds.train.c, ds.train.h, ds.train.w};
-    const int nspecs = mx_workload_find(c->workload)->build(specs, in, ds.train.nclasses);
+    const mx_workload *wl = mx_workload_find(c->workload);
+    const int nspecs = wl->build(specs, in, ds.train.nclasses);
+    /* a language model scores the padded vocabulary it holds (mx_lm_padded_vocab) */
+    const int nclasses = wl->lm ? mx_lm_padded_vocab(ds.train.nclasses) : ds.train.nclasses;
     mx_strategy_config sc = {
         .workload = c->workload, .specs = specs, .nspecs = nspecs, .backend = c->backend,
-        .in = in, .nclasses = ds.train.nclasses,
+        .in = in, .nclasses = nclasses,
         .devices = c->devices, .threads_per_device = c->threads_per_device, .kvstore = c->kvstore,
         .max_batch = global_batch(c), .work_load = c->nwork_load ? c->work_load : NULL,
         .cluster = c->cluster, .bucket_mb = c->bucket_mb,
@@ -561,8 +521,7 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         .amp = c->amp};
     rc = mx_strategy_check(c->strategy, &sc);
     if (rc < 0) {
-        mx_dataset_free(&ds.train);
-        mx_dataset_free(&ds.test);
+        mx_train_data_free(&ds);
         return rc;
     }
     run_state st = {.c = c, .ds = &ds, .ops = ops, .rec = rec, .progress_every = progress_every()};
@@ -583,8 +542,7 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
     free(st.bx);
     free(st.by);
     free(st.order);
-    mx_dataset_free(&ds.train);
-    mx_dataset_free(&ds.test);
+    mx_train_data_free(&ds);
     if (rc < 0) return rc;
     snprintf(rec->status, sizeof rec->status, "%s", st.diverged ? "diverged" : "ok");
     mx_record_derive(rec);

@@ -14,8 +14,9 @@
 #define AX(field, T) #field, MX_AXIS_##T, offsetof(mx_run_record, field), sizeof(((mx_run_record *)0)->field)
 
 const mx_axis mx_axes[] = {
-    {AX(workload, STR), "workload", 10, "mlp|lenet|resnet18", 0, 0, 0, "lenet", "LIST",
-     "models: mlp, lenet, resnet18 (default lenet)", "workload", NULL, MX_CHILD_ALWAYS, 1, 1, 1, 1, "%s", 0},
+    {AX(workload, STR), "workload", 10, "mlp|lenet|resnet18|gpt-mini|gpt-bench|gpt2-124m", 0, 0, 0, "lenet", "LIST",
+     "models: mlp, lenet, resnet18, gpt-mini, gpt-bench, gpt2-124m (default lenet)", "workload", NULL,
+     MX_CHILD_ALWAYS, 1, 1, 1, 1, "%s", 0},
     {AX(dataset, STR), "dataset", 0, "fashion-mnist|synthetic", 0, 0, 0, "fashion-mnist", "NAME",
      "fashion-mnist or synthetic (default fashion-mnist)", "dataset", "data", MX_CHILD_ALWAYS, 1, 1, 1, 0, NULL, 0},
     {AX(strategy, STR),

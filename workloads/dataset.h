@@ -68,6 +68,10 @@ int mx_idx_dir_validate(const char *dir);
 
 /* Uniform [0,1) images and uniform labels from seed, for throughput-only runs. */
 int mx_dataset_synthetic(mx_dataset *ds, int n, int c, int h, int w, int nclasses, uint64_t seed);
+/* n windows of `context` uniform tokens below vocab from seed, laid out as
+ * workloads/tokens.h's windows (each label the next token of one stream), for throughput-only
+ * language-model runs. vocab 1..65536. */
+int mx_dataset_synthetic_tokens(mx_dataset *ds, int n, int context, int vocab, uint64_t seed);
 
 void mx_dataset_free(mx_dataset *ds);
 

@@ -70,6 +70,34 @@ int mx_dataset_synthetic(mx_dataset *ds, int n, int c, int h, int w, int nclasse
     return MX_OK;
 }
 
+int mx_dataset_synthetic_tokens(mx_dataset *ds, int n, int context, int vocab, uint64_t seed)
+{
+    memset(ds, 0, sizeof *ds);
+    if (n < 1 || context < 1 || vocab < 1 || vocab > 65536)
+        return mx_error(MX_EINVAL, "synthetic tokens: n=%d context=%d vocab=%d; accepted n, context >= 1 and vocab "
+                        "1..65536", n, context, vocab);
+    if ((uint64_t)n * context > SIZE_MAX / sizeof(float) / 2)
+        return mx_error(MX_EINVAL, "synthetic tokens: %d windows of %d is too large", n, context);
+    const size_t count = (size_t)n * context;
+    float *ids = malloc(count * sizeof *ids);
+    int32_t *labels = malloc(count * sizeof *labels);
+    if (!ids || !labels) {
+        free(ids);
+        free(labels);
+        return mx_error(MX_ENOMEM, "synthetic tokens: out of memory for %d windows of %d", n, context);
+    }
+    uint64_t state = seed;
+    int32_t next = uniform_label(&state, vocab);
+    for (size_t i = 0; i < count; i++) {
+        ids[i] = (float)next;
+        next = uniform_label(&state, vocab);
+        labels[i] = next;
+    }
+    *ds = (mx_dataset){.n = n, .c = 1, .h = 1, .w = context, .nclasses = vocab, .images = ids,
+                       .label_len = context, .labels = labels};
+    return MX_OK;
+}
+
 void mx_dataset_free(mx_dataset *ds)
 {
     if (!ds) return;

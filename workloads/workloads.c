@@ -1,6 +1,7 @@
 /* The model builders. Each returns a plain list of layer specs, so a model reads as the
  * architecture it is. */
 #include "workloads.h"
+#include "gpt.h"
 
 #include <string.h>
 
@@ -59,6 +60,12 @@ static const mx_workload workloads[] = {
     {"mlp", "multi-layer perceptron 784-256-128-10", build_mlp},
     {"lenet", "LeNet: 2 conv (20, 50 5x5) + max-pool, dense 128, dense 10", build_lenet},
     {"resnet18", "ResNet-18 small-image variant (3x3 stem, no max-pool), 11.2M parameters", build_resnet18},
+    {"gpt-mini", "GPT-2 architecture, 4 layers, 128 wide, 4 heads, context 64 (0.83M parameters on bytes): tests "
+                 "and the demo", mx_gpt_build_mini, &mx_gpt_mini},
+    {"gpt-bench", "GPT-2 architecture, 6 layers, 384 wide, 6 heads, context 256 (10.8M parameters on bytes): CPU "
+                  "benchmarks", mx_gpt_build_bench, &mx_gpt_bench},
+    {"gpt2-124m", "GPT-2 small, 12 layers, 768 wide, 12 heads, context 1024, vocabulary 50304 (124M parameters): "
+                  "GPUs", mx_gpt_build_124m, &mx_gpt_124m},
 };
 
 const mx_workload *mx_workload_find(const char *name)
@@ -68,6 +75,6 @@ const mx_workload *mx_workload_find(const char *name)
     return NULL;
 }
 
-const char *mx_workload_names(void) { return "mlp|lenet|resnet18"; }
+const char *mx_workload_names(void) { return "mlp|lenet|resnet18|gpt-mini|gpt-bench|gpt2-124m"; }
 int mx_workload_count(void) { return (int)(sizeof workloads / sizeof *workloads); }
 const mx_workload *mx_workload_at(int i) { return &workloads[i]; }

@@ -296,15 +296,29 @@ static mx_dtype math_begin(mx_exec *e)
     return saved;
 }
 
+/* The context's first layer reads ids (MX_TRAIT_IDS_IN): its input is never rounded, whatever
+ * MXBENCH_FUSE says (traits_at drops the other traits there: they only save work). */
+static int ids_in(const mx_exec *e)
+{
+    const mx_layer *l = &e->ps->layers[e->first];
+    return l->ops->traits && (l->ops->traits(l) & MX_TRAIT_IDS_IN);
+}
+
 static const float *forward_amp(mx_exec *e, const float *in, int n, int training)
 {
     const int nl = e->last - e->first;
     const mx_dtype t = e->act_type;
     /* The input is rounded too, as autocast casts a convolution's input: the half copy is
-     * what backward reads again, as the GPU's saved tensor would be. */
+     * what backward reads again, as the GPU's saved tensor would be. Token ids are not
+     * values to round (bf16 holds integers exactly only up to 256): they stay f32, and
+     * backward reads them from in, which stays unchanged until then (mx_exec_forward). */
     const size_t nin = (size_t)n * mx_shape_size(e->in);
-    cast(e, nin, e->in_half, t, in, MX_F32);
-    cast(e, nin, e->work[0], MX_F32, e->in_half, t);
+    if (ids_in(e)) {
+        e->be->ops->copy(e->be, e->work[0], in, sizeof(float) * nin, MX_COPY_D2D);
+    } else {
+        cast(e, nin, e->in_half, t, in, MX_F32);
+        cast(e, nin, e->work[0], MX_F32, e->in_half, t);
+    }
     int a = 0; /* work[a] holds the layer's input */
     const mx_dtype saved = math_begin(e);
     for (int k = 0; k < nl; k++) {
@@ -353,8 +367,10 @@ static void backward_amp(mx_exec *e, int n, const float *g, float *din, mx_grad_
             out = e->work[b];
         }
         const size_t nin = (size_t)n * mx_shape_size(e->ps->layers[e->first + j].in);
-        if (in_read) cast(e, nin, in, MX_F32, j ? e->act_half[j - 1] : e->in_half, t);
-        run_backward(e, k, n, d, g, in_read ? in : NULL, out_read ? out : NULL);
+        const float *x = in;
+        if (in_read && !j && ids_in(e)) x = e->in_ptr;
+        else if (in_read) cast(e, nin, in, MX_F32, j ? e->act_half[j - 1] : e->in_half, t);
+        run_backward(e, k, n, d, g, in_read ? x : NULL, out_read ? out : NULL);
         /* work[b] (the output) is no longer needed: it stages the rounding. The gradient of
          * an exact layer is its output gradient's half values already. */
         if (d && !(tr & MX_TRAIT_EXACT_DIN)) round_in_place(e, d, nin, e->work[b]);

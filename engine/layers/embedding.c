@@ -57,7 +57,10 @@ static double embedding_flops(const mx_layer *l)
 }
 
 /* Backward reads the ids, not the output; the input gradient is all zeros. */
-static unsigned embedding_traits(const mx_layer *l) { return MX_TRAIT_BWD_NO_OUT | MX_TRAIT_EXACT_DIN; }
+static unsigned embedding_traits(const mx_layer *l)
+{
+    return MX_TRAIT_BWD_NO_OUT | MX_TRAIT_EXACT_DIN | MX_TRAIT_IDS_IN;
+}
 
 const mx_layer_ops mx_layer_embedding = {
     .kind = "embedding",

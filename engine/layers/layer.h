@@ -38,6 +38,7 @@ enum {
     MX_TRAIT_BWD_NO_OUT = 2,   /* backward reads not its out (a context may pass NULL) */
     MX_TRAIT_EXACT_OUT = 4,    /* each output is one of the inputs or 0: half values stay half values */
     MX_TRAIT_EXACT_DIN = 8,    /* each input gradient is one of the output gradients or 0 */
+    MX_TRAIT_IDS_IN = 16,      /* the input holds integer ids (tokens), which rounding would change */
 };
 
 typedef struct mx_net_builder mx_net_builder;

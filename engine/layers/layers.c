@@ -22,9 +22,11 @@ const mx_layer_ops *mx_layer_find(const char *kind)
 
 const char *mx_layer_kinds(void)
 {
-    return
-#define MX_LAYER(name) #name "|"
+    /* every name after a "|": the string from its second byte is "a|b|c" */
+    static const char all[] =
+#define MX_LAYER(name) "|" #name
 #include "layers.def"
 #undef MX_LAYER
         ;
+    return all + 1;
 }

@@ -1,12 +1,14 @@
 /* The attention layer (engine/layers/attention.c) and the CPU's tiled kernels
  * (engine/cpu/attention.c): forward and each row's log-sum-exp against a naive reference (the
- * whole T x T softmax with its causal mask, in double) on odd shapes, T = 1, 5 and 67 (over
- * several blocks of queries and tiles of keys), H = 1 and 3, hs = 4 and 8; backward against the
- * reference's gradient and by finite differences of the input gradient through a net (the
- * checking rule of tests/test_layers.c); causality (changing row t's q, k and v leaves the
- * outputs of rows before t unchanged, bit for bit); results independent of the thread count;
- * and the setups it refuses. */
+ * whole T x T softmax with its causal mask, in double) on odd shapes, T = 1, 5, 67, 130 and 200
+ * (over several blocks of queries and tiles of keys), H = 1, 2 and 3, hs = 4, 8, 16, 64 (GPT-2's)
+ * and 84 (each column path of the kernels); backward against the reference's gradient and by
+ * finite differences of the input gradient through a net (the checking rule of
+ * tests/gradcheck.h); causality (changing row t's q, k and v leaves the outputs of rows before
+ * t unchanged, bit for bit); results independent of the thread count; and the setups it
+ * refuses. */
 #include "check.h"
+#include "gradcheck.h"
 #include "engine/core/backends.h"
 #include "engine/core/net.h"
 #include "engine/cpu/cpu.h"
@@ -16,13 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STEP 1e-3f
-#define RTOL 1e-2
-#define ATOL 1e-3
-#define PROBES 24 /* input elements probed per shape */
-
 static mx_backend *be;
 static uint64_t seed = 99;
+static mx_rng rng;
 
 typedef struct {
     int n, t, heads, hs;
@@ -175,16 +173,8 @@ static void check_causal(shape s, int t)
     free(qkv), free(a), free(b), free(lse);
 }
 
-static double objective(mx_net *net, int n, const float *r)
-{
-    mx_net_forward(net, n, 1);
-    double s = 0;
-    for (size_t i = 0; i < n * mx_shape_size(net->layers[0].out); i++) s += (double)net->act[0][i] * r[i];
-    return s;
-}
-
-/* The layer in a net [attention, flatten]: the input gradient of L = sum(out * R) by central
- * differences (tests/test_layers.c's step and tolerance), and the forward against the op's. */
+/* The layer in a net [attention, flatten]: its shape and FLOPs, and the input gradient of
+ * L = sum(out * R) against central differences (tests/gradcheck.h's rule). */
 static void check_layer_fd(shape s)
 {
     const mx_layer_spec specs[2] = {{.kind = "attention", .heads = s.heads}, {.kind = "flatten"}};
@@ -202,23 +192,9 @@ static void check_layer_fd(shape s)
     float *r = malloc(sizeof(float) * no), *din = calloc(ni, sizeof(float));
     check_fill(net->x, ni, &seed);
     check_fill(r, no, &seed);
-    objective(net, s.n, r);
-    l->ops->backward((mx_layer *)l, be, net->exec->state[0], s.n, din, r, net->x, net->act[0]);
-    int bad = 0;
-    for (int p = 0; p < PROBES; p++) {
-        const size_t i = (size_t)(check_uniform(&seed) * ni);
-        const float keep = net->x[i];
-        net->x[i] = keep + STEP;
-        const double lp = objective(net, s.n, r);
-        net->x[i] = keep - STEP;
-        const double lm = objective(net, s.n, r);
-        net->x[i] = keep;
-        const double num = (lp - lm) / (2 * STEP), scale = fmax(1.0, fmax(fabs(din[i]), fabs(num)));
-        if (fabs(din[i] - num) > RTOL * scale + ATOL) {
-            if (bad < 3) fprintf(stderr, "  input[%zu]: analytic %.6g numeric %.6g\n", i, din[i], num);
-            bad++;
-        }
-    }
+    gc_objective(net, s.n, r);
+    gc_backward(net, s.n, r, din);
+    const int bad = gc_probe("input", net, s.n, r, net->x, ni, din, GC_STEP, &rng);
     CHECK(bad == 0, "T %d H %d hs %d: %d input-gradient elements disagree with finite differences", s.t, s.heads,
           s.hs, bad);
     printf("gradient T %-3d H %d hs %d         %s\n", s.t, s.heads, s.hs, bad ? "NOT OK" : "ok");
@@ -240,8 +216,11 @@ static void check_refused(const char *what, mx_backend *b, int heads, mx_shape i
 
 int main(void)
 {
+    mx_rng_seed(&rng, 5);
     if (mx_backend_create(&be, "cpu", 0, 1) != MX_OK) return 1;
-    const shape shapes[] = {{2, 1, 1, 4}, {2, 5, 3, 8}, {2, 67, 1, 8}, {2, 67, 3, 4}, {1, 67, 3, 8}, {3, 130, 2, 16}};
+    const shape shapes[] = {{2, 1, 1, 4}, {2, 5, 3, 8}, {2, 67, 1, 8}, {2, 67, 3, 4}, {1, 67, 3, 8}, {3, 130, 2, 16},
+                            /* GPT-2's head size, and one taking every column path of the kernels (64, 16, 1) */
+                            {1, 200, 2, 64}, {1, 67, 2, 84}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) check_kernels(shapes[i]);
     check_causal((shape){2, 67, 3, 8}, 40);
     check_causal((shape){1, 67, 1, 4}, 64);

@@ -8,10 +8,13 @@
  * A thread takes whole (sample, head) pairs: the pair's columns of dqkv are then written by
  * one thread, so the key and value gradients accumulate over the query blocks without locks
  * or per-thread copies, in one order whatever the thread count (results do not depend on it).
+ * The pair's keys (and, for backward, values) are turned into hs rows of t once, in the
+ * thread's workspace (hs x t floats each), rather than a tile per block of queries.
  *
  * The inner loops are plain C written for GCC's vectoriser: fixed-width tiles held in local
- * arrays (the score tile, two query rows at a time, stays in registers while it sums over the
- * head's dimensions), and exp as a polynomial (libm's expf does not vectorise). */
+ * arrays (the score tile, four query rows at a time, stays in registers while it sums over the
+ * head's dimensions), products fused (fmaf) where the target has FMA, and exp as a polynomial
+ * (libm's expf does not vectorise). */
 #include "kernels.h"
 
 #include <omp.h>
@@ -59,19 +62,19 @@ static inline float exp_shifted(float x)
     return x != x ? x : x < -87.0f ? 0.0f : y * s;
 }
 
-/* s[r][c] = sum_d a[r][d] * bt[d][c] for a BQ x BK tile: a is BQ rows of hs, bt hs rows of BK.
+/* s[r][c] = sum_d a[r][d] * bt[d][c] for a BQ x BK tile: a is BQ rows of hs, bt hs rows ldb apart.
  * Four rows a pass: their 4 x 64 sums fill 16 vector registers while d runs (the c loop is
  * unrolled whole so that GCC keeps them there rather than unrolling and jamming the d loop
  * around memory). Forward and backward call it on the same operands and so get the same
  * scores, bit for bit. */
-static void tile_product(float *restrict s, const float *restrict a, const float *restrict bt, int hs)
+static void tile_product(float *restrict s, const float *restrict a, const float *restrict bt, size_t ldb, int hs)
 {
     for (int r = 0; r < BQ; r += 4) {
         float acc0[BK] = {0}, acc1[BK] = {0}, acc2[BK] = {0}, acc3[BK] = {0};
         const float *a0 = a + (size_t)r * hs, *a1 = a0 + hs, *a2 = a1 + hs, *a3 = a2 + hs;
         for (int d = 0; d < hs; d++) {
             const float x0 = a0[d], x1 = a1[d], x2 = a2[d], x3 = a3[d];
-            const float *b = bt + (size_t)d * BK;
+            const float *b = bt + d * ldb;
 #pragma GCC unroll 64
             for (int c = 0; c < BK; c++) {
                 acc0[c] = MADD(x0, b[c], acc0[c]);
@@ -120,13 +123,17 @@ static void row_accumulate(float *restrict o, int len, const float *restrict p, 
     }
 }
 
-/* bt[d][c] = rows[c][d] for c < nk, 0 for nk <= c < BK: a tile of keys (or values) turned so
- * that tile_product runs along keys. */
-static void load_transposed(float *restrict bt, const float *restrict rows, size_t stride, int nk, int hs)
+/* bt[d][j] = rows[j][d] for j < t, 0 for t <= j < padded_t(t): a head's keys (or values)
+ * turned once per (sample, head), so that tile_product runs along keys; the zeros fill the
+ * last tile. */
+static size_t padded_t(int t) { return (size_t)(t + BK - 1) / BK * BK; }
+
+static void load_transposed(float *restrict bt, const float *restrict rows, size_t stride, int t, int hs)
 {
-    for (int d = 0; d < hs; d++) memset(bt + (size_t)d * BK + nk, 0, sizeof(float) * (BK - nk));
-    for (int c = 0; c < nk; c++)
-        for (int d = 0; d < hs; d++) bt[(size_t)d * BK + c] = rows[c * stride + d];
+    const size_t ld = padded_t(t);
+    for (int d = 0; d < hs; d++) memset(bt + d * ld + t, 0, sizeof(float) * (ld - t));
+    for (int j = 0; j < t; j++)
+        for (int d = 0; d < hs; d++) bt[d * ld + j] = rows[j * stride + d];
 }
 
 /* BQ rows of hs from rows (stride apart), times scale; rows from nq on are zeros. */
@@ -169,13 +176,13 @@ static float dot(const float *restrict a, const float *restrict b, int len)
 
 /* Floats of one thread's workspace, each part a whole number of cache lines. */
 static size_t part(size_t floats) { return (floats + 15) / 16 * 16; }
-static size_t fwd_floats(int hs)
+static size_t fwd_floats(int t, int hs)
 {
-    return 2 * part((size_t)BQ * hs) + part((size_t)hs * BK) + part(BQ * BK) + 2 * part(BQ);
+    return 2 * part((size_t)BQ * hs) + part(hs * padded_t(t)) + part(BQ * BK) + 2 * part(BQ);
 }
-static size_t bwd_floats(int hs)
+static size_t bwd_floats(int t, int hs)
 {
-    return 3 * part((size_t)BQ * hs) + 2 * part((size_t)hs * BK) + 2 * part(BQ * BK) + 2 * part(BQ);
+    return 3 * part((size_t)BQ * hs) + 2 * part(hs * padded_t(t)) + 2 * part(BQ * BK) + 2 * part(BQ);
 }
 
 /* Threads for n*heads pairs of t x t x hs work: one below the size where forking costs more. */
@@ -191,8 +198,10 @@ static void forward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t out
                          const float *q, const float *k, const float *v)
 {
     float *qs = ws, *acc = qs + part((size_t)BQ * hs), *kt = acc + part((size_t)BQ * hs);
-    float *s = kt + part((size_t)hs * BK), *m = s + part(BQ * BK), *l = m + part(BQ);
+    float *s = kt + part(hs * padded_t(t)), *m = s + part(BQ * BK), *l = m + part(BQ);
     const float scale = 1.0f / sqrtf((float)hs);
+    const size_t ld = padded_t(t);
+    load_transposed(kt, k, qkv_stride, t, hs);
     for (int i0 = 0; i0 < t; i0 += BQ) {
         const int nq = t - i0 < BQ ? t - i0 : BQ, i1 = i0 + nq;
         load_rows(qs, q + i0 * qkv_stride, qkv_stride, nq, hs, scale);
@@ -200,8 +209,7 @@ static void forward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t out
         for (int r = 0; r < BQ; r++) m[r] = -INFINITY, l[r] = 0;
         for (int j0 = 0; j0 < i1; j0 += BK) {
             const int nk = i1 - j0 < BK ? i1 - j0 : BK;
-            load_transposed(kt, k + j0 * qkv_stride, qkv_stride, nk, hs);
-            tile_product(s, qs, kt, hs);
+            tile_product(s, qs, kt + j0, ld, hs);
             for (int r = 0; r < nq; r++) {
                 const int lim = i0 + r - j0 + 1 < nk ? i0 + r - j0 + 1 : nk; /* keys j0 .. i0 + r */
                 float *sr = s + (size_t)r * BK;
@@ -229,7 +237,7 @@ void mx_cpu_attention_forward(mx_backend *be, int n, int t, int heads, int hs, f
                               const float *qkv)
 {
     const int pairs = n * heads, T = pair_team(be, pairs, t, hs);
-    const size_t c = (size_t)heads * hs, per = fwd_floats(hs);
+    const size_t c = (size_t)heads * hs, per = fwd_floats(t, hs);
     float *ws = mx_backend_scratch(be, sizeof(float) * per * T);
     if (!ws) return;
 #pragma omp parallel for num_threads(T) schedule(static)
@@ -250,9 +258,12 @@ static void backward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t ou
                           const float *k, const float *v)
 {
     float *qs = ws, *dob = qs + part((size_t)BQ * hs), *dqa = dob + part((size_t)BQ * hs);
-    float *kt = dqa + part((size_t)BQ * hs), *vt = kt + part((size_t)hs * BK), *pt = vt + part((size_t)hs * BK);
+    float *kt = dqa + part((size_t)BQ * hs), *vt = kt + part(hs * padded_t(t)), *pt = vt + part(hs * padded_t(t));
     float *ds = pt + part(BQ * BK), *dd = ds + part(BQ * BK), *lr = dd + part(BQ);
     const float scale = 1.0f / sqrtf((float)hs);
+    const size_t ld = padded_t(t);
+    load_transposed(kt, k, qkv_stride, t, hs);
+    load_transposed(vt, v, qkv_stride, t, hs);
     for (int i = 0; i < t; i++) {
         memset(dk + i * qkv_stride, 0, sizeof(float) * hs);
         memset(dv + i * qkv_stride, 0, sizeof(float) * hs);
@@ -268,10 +279,8 @@ static void backward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t ou
         }
         for (int j0 = 0; j0 < i1; j0 += BK) {
             const int nk = i1 - j0 < BK ? i1 - j0 : BK;
-            load_transposed(kt, k + j0 * qkv_stride, qkv_stride, nk, hs);
-            load_transposed(vt, v + j0 * qkv_stride, qkv_stride, nk, hs);
-            tile_product(pt, qs, kt, hs);
-            tile_product(ds, dob, vt, hs);
+            tile_product(pt, qs, kt + j0, ld, hs);
+            tile_product(ds, dob, vt + j0, ld, hs);
             for (int r = 0; r < nq; r++) {
                 const int lim = i0 + r - j0 + 1 < nk ? i0 + r - j0 + 1 : nk;
                 float *pr = pt + (size_t)r * BK, *dr = ds + (size_t)r * BK;
@@ -301,7 +310,7 @@ void mx_cpu_attention_backward(mx_backend *be, int n, int t, int heads, int hs, 
                                const float *qkv, const float *out, const float *lse)
 {
     const int pairs = n * heads, T = pair_team(be, pairs, t, hs);
-    const size_t c = (size_t)heads * hs, per = bwd_floats(hs);
+    const size_t c = (size_t)heads * hs, per = bwd_floats(t, hs);
     float *ws = mx_backend_scratch(be, sizeof(float) * per * T);
     if (!ws) return;
 #pragma omp parallel for num_threads(T) schedule(static)

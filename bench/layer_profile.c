@@ -7,7 +7,8 @@
  * (K x M = forward FLOPs / 2 / output channels: exact for a plain convolution, an estimate for
  * a residual block); backward moves twice the forward's bytes. Backward FLOPs are twice the
  * forward's (input and weight gradients), once for the first layer (no input gradient).
- * Usage: layer_profile [--workload lenet|mlp|resnet18] [--batch N] [--threads T] [--steps S]
+ * Usage: layer_profile [--workload NAME (workloads.h; gpt-*: T ids in, T labels)] [--batch N] [--threads T]
+ *                      [--steps S]
  *                      [--amp off|fp16|bf16] */
 #include "engine/backend/backend.h"
 #include "engine/core/backends.h"
@@ -116,10 +117,13 @@ int main(int argc, char **argv)
     mx_backend *be;
     mx_net *net;
     mx_layer_spec specs[MX_MAX_LAYERS];
-    const mx_shape in = {1, 28, 28};
+    /* a language model reads T token ids and scores T next tokens (mx_loss_rows) */
+    const mx_lm_size *lm = wl->lm;
+    const mx_shape in = lm ? (mx_shape){1, 1, lm->context} : (mx_shape){1, 28, 28};
+    const int classes = lm ? lm->vocab : 10, label_len = lm ? lm->context : 1;
     if (mx_backend_create(&be, "cpu", 0, threads) < 0 ||
-        mx_net_create_amp(&net, be, specs, wl->build(specs, in, 10), in, batch, amp) < 0 ||
-        mx_net_init_params(net, 1, MX_WEIGHT_INIT_XAVIER, 0) < 0) {
+        mx_net_create_amp(&net, be, specs, wl->build(specs, in, classes), in, batch, amp) < 0 ||
+        mx_net_init_params(net, 1, lm ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER, lm ? 0.02f : 0) < 0) {
         fprintf(stderr, "layer_profile: cannot build %s: %s\n", wname, mx_last_error());
         return 1;
     }
@@ -128,9 +132,10 @@ int main(int argc, char **argv)
 
     const size_t insz = mx_shape_size(in) * (size_t)batch;
     float *x = malloc(insz * sizeof *x);
-    int32_t *y = malloc(sizeof *y * batch);
-    for (size_t i = 0; i < insz; i++) x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
-    for (int i = 0; i < batch; i++) y[i] = (int32_t)(i % 10);
+    int32_t *y = malloc(sizeof *y * batch * label_len);
+    for (size_t i = 0; i < insz; i++)
+        x[i] = lm ? (float)((i * 2654435761u) % (unsigned)classes) : (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+    for (int i = 0; i < batch * label_len; i++) y[i] = (int32_t)(i % 10);
     mx_net_set_batch(net, x, y, batch);
     timings t = {.nlayers = net->nlayers};
     t.fwd = calloc((size_t)steps * net->nlayers, sizeof *t.fwd);

@@ -12,6 +12,7 @@
 #include "base/timer.h"
 #include "engine/core/trace.h"
 #include "engine/core/backends.h"
+#include "engine/core/exec.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -30,12 +31,13 @@ typedef struct {
 struct mx_strategy {
     mx_strategy_config cfg;
     int k, nclasses;
+    int label_len; /* rows scored per sample: 1, or a sequence's T (mx_loss_rows) */
     mx_backend *be[MX_MAX_DEVICES];
     mx_comm *comm;
     mx_tp_plan *plan;
     mx_tp_dev *dev[MX_MAX_DEVICES];
-    int32_t *labels[MX_MAX_DEVICES]; /* device: the batch's labels [max_batch] */
-    float *dlogits[MX_MAX_DEVICES];  /* device: the loss's gradient [max_batch][classes] */
+    int32_t *labels[MX_MAX_DEVICES]; /* device: the batch's labels [max_batch][label_len] */
+    float *dlogits[MX_MAX_DEVICES];  /* device: the loss's gradient [max_batch][label_len][classes] */
 
     /* what the steps measured so far, for detail */
     long steps;
@@ -73,13 +75,14 @@ static void set_batch(mx_strategy *s, int d, const float *x, const int32_t *y, i
 {
     mx_backend *be = s->be[d];
     be->ops->copy(be, mx_tp_input(s->dev[d]), x, sizeof(float) * n * mx_shape_size(s->cfg.in), MX_COPY_H2D);
-    be->ops->copy(be, s->labels[d], y, sizeof(int32_t) * n, MX_COPY_H2D);
+    be->ops->copy(be, s->labels[d], y, sizeof(int32_t) * n * s->label_len, MX_COPY_H2D);
 }
 
 /* One training step: the whole batch on every device; every device computes the loss on
- * the whole logits (replicated), its gradient scaled by 1/n for the batch mean, and backward
- * takes each device's shard of it. A collective that fails fails on every member, so every
- * device stops at the same step of the plan. */
+ * the whole logits (replicated), over each sample's rows (a sequence's positions), its
+ * gradient scaled by 1/(n rows) for the batch's mean of the samples' mean over their rows, as
+ * mx_exec_loss does; backward takes each device's shard of it. A collective that fails
+ * fails on every member, so every device stops at the same step of the plan. */
 static void run_step(mx_strategy *s, int d)
 {
     mx_tp_dev *dev = s->dev[d];
@@ -92,8 +95,10 @@ static void run_step(mx_strategy *s, int d)
         record_error(s, d);
         return;
     }
-    r->loss = be->ops->softmax_xent(be, s->n, s->nclasses, s->dlogits[d], &r->correct, logits, s->labels[d],
-                                    1.0f / s->n);
+    const int L = s->label_len;
+    r->loss = be->ops->softmax_xent(be, s->n * L, s->nclasses, s->dlogits[d], &r->correct, logits, s->labels[d],
+                                    1.0f / s->n / L) /
+              L;
     r->t_fwd_end = mx_now();
     if (mx_tp_backward(dev, s->n, s->dlogits[d], NULL) < 0) {
         record_error(s, d);
@@ -116,14 +121,15 @@ static void run_eval(mx_strategy *s, int d)
     for (int at = 0; at < s->n; at += s->cfg.max_batch) {
         const int m = s->n - at < s->cfg.max_batch ? s->n - at : s->cfg.max_batch;
         const float *logits;
-        set_batch(s, d, s->x + (size_t)at * mx_shape_size(s->cfg.in), s->y + at, m);
+        set_batch(s, d, s->x + (size_t)at * mx_shape_size(s->cfg.in), s->y + (size_t)at * s->label_len, m);
         if (mx_tp_forward(s->dev[d], m, 0, &logits) < 0) {
             record_error(s, d);
             return;
         }
         if (d == 0) {
             int c = 0;
-            r->loss += be->ops->softmax_eval(be, m, s->nclasses, &c, logits, s->labels[d]);
+            r->loss += be->ops->softmax_eval(be, m * s->label_len, s->nclasses, &c, logits, s->labels[d]) /
+                       s->label_len;
             r->correct += c;
         }
     }
@@ -181,14 +187,15 @@ static int create_devices(mx_strategy *s)
     MX_TRY(mx_comm_create(&s->comm, "threads", s->k));
     mx_comm_set_devices(s->comm, s->be);
     MX_TRY(mx_tp_plan_create(&s->plan, s->be[0], c->specs, c->nspecs, c->in, s->k, 1, 0));
-    s->nclasses = (int)mx_shape_size(s->plan->tensors[s->plan->out].shape);
+    MX_TRY(mx_loss_rows(s->plan->tensors[s->plan->out].shape, &s->nclasses, &s->label_len));
     if (s->nclasses != c->nclasses)
-        return mx_error(MX_EINVAL, "layer strategy: %s ends in %d outputs, the data set has %d classes",
+        return mx_error(MX_EINVAL, "layer strategy: %s scores %d classes, the data set has %d",
                         c->workload ? c->workload : "the model", s->nclasses, c->nclasses);
     for (int d = 0; d < s->k; d++) {
         MX_TRY(mx_tp_dev_create(&s->dev[d], s->plan, d, s->be[d], s->comm, c->max_batch, c->seed, c->init));
-        s->labels[d] = s->be[d]->ops->alloc(s->be[d], sizeof(int32_t) * c->max_batch);
-        s->dlogits[d] = s->be[d]->ops->alloc(s->be[d], sizeof(float) * c->max_batch * s->nclasses);
+        const size_t rows = (size_t)c->max_batch * s->label_len;
+        s->labels[d] = s->be[d]->ops->alloc(s->be[d], sizeof(int32_t) * rows);
+        s->dlogits[d] = s->be[d]->ops->alloc(s->be[d], sizeof(float) * rows * s->nclasses);
         if (!s->labels[d] || !s->dlogits[d]) return mx_error(MX_ENOMEM, "out of device memory for the loss");
     }
     return MX_OK;
@@ -305,11 +312,14 @@ static int layer_evaluate(mx_strategy *s, const float *x, const int32_t *y, int 
 
 static size_t layer_param_count(mx_strategy *s) { return s->plan->nweights; }
 
-/* The whole model in the one-device layout, assembled from every device's shards. */
+/* The whole model in the one-device layout, assembled from every device's shards; the
+ * replicated tensors (device 0's) checked against every other device's copy, which the same
+ * gradients must have kept bit for bit the same. */
 static int layer_get_params(mx_strategy *s, float *host)
 {
     memset(host, 0, sizeof(float) * s->plan->nweights); /* the alignment gaps, as a net's zeros */
     for (int d = 0; d < s->k; d++) MX_TRY(mx_tp_get_params(s->dev[d], host, 0));
+    for (int d = 1; d < s->k; d++) MX_TRY(mx_tp_check_replicas(s->dev[d], host));
     return MX_OK;
 }
 

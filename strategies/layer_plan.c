@@ -11,6 +11,8 @@
  *  - a residual block is opened up into its sub-layers, each sharded by the rules above; the
  *    gathered block input feeds both its first convolution and the projection, and an
  *    identity shortcut adds the device's own channels of the block input;
+ *  - a GPT block is split as Megatron-LM splits it (gpt_block below); the embedding, the layer
+ *    norms and the head tied to the embedding run whole on every device (replicated);
  *  - the output is gathered whole, so the loss sees every class on every device. */
 #include "layer_plan.h"
 #include "base/status.h"
@@ -69,7 +71,7 @@ static int add_step(builder *b, tp_op op, tp_par par, const mx_layer_spec *spec,
     }
     tp_step *s = &p->steps[p->nsteps++];
     *s = (tp_step){.op = op, .par = par, .in = in, .in2 = in2, .out = out, .layer = layer,
-                   .param_first = param_first, .nparams = nparams};
+                   .param_first = param_first, .nparams = nparams, .groups = 1, .tied_by = -1, .shares = -1};
     if (spec) s->spec = *spec;
     tp_tensor *t = p->tensors;
     t[out].needs_grad = nparams > 0 || t[in].needs_grad || (in2 >= 0 && t[in2].needs_grad);
@@ -96,8 +98,9 @@ static int ensure_full(builder *b, int t, int layer, int *out)
         *out = t;
         return MX_OK;
     }
-    if (x->layout != TP_SHARD)
-        return mx_error(MX_EUNSUPPORTED, "layer strategy: %s reads a partial sum (internal planning error)", b->what);
+    if (x->layout != TP_SHARD || x->seq)
+        return mx_error(MX_EUNSUPPORTED, "layer strategy: %s reads a %s (internal planning error)", b->what,
+                        x->seq ? "sequence's feature shard" : "partial sum");
     if (b->gathered[t] < 0) {
         const mx_shape shape = x->shape;
         int g = new_tensor(b, shape, TP_FULL, NULL);
@@ -200,6 +203,113 @@ static int residual_block(builder *b, const mx_layer_spec *spec, int in, int lay
     return chan_layer(b, &relu, sum, s1, layer, 0, 0, out);
 }
 
+/* ---- the transformer, split as Megatron-LM splits it (Shoeybi et al. 2019) */
+
+/* A layer every device runs whole on the whole input, its tensors replicated: a transformer's
+ * layer norms, embedding and head. Their inputs are whole (the all-reduces' sums are the same
+ * bits on every member), so their outputs, their gradients and so their updates are the same
+ * on every device: the copies never drift apart (mx_tp_check_replicas checks it). */
+static int repl_layer(builder *b, const mx_layer_spec *spec, int in, mx_shape shape, int layer, int pf, int np,
+                      int *out)
+{
+    int full = in;
+    MX_TRY(ensure_full(b, in, layer, &full));
+    const int o = new_tensor(b, shape, TP_FULL, NULL);
+    MX_TRY(o);
+    MX_TRY(add_step(b, TP_LAYER, TP_REPL, spec, full, -1, o, layer, pf, np));
+    *out = o;
+    return MX_OK;
+}
+
+/* A step of a GPT block on sequence rows {1, T, w}, its output laid out as given (a SHARD
+ * splits the features at bound). */
+static int seq_step(builder *b, tp_op op, tp_par par, const mx_layer_spec *spec, int in, int in2, int w,
+                    tp_layout layout, const int *bound, int layer, int pf, int np, int *out)
+{
+    const mx_shape shape = {1, b->p->tensors[in].shape.h, w};
+    const int o = new_tensor(b, shape, layout, bound);
+    MX_TRY(o);
+    b->p->tensors[o].seq = 1;
+    MX_TRY(add_step(b, op, par, spec, in, in2, o, layer, pf, np));
+    *out = o;
+    return MX_OK;
+}
+
+/* A GPT block (engine/layers/gpt_block.c) over k devices, its tensors in the block's order:
+ * LN1 gamma, beta; QKV w [3C][C], b [3C]; PROJ w [C][C], b [C]; LN2 gamma, beta; FC w [4C][C],
+ * b [4C]; FCP w [C][4C], b [C]. Each device:
+ *   ln1 = LN1(x), replicated;
+ *   qkv = QKV's rows of the q, k and v of its heads [d*H/k, (d+1)*H/k) (column-parallel, in
+ *         three row groups), so that attention runs on its own heads alone;
+ *   proj = PROJ over its heads' columns (row-parallel), all-reduced; x1 = proj + x;
+ *   ln2 = LN2(x1), replicated; fc = FC's 4C/k units (column-parallel); GELU on them;
+ *   fcp = FCP over them (row-parallel), all-reduced; out = fcp + x1.
+ * Forward: one all-reduce per sublayer (Megatron's g). Backward: ln1's and ln2's gradients,
+ * read by column-parallel layers, are partial sums, all-reduced before the layer norms'
+ * backward (Megatron's f); the residual stream stays whole. The row-parallel biases are added
+ * once, by device 0 to its partial sum (the layer strategy's rule for row-parallel layers). */
+static int gpt_block(builder *b, const mx_layer_spec *spec, int in, int layer, int *out)
+{
+    const mx_layer *L = &b->ref->layers[layer];
+    const mx_shape x = b->p->tensors[in].shape;
+    const int k = b->p->k, C = x.w, H = spec->heads, P = L->param_first;
+    if (b->p->tensors[in].layout != TP_FULL)
+        return mx_error(MX_EUNSUPPORTED, "layer strategy: %s reads a split input (internal planning error)", b->what);
+    if (L->param_count != 12 || b->ref->params[P + 2].count != (size_t)3 * C * C ||
+        b->ref->params[P + 8].count != (size_t)4 * C * C)
+        return mx_error(MX_EUNSUPPORTED, "layer strategy: %s has %d tensors, not a GPT block's 12 (two layer norms, "
+                        "QKV, projection, MLP)", b->what, L->param_count);
+    if (H < 1 || H % k != 0 || C % H != 0 || (4 * C) % k != 0)
+        return mx_error(MX_EINVAL, "layer strategy: %s has heads %d over %d devices (and %d MLP units); accepted "
+                        "a device count that divides the heads", b->what, H, k, 4 * C);
+    int heads[MX_MAX_DEVICES + 1], qkv_b[MX_MAX_DEVICES + 1], fc_b[MX_MAX_DEVICES + 1];
+    for (int d = 0; d <= k; d++) {
+        heads[d] = H / k * d * (C / H); /* the features of the device's heads */
+        qkv_b[d] = 3 * heads[d];         /* its q, k and v columns: a count, never gathered */
+        fc_b[d] = 4 * C / k * d;
+    }
+    const mx_layer_spec ln = {.kind = "layernorm"}, att = {.kind = "attention", .heads = H}, gelu = {.kind = "gelu"};
+    const mx_layer_spec qkv = {.kind = "linear", .units = 3 * C, .bias = 1};
+    const mx_layer_spec proj = {.kind = "linear", .units = C, .bias = 1};
+    const mx_layer_spec fc = {.kind = "linear", .units = 4 * C, .bias = 1};
+    int ln1, q, a, part, sum, x1, ln2, f, g;
+    MX_TRY(repl_layer(b, &ln, in, x, layer, P, 2, &ln1));
+    MX_TRY(seq_step(b, TP_LAYER, TP_COL, &qkv, ln1, -1, 3 * C, TP_SHARD, qkv_b, layer, P + 2, 2, &q));
+    b->p->steps[b->p->nsteps - 1].groups = 3;
+    MX_TRY(seq_step(b, TP_LAYER, TP_HEADS, &att, q, -1, C, TP_SHARD, heads, layer, 0, 0, &a));
+    MX_TRY(seq_step(b, TP_LAYER, TP_ROW, &proj, a, -1, C, TP_PARTIAL, NULL, layer, P + 4, 2, &part));
+    MX_TRY(seq_step(b, TP_ALLREDUCE, TP_REPL, NULL, part, -1, C, TP_FULL, NULL, layer, 0, 0, &sum));
+    MX_TRY(seq_step(b, TP_ADD, TP_REPL, NULL, sum, in, C, TP_FULL, NULL, layer, 0, 0, &x1));
+    MX_TRY(repl_layer(b, &ln, x1, x, layer, P + 6, 2, &ln2));
+    MX_TRY(seq_step(b, TP_LAYER, TP_COL, &fc, ln2, -1, 4 * C, TP_SHARD, fc_b, layer, P + 8, 2, &f));
+    MX_TRY(seq_step(b, TP_LAYER, TP_CHAN, &gelu, f, -1, 4 * C, TP_SHARD, fc_b, layer, 0, 0, &g));
+    MX_TRY(seq_step(b, TP_LAYER, TP_ROW, &proj, g, -1, C, TP_PARTIAL, NULL, layer, P + 10, 2, &part));
+    MX_TRY(seq_step(b, TP_ALLREDUCE, TP_REPL, NULL, part, -1, C, TP_FULL, NULL, layer, 0, 0, &sum));
+    return seq_step(b, TP_ADD, TP_REPL, NULL, sum, x1, C, TP_FULL, NULL, layer, 0, 0, out);
+}
+
+/* The language-model head, replicated, in the parameter set of the embedding it is tied to
+ * (the last one planned), so that their table is one tensor on each device. A head over a
+ * vocabulary split across the devices (Megatron's VocabParallelEmbedding with a parallel
+ * cross-entropy) would hold V/k rows of the table and compute V/k of the logits on each
+ * device: the largest matrix of a small GPT (GPT-2's 50304 x 768 against 12 x 7.1M in its
+ * blocks) and its GEMM, which every device here computes whole. A known limit. */
+static int tied_head(builder *b, const mx_layer_spec *spec, int in, int layer, int *out)
+{
+    int e = -1;
+    for (int i = 0; i < b->p->nsteps; i++)
+        if (b->p->steps[i].op == TP_LAYER && strcmp(b->p->steps[i].spec.kind, "embedding") == 0) e = i;
+    const mx_layer *L = &b->ref->layers[layer];
+    if (e < 0 || b->p->steps[e].tied_by >= 0 || b->ref->layers[b->p->steps[e].layer].out.w != L->in.w ||
+        b->ref->layers[b->p->steps[e].layer].out.h != L->in.h)
+        return mx_error(MX_EUNSUPPORTED, "layer strategy: %s is tied to no embedding of its input's shape planned "
+                        "before it", b->what);
+    MX_TRY(repl_layer(b, spec, in, L->out, layer, L->param_first, L->param_count, out));
+    b->p->steps[b->p->nsteps - 1].shares = e;
+    b->p->steps[e].tied_by = b->p->nsteps - 1;
+    return MX_OK;
+}
+
 static int plan_layers(builder *b, const mx_layer_spec *specs, int nspecs, int with_loss, int *cur)
 {
     const mx_params *ref = b->ref;
@@ -223,13 +333,20 @@ static int plan_layers(builder *b, const mx_layer_spec *specs, int nspecs, int w
             MX_TRY(col_layer(b, s, *cur, L->out, i, L->param_first, L->param_count, cur));
         } else if (strcmp(s->kind, "residual") == 0) {
             MX_TRY(residual_block(b, s, *cur, i, cur));
+        } else if (strcmp(s->kind, "gpt_block") == 0) {
+            MX_TRY(gpt_block(b, s, *cur, i, cur));
+        } else if (strcmp(s->kind, "embedding") == 0 || strcmp(s->kind, "layernorm") == 0) {
+            MX_TRY(repl_layer(b, s, *cur, L->out, i, L->param_first, L->param_count, cur));
+        } else if (strcmp(s->kind, "lm_head") == 0) {
+            MX_TRY(tied_head(b, s, *cur, i, cur));
         } else if (strcmp(s->kind, "batchnorm") == 0 || strcmp(s->kind, "relu") == 0 ||
                    strcmp(s->kind, "maxpool") == 0 || strcmp(s->kind, "avgpool_global") == 0 ||
                    strcmp(s->kind, "flatten") == 0) {
             MX_TRY(chan_layer(b, s, *cur, L->out, i, L->param_first, L->param_count, cur));
         } else {
             return mx_error(MX_EUNSUPPORTED, "layer strategy: cannot shard %s; accepted conv2d, dense, batchnorm, "
-                            "relu, maxpool, avgpool_global, flatten, residual", what);
+                            "relu, maxpool, avgpool_global, flatten, residual, gpt_block, embedding, layernorm, "
+                            "lm_head", what);
         }
     }
     snprintf(what, sizeof what, "the output");
@@ -323,12 +440,4 @@ void mx_tp_plan_destroy(mx_tp_plan *p)
     free(p->whole);
     free(p->offset);
     free(p);
-}
-
-size_t mx_tp_local_size(const mx_tp_plan *p, int t, int d)
-{
-    const tp_tensor *x = &p->tensors[t];
-    const size_t whole = mx_shape_size(x->shape);
-    if (x->layout != TP_SHARD) return whole;
-    return whole / x->shape.c * (size_t)(x->bound[d + 1] - x->bound[d]);
 }

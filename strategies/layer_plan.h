@@ -15,7 +15,13 @@
  * device's channels, a PARTIAL's the (replicated) gradient of the sum. Column-parallel
  * layers give only partial input gradients, so the tensor they read is marked `gpart`: its
  * gradient is summed over the devices before anything reads it (a reduce-scatter where the
- * tensor was gathered from shards, an all-reduce otherwise). */
+ * tensor was gathered from shards, an all-reduce otherwise).
+ *
+ * A transformer's sequence activations ({1, T, width}, row-major [T][width]) are marked `seq`:
+ * their SHARD splits each row's features (w) instead of the channels (c), so a device's part
+ * is [n][T][w_d]. Nothing gathers such a shard: Megatron's split of a GPT block (a
+ * column-parallel layer on a whole input, local work on the shard, a row-parallel layer and
+ * an all-reduce) never needs the whole of one. */
 #ifndef MX_LAYER_PLAN_H
 #define MX_LAYER_PLAN_H
 
@@ -31,6 +37,7 @@ typedef struct {
     mx_shape shape;   /* the whole tensor's per-sample shape */
     tp_layout layout;
     int bound[MX_MAX_DEVICES + 1]; /* SHARD: device d holds channels [bound[d], bound[d+1]) */
+    int seq;          /* a sequence activation: SHARD splits shape.w, the features of every row */
     int producer;     /* step writing it; -1 for the model's input */
     int needs_grad;   /* some parameter lies upstream (or the caller wants the input gradient) */
     int gpart;        /* its consumers are column-parallel: their input gradients are partial sums */
@@ -42,11 +49,13 @@ typedef enum { TP_LAYER, TP_GATHER, TP_ALLREDUCE, TP_ADD } tp_op;
 
 /* How a LAYER step's work is split over the devices. */
 typedef enum {
-    TP_REPL, /* every device computes the whole layer (no parameters in these models) */
+    TP_REPL, /* every device computes the whole layer; its tensors replicated (a transformer's
+              * layer norms, embedding and head), trained alike on every device */
     TP_COL,  /* output channels / units split: the weight's row block, the bias' slice */
     TP_ROW,  /* dense over the device's input shard: the weight's column block; the bias on
               * device 0 only, so that it is added once to the sum */
-    TP_CHAN  /* per channel on the shard (batch norm, relu, pooling, flatten) */
+    TP_CHAN, /* per channel on the shard (batch norm, relu, pooling, flatten; GELU per feature) */
+    TP_HEADS /* attention on the device's heads: the shard holds their q, k and v columns */
 } tp_par;
 
 typedef struct {
@@ -58,6 +67,13 @@ typedef struct {
     int layer;           /* the top-level layer it belongs to (collectives' bytes, names) */
     int param_first;     /* whole-model index of its first parameter tensor */
     int nparams;         /* parameter tensors of the layer */
+    int groups;          /* TP_COL: the output is this many equal blocks of units, each split alike
+                          * (a fused QKV projection: 3, the device's q, k and v rows); else 1 */
+    /* A head tied to an embedding: the embedding's step holds both layers in one parameter
+     * set (tied_by: the head's step), so that the table is one tensor whose gradient both
+     * add to; the head's step runs that set's second layer (shares: the embedding's step).
+     * -1 where none. */
+    int tied_by, shares;
 } tp_step;
 
 typedef struct {
@@ -87,8 +103,36 @@ int mx_tp_plan_create(mx_tp_plan **out, mx_backend *be, const mx_layer_spec *spe
                       int k, int with_loss, int input_grad);
 void mx_tp_plan_destroy(mx_tp_plan *p);
 
-/* Elements per sample of tensor t on device d. */
+/* Elements per sample of tensor t on device d, and its per-sample shape there. */
 size_t mx_tp_local_size(const mx_tp_plan *p, int t, int d);
+mx_shape mx_tp_local_shape(const mx_tp_plan *p, int t, int d);
+
+/* ---- shards of whole tensors (layer_shard.c) */
+
+/* Where one shard tensor lies in its whole-model tensor, viewed as [rows][cols]: the block
+ * rows [r0, r1) x columns [c0, c1), repeated in `groups` row blocks gstride rows apart (a fused
+ * QKV projection's q, k and v rows), laid one after another in the shard. */
+typedef struct {
+    int whole;
+    size_t cols, r0, r1, c0, c1;
+    int groups;
+    size_t gstride;
+    int owner; /* get_params takes this copy (a replicated tensor: device 0's) */
+    int train; /* 0: held only for its shape (the row-parallel bias off device 0), kept zero */
+    int replica; /* a replicated tensor: the same values on every device */
+} tp_map;
+
+/* The layer spec of step s's shard on device d: units, heads as the shard holds them. */
+mx_layer_spec mx_tp_shard_spec(const mx_tp_plan *p, const tp_step *s, int d);
+/* The block of whole tensor `s->param_first + j` that tensor j (count floats) of step s's
+ * shard layer is on device d; MX_EUNSUPPORTED where the sizes disagree (internal). */
+int mx_tp_shard_map(const mx_tp_plan *p, const tp_step *s, int j, int d, size_t count, tp_map *m);
+/* The shard's initial values (host), drawn as the whole tensor is (mx_param_init_block). */
+int mx_tp_shard_init(const mx_tp_plan *p, const tp_map *m, uint64_t seed, mx_weight_init init, float *out);
+/* Copies the shard (host) into its place in the whole tensor (host). */
+void mx_tp_shard_put(const tp_map *m, const float *shard, float *whole);
+/* Compares the shard (host) with its place in the whole tensor: 1 when every bit agrees. */
+int mx_tp_shard_same(const tp_map *m, const float *shard, const float *whole);
 
 /* ---- one device's program (layer_run.c) */
 
@@ -117,6 +161,10 @@ void mx_tp_update(mx_tp_dev *t, const mx_sgd *opt);
 /* Writes the tensors this device owns (grads: their gradients) into host, the whole model
  * in the one-device layout. */
 int mx_tp_get_params(mx_tp_dev *t, float *host, int grads);
+/* Checks that this device's copies of the replicated tensors hold the bits of host (the whole
+ * model as get_params wrote it from every device): replicated layers are trained alike on
+ * every device, and MX_ERUNTIME names the first tensor where they drifted apart. */
+int mx_tp_check_replicas(mx_tp_dev *t, const float *host);
 
 /* What the device measured: bytes of parameters and gradients (allocator count, model state
  * such as batch-norm statistics included), of momentum, and its collectives' bytes (count x

@@ -18,15 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Where one shard tensor lies in its whole-model tensor, viewed as [rows][cols]: the block
- * rows [r0, r1) x columns [c0, c1). */
-typedef struct {
-    int whole;
-    size_t cols, r0, r1, c0, c1;
-    int owner; /* get_params takes this copy (a replicated tensor: device 0's) */
-    int train; /* 0: held only for its shape (the row-parallel bias off device 0), kept zero */
-} tp_map;
-
 struct mx_tp_dev {
     const mx_tp_plan *p;
     int d, k, max_batch;
@@ -50,14 +41,6 @@ struct mx_tp_dev {
     mx_tp_dev_stats stats;
 };
 
-static mx_shape local_shape(const mx_tp_plan *p, int t, int d)
-{
-    const tp_tensor *x = &p->tensors[t];
-    mx_shape s = x->shape;
-    if (x->layout == TP_SHARD) s.c = x->bound[d + 1] - x->bound[d];
-    return s;
-}
-
 static void *dev_alloc(mx_tp_dev *t, size_t bytes)
 {
     return t->be->ops->alloc(t->be, bytes ? bytes : 1);
@@ -65,63 +48,43 @@ static void *dev_alloc(mx_tp_dev *t, size_t bytes)
 
 /* ---- setting up the shards */
 
-/* The block of whole tensor `w` that tensor j of step s's shard layer is on device d. */
-static int map_tensor(const mx_tp_plan *p, const tp_step *s, int j, int d, size_t count, tp_map *m)
+/* The engine layer step i runs: its own set's, or the second layer of the set it shares (a
+ * head tied to an embedding). */
+static mx_layer *step_layer(const mx_tp_dev *t, int i)
 {
-    const int w = s->param_first + j;
-    const mx_param *whole = &p->whole[w];
-    const tp_tensor *in = &p->tensors[s->in], *out = &p->tensors[s->out];
-    *m = (tp_map){.whole = w, .owner = 1, .train = 1};
-    switch (s->par) {
-    case TP_COL:  /* rows: output channels or units (conv [oc][c*k*k], dense [units][inputs], bias [oc]) */
-    case TP_CHAN: /* per-channel tensors (batch norm's gamma and beta) */
-        m->cols = whole->count / out->shape.c;
-        m->r0 = out->bound[d], m->r1 = out->bound[d + 1];
-        m->c0 = 0, m->c1 = m->cols;
-        break;
-    case TP_ROW: /* dense [units][inputs]: the columns of the device's input features */
-        if (j == 0) {
-            const size_t per = mx_shape_size(in->shape) / in->shape.c;
-            m->cols = whole->count / out->shape.c;
-            m->r0 = 0, m->r1 = out->shape.c;
-            m->c0 = in->bound[d] * per, m->c1 = in->bound[d + 1] * per;
-            break;
-        }
-        /* the bias: added once, by device 0, to its partial sum */
-        m->owner = m->train = d == 0;
-        /* fall through */
-    case TP_REPL:
-        m->cols = 1, m->r0 = 0, m->r1 = whole->count, m->c0 = 0, m->c1 = 1;
-        if (s->par == TP_REPL) m->owner = d == 0;
-        break;
-    }
-    if ((m->r1 - m->r0) * (m->c1 - m->c0) != count || m->cols * (whole->count / m->cols) != whole->count)
-        return mx_error(MX_EUNSUPPORTED, "layer strategy: shard of '%s' on device %d has %zu elements, its block "
-                        "%zu (internal)", whole->name, d, count, (m->r1 - m->r0) * (m->c1 - m->c0));
-    return MX_OK;
+    const int sh = t->p->steps[i].shares;
+    return sh >= 0 ? &t->ps[sh]->layers[1] : &t->ps[i]->layers[0];
 }
 
 static int setup_step(mx_tp_dev *t, int i, uint64_t seed, mx_weight_init init, float *host)
 {
     const mx_tp_plan *p = t->p;
     const tp_step *s = &p->steps[i];
-    mx_layer_spec spec = s->spec;
-    if (s->par == TP_COL) spec.units = p->tensors[s->out].bound[t->d + 1] - p->tensors[s->out].bound[t->d];
-    MX_TRY(mx_params_create(&t->ps[i], t->be, &spec, 1, local_shape(p, s->in, t->d), 0, 1));
-    mx_params *ps = t->ps[i];
-    const mx_shape want = local_shape(p, s->out, t->d), got = ps->layers[0].out;
-    if (got.c != want.c || got.h != want.h || got.w != want.w || ps->nparams != s->nparams)
+    const mx_shape want = mx_tp_local_shape(p, s->out, t->d);
+    mx_shape got;
+    if (s->shares >= 0) { /* its layer and tensor are the embedding step's */
+        got = step_layer(t, i)->out;
+    } else {
+        /* an embedding's set holds the head tied to it as its second layer */
+        const mx_layer_spec spec[2] = {mx_tp_shard_spec(p, s, t->d),
+                                       s->tied_by >= 0 ? p->steps[s->tied_by].spec : s->spec};
+        const int nl = s->tied_by >= 0 ? 2 : 1;
+        MX_TRY(mx_params_create(&t->ps[i], t->be, spec, nl, mx_tp_local_shape(p, s->in, t->d), 0, nl));
+        got = t->ps[i]->layers[0].out;
+    }
+    const mx_params *ps = t->ps[i];
+    if (got.c != want.c || got.h != want.h || got.w != want.w || (ps && ps->nparams != s->nparams))
         return mx_error(MX_EUNSUPPORTED, "layer strategy: the shard of layer %d (%s) gives %dx%dx%d, the plan "
-                        "%dx%dx%d (internal)", s->layer, spec.kind, got.c, got.h, got.w, want.c, want.h, want.w);
+                        "%dx%dx%d (internal)", s->layer, s->spec.kind, got.c, got.h, got.w, want.c, want.h, want.w);
+    if (!ps) return MX_OK;
     t->map[i] = calloc(ps->nparams ? ps->nparams : 1, sizeof *t->map[i]);
     if (!t->map[i]) return mx_error(MX_ENOMEM, "out of memory setting up the layer strategy");
     for (int j = 0; j < ps->nparams; j++) {
         tp_map *m = &t->map[i][j];
-        MX_TRY(map_tensor(p, s, j, t->d, ps->params[j].count, m));
+        MX_TRY(mx_tp_shard_map(p, s, j, t->d, ps->params[j].count, m));
         if (!m->train) continue; /* stays zero, as allocated */
         /* drawn as the whole tensor is: the union of the shards is the one-device tensor */
-        MX_TRY(mx_param_init_block(&p->whole[m->whole], m->whole, seed, init, 0.01f, m->cols, m->r0, m->r1, m->c0,
-                                   m->c1, host));
+        MX_TRY(mx_tp_shard_init(p, m, seed, init, host));
         t->be->ops->copy(t->be, ps->w + ps->params[j].offset, host, sizeof(float) * ps->params[j].count,
                          MX_COPY_H2D);
     }
@@ -299,7 +262,7 @@ static int alloc_buffers(mx_tp_dev *t)
             !(t->act[x] = dev_alloc(t, sizeof(float) * t->max_batch * mx_tp_local_size(p, x, t->d))))
             return MX_ENOMEM;
     for (int i = 0; i < p->nsteps; i++) {
-        const size_t sb = p->steps[i].op == TP_LAYER ? mx_layer_state_bytes(&t->ps[i]->layers[0], t->max_batch) : 0;
+        const size_t sb = p->steps[i].op == TP_LAYER ? mx_layer_state_bytes(step_layer(t, i), t->max_batch) : 0;
         if (sb && !(t->state[i] = dev_alloc(t, sb))) return MX_ENOMEM;
     }
     return alloc_grad_buffers(t);
@@ -470,7 +433,7 @@ int mx_tp_forward(mx_tp_dev *t, int n, int training, const float **out)
         t->stage = t->stg[i]; /* a gradient buffer: none is live in forward */
         switch (s->op) {
         case TP_LAYER: {
-            mx_layer *l = &t->ps[i]->layers[0];
+            mx_layer *l = step_layer(t, i);
             l->ops->forward(l, be, t->state[i], n, t->act[s->out], t->act[s->in], training);
             break;
         }
@@ -507,7 +470,7 @@ int mx_tp_backward(mx_tp_dev *t, int n, const float *dout, float *din)
         if (rc < 0) break;
         switch (s->op) {
         case TP_LAYER: {
-            mx_layer *l = &t->ps[i]->layers[0];
+            mx_layer *l = step_layer(t, i);
             if (t->regather_at[i] >= 0) { /* its input, gathered again */
                 t->stage = t->stg[t->regather_at[i]];
                 rc = gather_forward(t, &p->steps[t->regather_at[i]], n);
@@ -555,24 +518,31 @@ void mx_tp_update(mx_tp_dev *t, const mx_sgd *opt)
     }
 }
 
-int mx_tp_get_params(mx_tp_dev *t, float *host, int grads)
+/* Walks the tensors of the device (owners only, or replicas only), each copied to the host
+ * as shard, with its map and whole tensor: put it there, or compare it. */
+static int each_shard(mx_tp_dev *t, float *host, int grads, int replicas)
 {
     const mx_tp_plan *p = t->p;
     for (int i = 0; i < p->nsteps; i++) {
         const mx_params *ps = t->ps[i];
         for (int j = 0; ps && j < ps->nparams; j++) {
             const tp_map *m = &t->map[i][j];
-            if (!m->owner) continue;
-            const size_t w = m->c1 - m->c0;
+            if (replicas ? !m->replica : !m->owner) continue;
             float *shard = malloc(sizeof(float) * (ps->params[j].count ? ps->params[j].count : 1));
             if (!shard) return mx_error(MX_ENOMEM, "out of memory reading the layer strategy's parameters");
             t->be->ops->copy(t->be, shard, (grads ? ps->g : ps->w) + ps->params[j].offset,
                              sizeof(float) * ps->params[j].count, MX_COPY_D2H);
             float *whole = host + p->offset[m->whole];
-            for (size_t r = m->r0; r < m->r1; r++)
-                memcpy(whole + r * m->cols + m->c0, shard + (r - m->r0) * w, sizeof(float) * w);
+            const int same = !replicas || mx_tp_shard_same(m, shard, whole);
+            if (!replicas) mx_tp_shard_put(m, shard, whole);
             free(shard);
+            if (!same)
+                return mx_error(MX_ERUNTIME, "layer strategy: device %d's copy of the replicated tensor '%s' differs "
+                                "from device 0's", t->d, p->whole[m->whole].name);
         }
     }
     return MX_OK;
 }
+
+int mx_tp_get_params(mx_tp_dev *t, float *host, int grads) { return each_shard(t, host, grads, 0); }
+int mx_tp_check_replicas(mx_tp_dev *t, const float *host) { return each_shard(t, (float *)host, 0, 1); }

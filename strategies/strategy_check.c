@@ -5,6 +5,7 @@
 #include "partition.h"
 #include "base/status.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int mx_pipeline_micro_batches(int requested, int stages, int batch)
@@ -36,12 +37,34 @@ int mx_model_check(const mx_strategy_config *cfg)
     return MX_OK;
 }
 
+/* A GPT block splits its heads and its MLP's 4C units evenly over the devices (Megatron-LM:
+ * each device takes whole heads, so attention needs no communication): the device counts
+ * that divide both, listed as "1, 2, 4". */
+static int gpt_block_check(const mx_strategy_config *cfg, int i, int width)
+{
+    const int k = cfg->devices, heads = cfg->specs[i].heads, units = 4 * width;
+    if (heads >= 1 && heads % k == 0 && units % k == 0) return MX_OK;
+    char accepted[256] = "";
+    size_t at = 0;
+    for (int d = 1; d <= MX_MAX_DEVICES && d <= heads && at < sizeof accepted - 16; d++)
+        if (heads % d == 0 && units % d == 0)
+            at += (size_t)snprintf(accepted + at, sizeof accepted - at, "%s%d", at ? ", " : "", d);
+    return mx_error(MX_EINVAL, "layer strategy on %d devices: layer %d of %s (gpt_block) has heads %d over %d "
+                    "devices and %d MLP units (each device takes whole heads and 4C/k units); accepted %s "
+                    "devices", k, i, cfg->workload ? cfg->workload : "the model", heads, k, units,
+                    at ? accepted : "no count of");
+}
+
 int mx_layer_check(const mx_strategy_config *cfg)
 {
     /* every convolution's output channels and dense layer's units are split over the devices
-     * (residual blocks' convolutions have the block's channels): each device needs one */
+     * (residual blocks' convolutions have the block's channels): each device needs one; a GPT
+     * block's heads (its width C is the embedding's, which every block keeps) */
+    int width = cfg->in.w;
     for (int i = 0; i < cfg->nspecs; i++) {
         const mx_layer_spec *l = &cfg->specs[i];
+        if (strcmp(l->kind, "embedding") == 0 || strcmp(l->kind, "linear") == 0) width = l->units;
+        if (strcmp(l->kind, "gpt_block") == 0) MX_TRY(gpt_block_check(cfg, i, width));
         const int split = strcmp(l->kind, "conv2d") == 0 || strcmp(l->kind, "dense") == 0 ||
                           strcmp(l->kind, "residual") == 0;
         if (split && l->units < cfg->devices)

@@ -47,6 +47,8 @@ static const char *const gc_names[] = {MX_GC_LIST(NAME_)};
 static const vocab gc = {"compression", gc_names, MX_NGC, MX_GC_LIST(BAR_)};
 static const char *const strategy_names[] = {MX_STRATEGY_LIST(NAME_)};
 static const vocab strategy = {"strategy", strategy_names, MX_NSTRATEGIES, MX_STRATEGY_LIST(BAR_)};
+static const char *const optim_names[] = {MX_OPTIM_LIST(NAME_)};
+static const vocab optim = {"optimizer", optim_names, MX_NOPTIMS, MX_OPTIM_LIST(BAR_)};
 
 /* The one place where names are compared. */
 static int lookup(const vocab *v, const char *name)
@@ -119,6 +121,18 @@ int mx_strategy_parse(const char *name, mx_strategy_kind *out)
 
 mx_strategy_kind mx_strategy_of(const char *name) { return (mx_strategy_kind)lookup(&strategy, name); }
 const char *mx_strategy_name(mx_strategy_kind s) { return name_of(&strategy, s); }
+
+const char *mx_optim_names(void) { return optim.bars + 1; }
+
+int mx_optim_parse(const char *name, mx_optim_kind *out)
+{
+    const int i = parse(&optim, mx_optim_names(), name);
+    if (i >= 0) *out = (mx_optim_kind)i;
+    return i < 0 ? i : MX_OK;
+}
+
+mx_optim_kind mx_optim_of(const char *name) { return (mx_optim_kind)lookup(&optim, name); }
+const char *mx_optim_name(mx_optim_kind k) { return name_of(&optim, k); }
 
 int mx_config_unset(const char *word)
 {

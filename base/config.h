@@ -1,9 +1,9 @@
 /* The words of a run's configuration, each vocabulary one table: the kvstore modes
- * (base/kv_modes.def, with their properties), mixed precision, the gradient compressors and the
- * parallel strategies. The CLI parses a user's words into these enums once; the code below it
- * passes the enums and asks the tables. Records keep their fields as strings (the results
- * file's format), so results/ and plots/ classify a stored record through the same tables
- * (mx_kv_mode_of(r->kvstore)): a name is compared nowhere but here. */
+ * (base/kv_modes.def, with their properties), mixed precision, the gradient compressors, the
+ * parallel strategies and the optimizers. The CLI parses a user's words into these enums
+ * once; the code below it passes the enums and asks the tables. Records keep their fields as
+ * strings (the results file's format), so results/ and plots/ classify a stored record through
+ * the same tables (mx_kv_mode_of(r->kvstore)): a name is compared nowhere but here. */
 #ifndef MX_CONFIG_H
 #define MX_CONFIG_H
 
@@ -90,6 +90,22 @@ int mx_strategy_parse(const char *name, mx_strategy_kind *out); /* as mx_amp_par
 mx_strategy_kind mx_strategy_of(const char *name);
 const char *mx_strategy_name(mx_strategy_kind s);
 const char *mx_strategy_kind_names(void); /* every strategy the CLI knows: "data|model|layer" */
+
+/* ---- optimizers (engine/core/optim.h runs them): SGD with momentum, or AdamW (decoupled
+ * weight decay, PyTorch's torch.optim.AdamW) */
+#define MX_OPTIM_LIST(X) X(SGD, "sgd") X(ADAMW, "adamw")
+typedef enum {
+    MX_OPTIM_UNKNOWN = -1,
+#define MX_OPTIM_ENUM_(id, name) MX_OPTIM_##id,
+    MX_OPTIM_LIST(MX_OPTIM_ENUM_)
+#undef MX_OPTIM_ENUM_
+    MX_NOPTIMS
+} mx_optim_kind;
+
+int mx_optim_parse(const char *name, mx_optim_kind *out); /* as mx_amp_parse */
+mx_optim_kind mx_optim_of(const char *name);
+const char *mx_optim_name(mx_optim_kind k);
+const char *mx_optim_names(void); /* "sgd|adamw" */
 
 /* 1 when word is what a vocabulary calls "nothing chosen": kvstore or compression "none",
  * amp "off" (a sweep passes such a value on only when set, and labels leave it out). */

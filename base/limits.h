@@ -24,6 +24,7 @@
 #define MX_MAX_BUCKET_MB 2047         /* dist_allreduce --bucket-mb (MPI counts are ints: below 2 GiB) */
 #define MX_MAX_SERVERS 64             /* --servers: parameter-server ranks */
 #define MX_MAX_MICRO_BATCHES 4096     /* --micro-batches: each holds its activations */
+#define MX_MAX_CLIP_NORM 1e6          /* --clip-norm: the gradient's global L2 norm */
 
 /* The pipeline's default micro-batches (strategies/strategy.h says why): 4 per stage on 2 or
  * more stages, at most the batch's samples, 1 on one stage. Here, below strategies/, so that

@@ -26,7 +26,8 @@
 typedef struct {
     mx_train_config c;
     const char *work_load, *data, *record, *device;
-    const char *strategy, *kvstore, *compression, *amp; /* the words given, parsed into c (NULL: defaults) */
+    /* the words given, parsed into c (NULL: defaults) */
+    const char *strategy, *kvstore, *compression, *amp, *optimizer;
     int quiet, threads_given;
     int oversubscribe, tf32; /* --oversubscribe, --tf32 */
     int oversubscribe_env;   /* MXBENCH_OVERSUBSCRIBE=1: a sweep's --oversubscribe (CUDA rows only) */
@@ -81,6 +82,21 @@ static int parse(train_args *a, int argc, char **argv)
         {"wd", MX_OPT_DOUBLE, &c->wd, "X",
          "SGD weight decay, below 1; applies to weights, not biases or batch-norm parameters (default 1e-4)", NULL, 0,
          1},
+        {"optimizer", MX_OPT_STRING, &a->optimizer, "NAME",
+         "sgd (momentum and weight decay, MXNet's form) or adamw (PyTorch's torch.optim.AdamW: --beta1, --beta2, "
+         "--eps, decoupled weight decay --wd on weights only; --momentum unused); every strategy and kvstore runs "
+         "either; adamw is refused on a CUDA device, which has no kernel for it yet (default sgd)",
+         mx_optim_names()},
+        {"beta1", MX_OPT_DOUBLE, &c->beta1, "X", "adamw: decay of the first moment, below 1 (default 0.9)", NULL, 0, 1},
+        {"beta2", MX_OPT_DOUBLE, &c->beta2, "X", "adamw: decay of the second moment, below 1 (default 0.999)", NULL,
+         0, 1},
+        {"eps", MX_OPT_DOUBLE, &c->eps, "X", "adamw: added to the second moment's root, above 0 (default 1e-8)",
+         NULL, 0, 1},
+        {"clip-norm", MX_OPT_DOUBLE, &c->clip_norm, "X",
+         "clip the step's summed gradient to this global L2 norm as PyTorch's clip_grad_norm_ (scaled by X/(norm+1e-6) "
+         "where that is below 1), the norm taken over the whole model on every device and rank; refused with "
+         "dist_async, whose servers never hold a whole step's gradient; see docs/parallelism.md (default 0: off)",
+         NULL, 0, MX_MAX_CLIP_NORM},
         {"seed", MX_OPT_INT, &c->seed, "N",
          "seed for initialisation and shuffling; the same seed gives bit-identical results on CPU (default 1)", NULL, 0,
          MX_MAX_SEED},
@@ -212,7 +228,8 @@ static int parse(train_args *a, int argc, char **argv)
     if ((a->strategy && mx_strategy_parse(a->strategy, &c->strategy) < 0) ||
         (a->kvstore && mx_kv_mode_parse(a->kvstore, &c->kvstore) < 0) ||
         (a->compression && mx_gc_parse(a->compression, &c->compression) < 0) ||
-        (a->amp && mx_amp_parse(a->amp, &c->amp) < 0))
+        (a->amp && mx_amp_parse(a->amp, &c->amp) < 0) ||
+        (a->optimizer && mx_optim_parse(a->optimizer, &c->optimizer) < 0))
         return mx_usage_error(spec.cmd, "%s", mx_last_error());
     if (a->data) c->dataset = "idx", c->data_dir = a->data;
     if (mx_opts_seen(&spec, "steps")) {
@@ -228,6 +245,11 @@ static int parse(train_args *a, int argc, char **argv)
                               c->warmup_start_lr);
     if (mx_opts_seen(&spec, "warmup-epochs") && c->warmup_epochs > 0 && !mx_opts_seen(&spec, "warmup-from"))
         c->warmup_start_lr = c->lr / 10;
+    const char *adamw_only[] = {"beta1", "beta2", "eps"};
+    for (int i = 0; i < 3; i++)
+        if (mx_opts_seen(&spec, adamw_only[i]) && c->optimizer != MX_OPTIM_ADAMW)
+            return mx_usage_error(spec.cmd, "--%s applies to --optimizer adamw, not %s", adamw_only[i],
+                                  mx_optim_name(c->optimizer));
     if (mx_opts_seen(&spec, "threshold") && c->compression != MX_GC_2BIT)
         return mx_usage_error(spec.cmd, "--threshold %g applies to --compression 2bit, not %s", c->gc_threshold,
                               mx_gc_name(c->compression));

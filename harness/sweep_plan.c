@@ -97,7 +97,8 @@ static const char *skip_reason(const mx_run_record *r, char *buf, size_t n)
             return buf;
         }
     }
-    if (mx_amp_check(mx_strategy_of(r->strategy), kv, mx_amp_of(r->amp)) < 0) {
+    if (mx_amp_check(mx_strategy_of(r->strategy), kv, mx_amp_of(r->amp)) < 0 ||
+        mx_clip_check(mx_strategy_of(r->strategy), kv, r->clip_norm) < 0) {
         snprintf(buf, n, "%s", mx_last_error());
         return buf;
     }

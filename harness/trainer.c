@@ -38,6 +38,10 @@ void mx_train_config_defaults(mx_train_config *c)
     c->lr = 0.05;
     c->momentum = 0.9;
     c->wd = 0.0001;
+    c->optimizer = MX_OPTIM_SGD;
+    c->beta1 = 0.9; /* PyTorch's AdamW defaults */
+    c->beta2 = 0.999;
+    c->eps = 1e-8;
     c->init = "xavier";
     c->lr_schedule = "cosine";
     c->compression = MX_GC_NONE;
@@ -98,6 +102,13 @@ static void fill_record_config(const mx_train_config *c, const mx_train_data *ds
     rec->lr = c->lr;
     rec->momentum = c->momentum;
     rec->wd = c->wd;
+    /* AdamW's settings on AdamW rows; an SGD row holds their defaults (it has no such choice) */
+    snprintf(rec->optimizer, sizeof rec->optimizer, "%s", mx_optim_name(c->optimizer));
+    const int adamw = c->optimizer == MX_OPTIM_ADAMW;
+    rec->beta1 = adamw ? c->beta1 : 0.9;
+    rec->beta2 = adamw ? c->beta2 : 0.999;
+    rec->eps = adamw ? c->eps : 1e-8;
+    rec->clip_norm = c->clip_norm;
     rec->warmup_epochs = c->warmup_epochs;
     snprintf(rec->lr_schedule, sizeof rec->lr_schedule, "%s", c->lr_schedule);
     rec->epochs = c->epochs;
@@ -514,7 +525,10 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         .devices = c->devices, .threads_per_device = c->threads_per_device, .kvstore = c->kvstore,
         .max_batch = global_batch(c), .work_load = c->nwork_load ? c->work_load : NULL,
         .cluster = c->cluster, .bucket_mb = c->bucket_mb,
-        .opt = {(float)c->lr, (float)c->momentum, (float)c->wd}, .seed = (uint64_t)c->seed,
+        .opt = {.kind = c->optimizer, .lr = (float)c->lr, .wd = (float)c->wd, .momentum = (float)c->momentum,
+                .beta1 = (float)c->beta1, .beta2 = (float)c->beta2, .eps = (float)c->eps,
+                .clip_norm = (float)c->clip_norm},
+        .seed = (uint64_t)c->seed,
         .init = strcmp(c->init, "normal") == 0 ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER,
         .partition = c->partition, .micro_batches = c->micro_batches, .schedule = c->schedule,
         .compression = c->compression, .gc_threshold = c->gc_threshold, .gc_topk_ratio = c->gc_topk_ratio,

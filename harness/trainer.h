@@ -22,6 +22,10 @@ typedef struct {
     int epochs, steps;      /* exactly one is > 0 */
     int warmup_steps, repeats, seed;
     double lr, momentum, wd;
+    /* the optimizer (engine/core/optim.h): SGD (momentum) or AdamW (beta1, beta2, eps), and
+     * clipping of the summed gradient by its global norm (0: off) */
+    mx_optim_kind optimizer;
+    double beta1, beta2, eps, clip_norm;
     double warmup_epochs, warmup_start_lr;
     const char *lr_schedule; /* after the warmup: "constant" or "cosine" (engine/core/optim.h) */
     double target_acc;

@@ -84,6 +84,13 @@ int mx_train_config_check(const mx_train_config *c)
     if (!(c->momentum >= 0 && c->momentum < 1))
         return mx_error(MX_EINVAL, "momentum %g: accepted 0 <= momentum < 1", c->momentum);
     if (!(c->wd >= 0 && c->wd < 1)) return mx_error(MX_EINVAL, "weight decay %g: accepted 0 <= wd < 1", c->wd);
+    if (c->optimizer < 0 || c->optimizer >= MX_NOPTIMS)
+        return mx_error(MX_EINVAL, "optimizer %d: accepted %s", (int)c->optimizer, mx_optim_names());
+    if (!(c->beta1 >= 0 && c->beta1 < 1)) return mx_error(MX_EINVAL, "beta1 %g: accepted 0 <= beta1 < 1", c->beta1);
+    if (!(c->beta2 >= 0 && c->beta2 < 1)) return mx_error(MX_EINVAL, "beta2 %g: accepted 0 <= beta2 < 1", c->beta2);
+    if (!(c->eps > 0 && c->eps <= 1)) return mx_error(MX_EINVAL, "eps %g: accepted above 0 and at most 1", c->eps);
+    if (!(c->clip_norm >= 0 && c->clip_norm <= MX_MAX_CLIP_NORM))
+        return mx_error(MX_EINVAL, "clip norm %g: accepted 0 (off) up to %g", c->clip_norm, MX_MAX_CLIP_NORM);
     if (!(c->warmup_epochs >= 0 && c->warmup_epochs <= (c->epochs ? c->epochs : MX_MAX_EPOCHS)))
         return mx_error(MX_EINVAL, "warmup epochs %g: accepted 0..%d (the epochs trained)", c->warmup_epochs,
                         c->epochs ? c->epochs : MX_MAX_EPOCHS);
@@ -126,6 +133,7 @@ int mx_train_config_check(const mx_train_config *c)
     MX_TRY(check_compression(c));
     /* one device has no kvstore: what it is called does not matter */
     MX_TRY(mx_amp_check(c->strategy, c->devices > 1 || c->cluster ? c->kvstore : MX_KV_NONE, c->amp));
+    MX_TRY(mx_clip_check(c->strategy, c->devices > 1 || c->cluster ? c->kvstore : MX_KV_NONE, c->clip_norm));
     if (strcmp(c->init, "xavier") != 0 && strcmp(c->init, "normal") != 0)
         return mx_error(MX_EINVAL, "initialiser '%s': accepted xavier or normal", c->init);
     return MX_OK;

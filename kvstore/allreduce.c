@@ -184,8 +184,8 @@ static int reduce_bucket(mx_kvstore *kv, kv_allreduce *m, int b)
     if (kv->updater)
         for (int k = bk->hi - 1; k >= bk->lo; k--) {
             const mx_kv_key *key = &kv->keys[k];
-            kv->updater(kv->updater_user, m->h.host, k, 0, key->count, m->h.w + key->offset, m->h.mom + key->offset,
-                        m->h.merge + key->offset);
+            kv->updater(kv->updater_user, m->h.host, k, 0, key->count, m->h.w + key->offset,
+                        mx_kv_state_at(kv, m->h.mom, key->offset), m->h.merge + key->offset);
         }
     return MX_OK;
 }

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 
 typedef struct {
-    float **mom;   /* [ndev] momentum, used on each device's own shards */
+    float **mom;   /* [ndev] the optimizer's state, used on each device's own shards (mx_kv_state_at) */
     float **merge; /* [ndev] summed gradient: the own shard, or all of it without an updater */
     /* compression only: [ndev] n payload slots of the largest key, and one decompressed key */
     float **slots, **unpacked;
@@ -91,10 +91,11 @@ static int device_init(mx_kvstore *kv)
     kv_device *m = kv->mode;
     for (int d = 0; d < kv->ndev; d++) {
         mx_backend *be = kv->dev[d].be;
-        if (!m->mom[d]) m->mom[d] = be->ops->alloc(be, sizeof(float) * kv->total);
+        if (!m->mom[d]) m->mom[d] = be->ops->alloc(be, sizeof(float) * mx_kv_state_floats(kv));
         if (!m->merge[d]) m->merge[d] = be->ops->alloc(be, sizeof(float) * kv->total);
         if (!m->mom[d] || !m->merge[d])
-            return mx_error(MX_ENOMEM, "out of memory on device %d for kvstore device (2 x %zu floats)", d, kv->total);
+            return mx_error(MX_ENOMEM, "out of memory on device %d for kvstore device (%zu floats)", d,
+                            kv->total + mx_kv_state_floats(kv));
     }
     if (!kv->gc) return MX_OK; /* replicas start equal: nothing to store */
     for (int k = 0; k < kv->nkeys; k++) {
@@ -157,8 +158,8 @@ static int device_process(mx_kvstore *kv, int worker, int key)
             const size_t at = kv->keys[j].offset - off, end = at + kv->keys[j].count;
             const size_t klo = lo > at ? lo : at, khi = hi < end ? hi : end;
             if (khi > klo)
-                kv->updater(kv->updater_user, dv->be, j, klo - at, khi - at, gathered + at, m->mom[worker] + off + at,
-                            merge + at);
+                kv->updater(kv->updater_user, dv->be, j, klo - at, khi - at, gathered + at,
+                            mx_kv_state_at(kv, m->mom[worker], off + at), merge + at);
         }
     }
     MX_TRY(mx_kv_allgather(kv, worker, c, member, gathered, count, MX_F32));

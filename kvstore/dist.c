@@ -179,9 +179,13 @@ static int dist_init(mx_kvstore *kv)
     const size_t desc_bytes = sizeof(mx_ps_setup) + sizeof(mx_ps_key_desc) * kv->nkeys;
     char *msg = calloc(1, desc_bytes);
     if (!msg) return mx_error(MX_ENOMEM, "out of memory for the key table");
-    mx_ps_setup setup = {kv->nkeys, c->nworkers, m->async, kv->updater != NULL,
-                         kv->opt.opt ? kv->opt.opt->momentum : 0, kv->opt.opt ? kv->opt.opt->wd : 0,
-                         (int64_t)mx_ps_bigarray_bound(), mx_kv_compression(kv), 0, 0};
+    /* the optimizer's kind and settings (its lr travels with each push, and each server counts
+     * its own updates, AdamW's t, part by part) */
+    const mx_optim none = {.kind = MX_OPTIM_SGD}, *o = kv->opt.opt ? kv->opt.opt : &none;
+    mx_ps_setup setup = {.nkeys = kv->nkeys, .nworkers = c->nworkers, .async = m->async,
+                         .update = kv->updater != NULL, .optimizer = o->kind, .momentum = o->momentum, .wd = o->wd,
+                         .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
+                         .bound = (int64_t)mx_ps_bigarray_bound(), .compression = mx_kv_compression(kv)};
     setup.gc_threshold = kv->opt.gc_threshold;
     setup.gc_topk_ratio = kv->opt.gc_topk_ratio;
     memcpy(msg, &setup, sizeof setup);

@@ -81,12 +81,19 @@ void mx_kv_count_bytes(mx_kvstore *kv, double bytes)
     pthread_mutex_unlock(&kv->lock);
 }
 
+size_t mx_kv_state_floats(const mx_kvstore *kv) { return (size_t)mx_optim_nstate(kv->opt.opt) * kv->total; }
+
+mx_optim_state mx_kv_state_at(const mx_kvstore *kv, float *buf, size_t off)
+{
+    return mx_optim_state_at(mx_optim_state_of(kv->opt.opt, buf, kv->total), off);
+}
+
 int mx_kv_host_create(mx_kvstore *kv, mx_kv_host *h)
 {
     MX_TRY(mx_backend_create(&h->host, "cpu", -1, 1));
     const size_t bytes = sizeof(float) * kv->total;
     h->w = h->host->ops->alloc(h->host, bytes);
-    h->mom = h->host->ops->alloc(h->host, bytes);
+    h->mom = h->host->ops->alloc(h->host, sizeof(float) * mx_kv_state_floats(kv));
     h->merge = h->host->ops->alloc(h->host, bytes);
     h->tmp = h->host->ops->alloc(h->host, bytes);
     if (!h->w || !h->mom || !h->merge || !h->tmp)

@@ -31,16 +31,18 @@ typedef struct {
     int devices; /* devices of this process that push (0: the comm's local member count) */
     /* dist_* modes only (the store's comm then joins this process's own devices):
      * cluster: the MPI job's ranks and roles (cluster/cluster.h; sessions are counted in it);
-     * world: dist_allreduce's mpi comm of every worker rank; opt and decay: the SGD the parameter
-     * servers run (opt is read at each push, so its lr may change per step) and, per key,
-     * whether weight decay applies */
+     * world: dist_allreduce's mpi comm of every worker rank; decay: per key, whether weight
+     * decay applies, for the parameter servers' updates */
     mx_cluster *cluster;
     mx_comm *world;
     /* device and dist_allreduce: keys are exchanged in buckets of at most this many MiB,
      * filled in backward order; every device then pushes every key of a bucket each round.
      * 0: dist_allreduce MX_KV_BUCKET_MB, device each key alone (a key may be pushed alone) */
     double bucket_mb;
-    const mx_sgd *opt;
+    /* the optimizer the updater runs (every mode sizes its state by its kind: SGD's momentum,
+     * AdamW's two moments; NULL: SGD's) and that the parameter servers run (read at each push,
+     * so its lr may change per step) */
+    const mx_optim *opt;
     const int *decay;
     /* gradient compression of pushes (kvstore/compressor.h): MX_GC_NONE, or a compressor the
      * mode supports, with 2bit's threshold and topk's ratio (0: the defaults) */
@@ -48,10 +50,10 @@ typedef struct {
     double gc_threshold, gc_topk_ratio;
 } mx_kv_options;
 
-/* Applies one update to elements [lo, hi) of key: w and mom point at the key's start in the
- * store's buffers (host for local, the owning device's for device), g at its summed
- * gradient. Keys are f32 (master weights) wherever an updater runs. */
-typedef void (*mx_kv_updater)(void *user, mx_backend *be, int key, size_t lo, size_t hi, float *w, float *mom,
+/* Applies one update to elements [lo, hi) of key: w and st (the optimizer's state) point at
+ * the key's start in the store's buffers (host for local, the owning device's for device), g
+ * at its summed gradient. Keys are f32 (master weights) wherever an updater runs. */
+typedef void (*mx_kv_updater)(void *user, mx_backend *be, int key, size_t lo, size_t hi, float *w, mx_optim_state st,
                               const float *g);
 
 /* Called by push on the pushing device's thread before the gradient enters the reduction:

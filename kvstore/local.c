@@ -38,8 +38,8 @@ static int local_process(mx_kvstore *kv, int worker, int key)
     const mx_kv_key *k = &kv->keys[key];
     mx_kv_sum_on_host(kv, m->host, key, m->merge, m->tmp);
     if (kv->updater)
-        kv->updater(kv->updater_user, m->host, key, 0, k->count, m->w + k->offset, m->mom + k->offset,
-                    m->merge + k->offset);
+        kv->updater(kv->updater_user, m->host, key, 0, k->count, m->w + k->offset,
+                    mx_kv_state_at(kv, m->mom, k->offset), m->merge + k->offset);
     return MX_OK;
 }
 

@@ -137,9 +137,14 @@ int mx_kv_plan_buckets(const mx_kvstore *kv, double cap, mx_kv_bucket *b, int *b
 int mx_kv_all_pushed(const mx_kvstore *kv, int key, int round);
 /* Adds to the bytes statistic (takes the lock). */
 void mx_kv_count_bytes(mx_kvstore *kv, double bytes);
+/* The optimizer's state a mode keeps for its updater (kv->opt.opt's kind): the floats of one
+ * allocation (mx_optim_nstate x kv->total), and within such an allocation buf the state of the
+ * weights from element off of the key table's layout. */
+size_t mx_kv_state_floats(const mx_kvstore *kv);
+mx_optim_state mx_kv_state_at(const mx_kvstore *kv, float *buf, size_t off);
 /* The host side of a mode that sums and updates on the host (local, dist_allreduce): a
- * one-thread CPU backend, and weights, momentum, summed gradients and a scratch buffer laid
- * out by the key table (zero-filled by the CPU backend). */
+ * one-thread CPU backend, and weights, the optimizer's state (mx_kv_state_floats), summed
+ * gradients and a scratch buffer laid out by the key table (zero-filled by the CPU backend). */
 typedef struct {
     mx_backend *host;
     float *w, *mom, *merge, *tmp;

@@ -15,7 +15,8 @@
  *   worker   -> server        part tag: the part's summed gradient, then one float, the lr
  *   server   -> worker        part tag: the part's new values (the sum, without updater);
  *                             sync: once every worker pushed the round; async: at once,
- *                             plus the other workers' next momentum steps (kvstore/ps_server.c)
+ *                             plus the other workers' next momentum steps under SGD
+ *                             (kvstore/ps_server.c)
  *   worker   -> every server  TAG_STOP: this worker's session is over */
 #ifndef MX_PS_H
 #define MX_PS_H
@@ -46,8 +47,10 @@ typedef struct {
     int32_t nkeys;       /* 0: end of the job */
     int32_t nworkers;
     int32_t async;       /* 1: dist_async (apply each push at once) */
-    int32_t update;      /* 1: run SGD (else answer the summed gradient) */
+    int32_t update;      /* 1: run the optimizer (else answer the summed gradient) */
+    int32_t optimizer;   /* an mx_optim_kind (base/config.h): SGD or AdamW, with their settings */
     float momentum, wd;
+    float beta1, beta2, eps;
     int64_t bound;
     /* compression of the workers' pushes (kvstore/compressor.h): an mx_gc_kind, MX_GC_NONE or the
      * compressor whose payloads arrive, with its settings; servers decompress, and answer

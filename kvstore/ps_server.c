@@ -17,7 +17,13 @@
  * weight decay split over the W pushes as the gradient is); the answer is the weights plus
  * the others' next momentum steps, mu x (their momenta), which is where the gradient the
  * worker computes next will be applied, but for the gradients those steps bring. One worker:
- * no others, the plain update and the weights, as dist_sync. */
+ * no others, the plain update and the weights, as dist_sync.
+ *
+ * AdamW (the workers' --optimizer, in the session's setup) keeps one pair of moments per part
+ * and counts its updates (t) per part: dist_sync updates once a round, so its t is the
+ * workers' step; dist_async takes an AdamW step with every push, as MXNet's server runs its
+ * optimizer on each, with 1/W of the weight decay as SGD's, and answers the weights (the
+ * look-ahead is a momentum's: AdamW's step is not a linear function of the moments). */
 #include "cluster/mpi.h"
 #include "compressor.h"
 #include "ps.h"
@@ -36,8 +42,9 @@ typedef struct {
     int key;
     size_t len;
     mx_param param;  /* for the update: its decay flag and length */
-    float *w, *mom;  /* mom: [len]; async: [nworkers][len], one momentum per worker */
-    float *mom_sum;  /* async: [len] the sum of the workers' momenta, for the look-ahead */
+    float *w, *mom;  /* the optimizer's state. SGD: [len]; async: [nworkers][len], one momentum per
+                      * worker. AdamW: [2][len], its moments m and v */
+    float *mom_sum;  /* async SGD: [len] the sum of the workers' momenta, for the look-ahead */
     float *slots;    /* [nworkers][stride]: each worker's push of the round, then its lr */
     size_t stride;   /* len + 1, or payload floats + 1 where that is more (compressed pushes) */
     size_t payload;  /* floats of a compressed push's payload (0: pushes are f32 values) */
@@ -136,10 +143,10 @@ static int session_begin(session *s)
         return 1;
     }
     if (nkeys < 0 || (size_t)bytes != sizeof s->setup + (size_t)nkeys * sizeof(mx_ps_key_desc) ||
-        s->setup.nworkers != c->nworkers) {
+        s->setup.nworkers != c->nworkers || (unsigned)s->setup.optimizer >= MX_NOPTIMS) {
         free(buf);
-        return mx_error(MX_EFORMAT, "server %d: malformed key table from worker 0 (%d bytes, %d keys, %d workers)",
-                        c->index, bytes, nkeys, s->setup.nworkers);
+        return mx_error(MX_EFORMAT, "server %d: malformed key table from worker 0 (%d bytes, %d keys, %d workers, "
+                        "optimizer %d)", c->index, bytes, nkeys, s->setup.nworkers, s->setup.optimizer);
     }
     s->keys = malloc(sizeof *s->keys * nkeys);
     s->ntags = nkeys * MX_COMM_MAX;
@@ -163,14 +170,14 @@ static int session_begin(session *s)
             sp->len = pl[p].hi - pl[p].lo;
             sp->param = (mx_param){.count = sp->len, .dtype = MX_F32, .decay = s->keys[k].decay};
             sp->w = malloc(sizeof(float) * (sp->len + 1));
-            const int A = s->setup.async;
-            sp->mom = calloc((sp->len + 1) * (A ? W : 1), sizeof(float));
-            sp->mom_sum = A ? calloc(sp->len + 1, sizeof(float)) : NULL;
+            const int A = s->setup.async, adamw = s->setup.optimizer == MX_OPTIM_ADAMW;
+            sp->mom = calloc((sp->len + 1) * (adamw ? 2 : A ? W : 1), sizeof(float));
+            sp->mom_sum = A && !adamw ? calloc(sp->len + 1, sizeof(float)) : NULL;
             sp->stride = sp->len + 1;
             sp->slots = malloc(sizeof(float) * sp->stride * (s->setup.async ? 1 : W));
             sp->sum = malloc(sizeof(float) * (sp->len + 1));
             sp->last_pull = calloc(W, sizeof(long));
-            if (!sp->w || !sp->mom || !sp->slots || !sp->sum || !sp->last_pull || (A && !sp->mom_sum))
+            if (!sp->w || !sp->mom || !sp->slots || !sp->sum || !sp->last_pull || (A && !adamw && !sp->mom_sum))
                 return mx_error(MX_ENOMEM, "server: out of memory for key %d (%zu values)", k, sp->len);
             s->part_of_tag[mx_ps_tag(k, p) - MX_PS_TAG_PART0] = s->nparts++;
             rc = MPI_Recv(sp->w, (int)sp->len, MPI_FLOAT, w0, MX_PS_TAG_INIT, s->comm, MPI_STATUS_IGNORE);
@@ -207,32 +214,47 @@ static int reply(session *s, server_part *sp, int w0, int w1, int tag, const flo
     return MX_OK;
 }
 
-static void update(session *s, server_part *sp, const float *g, float lr)
+/* The workers' optimizer at lr with weight decay wd, as update number version + 1 of sp. */
+static mx_optim server_optim(const session *s, const server_part *sp, float lr, float wd)
 {
-    const mx_sgd opt = {lr, s->setup.momentum, s->setup.wd};
-    mx_sgd_update_slice(s->be, &opt, &sp->param, 0, sp->len, sp->w, sp->mom, g);
+    const mx_ps_setup *u = &s->setup;
+    return (mx_optim){.kind = (mx_optim_kind)u->optimizer, .lr = lr, .wd = wd, .momentum = u->momentum,
+                      .beta1 = u->beta1, .beta2 = u->beta2, .eps = u->eps, .step = sp->version + 1};
+}
+
+static int is_adamw(const session *s) { return s->setup.optimizer == MX_OPTIM_ADAMW; }
+
+static void update(session *s, server_part *sp, const float *g, float lr, float wd)
+{
+    const mx_optim o = server_optim(s, sp, lr, wd);
+    mx_optim_update_slice(s->be, &o, &sp->param, 0, sp->len, sp->w, mx_optim_state_of(&o, sp->mom, sp->len), g,
+                          1.0f);
     sp->version++;
 }
 
-/* dist_async: worker w's push, with its own momentum and 1/W of the weight decay (the push's
- * share of the global batch's objective). mom_sum follows: minus the old momentum, plus the
- * new. */
+/* dist_async: worker w's push, with 1/W of the weight decay (the push's share of the global
+ * batch's objective). SGD: with the worker's own momentum; mom_sum follows, minus the old
+ * momentum, plus the new. AdamW: the part's moments. */
 static void update_async(session *s, server_part *sp, int w, const float *g, float lr)
 {
     const int W = s->c->nworkers;
-    const mx_sgd opt = {lr, s->setup.momentum, s->setup.wd / (float)W};
+    if (is_adamw(s)) {
+        update(s, sp, g, lr, s->setup.wd / (float)W);
+        return;
+    }
+    const mx_optim o = server_optim(s, sp, lr, s->setup.wd / (float)W);
     float *mom = sp->mom + (size_t)w * sp->len, *sum = sp->mom_sum;
     for (size_t i = 0; i < sp->len; i++) sum[i] -= mom[i];
-    mx_sgd_update_slice(s->be, &opt, &sp->param, 0, sp->len, sp->w, mom, g);
+    mx_optim_update_slice(s->be, &o, &sp->param, 0, sp->len, sp->w, (mx_optim_state){mom, NULL}, g, 1.0f);
     s->be->ops->add(s->be, sp->len, sum, mom);
     sp->version++;
 }
 
 /* dist_async's answer to worker w: the weights plus the other workers' next momentum steps,
- * into sp->sum; the weights themselves with one worker. */
+ * into sp->sum; the weights themselves with one worker, or under AdamW. */
 static const float *look_ahead(session *s, server_part *sp, int w)
 {
-    if (s->c->nworkers == 1) return sp->w;
+    if (s->c->nworkers == 1 || is_adamw(s)) return sp->w;
     const float mu = s->setup.momentum, *mom = sp->mom + (size_t)w * sp->len;
     for (size_t i = 0; i < sp->len; i++) sp->sum[i] = sp->w[i] + mu * (sp->mom_sum[i] - mom[i]);
     return sp->sum;
@@ -260,7 +282,7 @@ static int handle_push(session *s, server_part *sp, int w, int tag, int first_pa
     /* in worker order, whatever the order of arrival */
     memcpy(sp->sum, sp->slots, sizeof(float) * sp->len);
     for (int v = 1; v < W; v++) s->be->ops->add(s->be, sp->len, sp->sum, sp->slots + (size_t)v * stride);
-    if (s->setup.update) update(s, sp, sp->sum, sp->slots[sp->len]);
+    if (s->setup.update) update(s, sp, sp->sum, sp->slots[sp->len], s->setup.wd);
     if (first_part) s->st->rounds++;
     return reply(s, sp, 0, W, tag, s->setup.update ? sp->w : sp->sum);
 }

@@ -159,6 +159,21 @@ const mx_axis mx_axes[] = {
      "%s-lr",
      2,
      "constant"},
+    /* the optimizer: before these fields every run was SGD without clipping, their defaults.
+     * AdamW's settings hold their defaults on SGD rows and reach a child only when they differ */
+    {AX(optimizer, STR), "optimizer", 0, NULL, 0, 0, 0, "sgd", "NAME",
+     "sgd or adamw (AdamW: --beta1, --beta2, --eps, decoupled --wd) (default sgd)", "optimizer", NULL,
+     MX_CHILD_IF_DIFFERS, 1, 1, 0, 16, "%s", 2, NULL, mx_optim_names},
+    {AX(beta1, DBL), "beta1", 0, NULL, 0, 1, 0, "0.9", "X", "adamw: decay of the first moment, below 1 (default 0.9)",
+     "beta1", NULL, MX_CHILD_IF_DIFFERS, 1, 1, 0, 17, "b1=%g", 2},
+    {AX(beta2, DBL), "beta2", 0, NULL, 0, 1, 0, "0.999", "X",
+     "adamw: decay of the second moment, below 1 (default 0.999)", "beta2", NULL, MX_CHILD_IF_DIFFERS, 1, 1, 0, 18,
+     "b2=%g", 2},
+    {AX(eps, DBL), "eps", 0, NULL, 0, 1, 1, "1e-08", "X", "adamw: added to the second moment's root (default 1e-8)",
+     "eps", NULL, MX_CHILD_IF_DIFFERS, 1, 1, 0, 19, "eps=%g", 2},
+    {AX(clip_norm, DBL), "clip-norm", 0, NULL, 0, MX_MAX_CLIP_NORM, 0, "0", "X",
+     "clip each step's gradient to this global L2 norm (default 0: off)", "clip-norm", NULL, MX_CHILD_IF_SET, 1, 1,
+     0, 20, "clip=%g", 1},
 };
 const int mx_naxes = (int)(sizeof mx_axes / sizeof mx_axes[0]);
 

@@ -77,6 +77,9 @@ typedef struct {
     double gc_threshold;   /* 2bit compression's threshold (0.5 on every other row) */
     double gc_topk_ratio;  /* topk compression's share of values sent (0.01 on every other row) */
     char lr_schedule[12];  /* the lr after warmup: constant or cosine (engine/core/optim.h) */
+    char optimizer[8];     /* sgd or adamw (base/config.h's optimizers) */
+    double beta1, beta2, eps; /* adamw's (0.9, 0.999, 1e-8 on sgd rows) */
+    double clip_norm;      /* the global norm gradients were clipped to; 0 = no clipping */
 
     /* ---- outcome */
     char status[12];       /* one of mx_record_statuses: ok, failed, skipped, diverged */

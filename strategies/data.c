@@ -8,7 +8,12 @@
  * (update_on_kvstore off): the store has no updater and pull returns the summed gradient,
  * which every device then checks for inf/NaN, skipping the step or unscaling it and updating
  * its own f32 master weights and momentum. Every device and rank sees the same sum, so
- * their loss scalers take the same decisions without a further exchange. */
+ * their loss scalers take the same decisions without a further exchange.
+ *
+ * Clipping by the global norm (--clip-norm) runs the same way: the norm is the whole summed
+ * gradient's, which only exists once every device's and rank's gradients are reduced, so the
+ * store has no updater, and every device sums the squares of the same pulled sum in the same
+ * order, takes the same factor and updates its own replica (no exchange of the norm). */
 #include "strategy.h"
 #include "engine/core/device_marks.h"
 #include "cluster/cluster.h"
@@ -27,9 +32,9 @@
 #include <unistd.h>
 
 typedef struct {
-    mx_sgd opt;
+    mx_optim opt;
     const mx_param *params;
-} sgd_ctx;
+} optim_ctx;
 
 typedef struct {
     double loss;
@@ -47,10 +52,11 @@ struct mx_strategy {
     mx_phase_clock clock[MX_MAX_DEVICES]; /* the phases on each device's queue (GPUs) */
     long steps;                           /* steps run, for the ranges' names */
     mx_net *net[MX_MAX_DEVICES];
-    /* momentum next to the weights, where a device updates its own (one device without a
-     * kvstore, or AMP); NULL where the kvstore updates */
+    /* optimizer state (momentum, AdamW's moments) next to the weights, where a device updates
+     * its own (one device without a kvstore, AMP, or clipping); NULL where the kvstore updates */
     float *mom[MX_MAX_DEVICES];
     int local_update;
+    long updates; /* updates applied (AMP's skipped steps not counted): AdamW's t is the next */
     mx_loss_scaler scaler[MX_MAX_DEVICES]; /* AMP: one per device, moved by the same sums */
     mx_kvstore *kv;
     double mem_peak[MX_MAX_DEVICES]; /* the most each device held in any step so far */
@@ -59,7 +65,7 @@ struct mx_strategy {
     mx_comm *comm; /* the devices' group, which the kvstore moves gradients through */
     mx_comm *world; /* dist_allreduce: every worker rank */
     int *decay;    /* [nparams] dist_*: the servers' weight decay flags */
-    sgd_ctx sgd;
+    optim_ctx upd;
     int workers, worker; /* dist_*: worker ranks, and which this process is (1 and 0 otherwise) */
 
     /* ---- the step in flight, handed to device threads */
@@ -102,22 +108,33 @@ static void push_ready(void *user, int first, int count)
         if (mx_kv_push(s->kv, p, c->dev, s->net[c->dev]->params[p].count) < 0) record_error(s);
 }
 
-/* The device's own update of its weights from the summed gradient in g. AMP: skipped when
- * the sum holds inf or NaN (the scaler halves an fp16 scale), else g is unscaled and the f32
- * master weights updated, then rounded into the compute copy the layers read. */
+/* The clipping factor of the summed gradient in g (1 without clipping). Every device holds
+ * the same sum (the store's reduction, or one device's own) and sums its squares in the same
+ * order, so every replica and rank takes the same factor without an exchange. */
+static float clip_factor(mx_strategy *s, mx_net *net)
+{
+    if (!(s->upd.opt.clip_norm > 0)) return 1.0f;
+    return mx_optim_clip_factor(&s->upd.opt, mx_optim_sumsq(net->be, net->params, 0, net->nparams, net->g));
+}
+
+/* The device's own update of its weights from the summed gradient in g, clipped to the
+ * global norm when asked. AMP: skipped when the sum holds inf or NaN (the scaler halves an
+ * fp16 scale), else g is unscaled (then clipped) and the f32 master weights updated, then
+ * rounded into the compute copy the layers read. */
 static void update_device(mx_strategy *s, int d)
 {
     mx_net *net = s->net[d];
+    const mx_optim_state st = mx_optim_state_of(&s->upd.opt, s->mom[d], net->nweights);
     if (net->amp == MX_AMP_OFF) {
-        mx_sgd_update(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w, s->mom[d], net->g);
+        mx_optim_update(net->be, &s->upd.opt, net->params, 0, net->nparams, net->w, st, net->g, clip_factor(s, net));
         return;
     }
     const double scale = s->scaler[d].scale;
     s->res[d].skipped = mx_loss_scaler_update(&s->scaler[d], mx_net_grad_nonfinite(net) > 0);
     if (s->res[d].skipped) return;
     if (scale != 1) net->be->ops->scale(net->be, net->nweights, net->g, (float)(1 / scale));
-    mx_sgd_update_amp(net->be, &s->sgd.opt, net->params, 0, net->nparams, net->w_master, s->mom[d], net->g,
-                      mx_amp_dtype(net->amp), net->w_half, net->w);
+    mx_optim_update_amp(net->be, &s->upd.opt, net->params, 0, net->nparams, net->w_master, st, net->g,
+                        clip_factor(s, net), mx_amp_dtype(net->amp), net->w_half, net->w);
 }
 
 static void run_device(mx_strategy *s, int d)
@@ -180,11 +197,11 @@ static void run_device_cb(void *user, int d) { run_device(user, d); }
 
 /* ---- strategy ops */
 
-static void sgd_updater(void *user, mx_backend *be, int key, size_t lo, size_t hi, float *w, float *mom,
-                        const float *g)
+static void optim_updater(void *user, mx_backend *be, int key, size_t lo, size_t hi, float *w, mx_optim_state st,
+                          const float *g)
 {
-    const sgd_ctx *u = user;
-    mx_sgd_update_slice(be, &u->opt, &u->params[key], lo, hi, w, mom, g);
+    const optim_ctx *u = user;
+    mx_optim_update_slice(be, &u->opt, &u->params[key], lo, hi, w, st, g, 1.0f);
 }
 
 static void data_destroy(mx_strategy *s);
@@ -233,17 +250,23 @@ static int create_replicas(mx_strategy *s)
 static int create_store(mx_strategy *s)
 {
     mx_net *n0 = s->net[0];
-    s->sgd.params = n0->params;
+    s->upd.params = n0->params;
     const int store = s->k > 1 || s->cfg.cluster;
-    s->local_update = !store || s->cfg.amp != MX_AMP_OFF;
+    /* clipping, as AMP, needs the step's whole summed gradient before any update: the store
+     * then has no updater and every device updates its own replica */
+    s->local_update = !store || s->cfg.amp != MX_AMP_OFF || s->cfg.opt.clip_norm > 0;
+    /* the devices run the update where they update (the device kvstore's updater runs on them too) */
+    for (int d = 0; d < s->k; d++)
+        if (s->local_update || s->cfg.kvstore == MX_KV_DEVICE) MX_TRY(mx_optim_check_backend(&s->cfg.opt, s->be[d]));
+    const size_t nstate = (size_t)mx_optim_nstate(&s->cfg.opt) * (n0->nweights ? n0->nweights : 1);
     for (int d = 0; s->local_update && d < s->k; d++)
-        if (!(s->mom[d] = s->be[d]->ops->alloc(s->be[d], sizeof(float) * (n0->nweights ? n0->nweights : 1))))
-            return mx_error(MX_ENOMEM, "out of memory for momentum (%zu floats)", n0->nweights);
+        if (!(s->mom[d] = s->be[d]->ops->alloc(s->be[d], sizeof(float) * nstate)))
+            return mx_error(MX_ENOMEM, "out of memory for the optimizer's state (%zu floats)", nstate);
     if (!store) return MX_OK;
     mx_kv_key *keys = malloc(sizeof *keys * n0->nparams);
     if (!keys) return mx_error(MX_ENOMEM, "out of memory for kvstore keys");
     for (int p = 0; p < n0->nparams; p++) keys[p] = (mx_kv_key){n0->params[p].offset, n0->params[p].count, MX_F32};
-    mx_kv_options opt = {.cluster = s->cfg.cluster, .bucket_mb = s->cfg.bucket_mb, .opt = &s->sgd.opt,
+    mx_kv_options opt = {.cluster = s->cfg.cluster, .bucket_mb = s->cfg.bucket_mb, .opt = &s->upd.opt,
                          .compression = s->cfg.compression, .gc_threshold = s->cfg.gc_threshold,
                          .gc_topk_ratio = s->cfg.gc_topk_ratio};
     int rc = mx_comm_create(&s->comm, "threads", s->k);
@@ -262,7 +285,7 @@ static int create_store(mx_strategy *s)
     MX_TRY(rc);
     for (int d = 0; d < s->k; d++) MX_TRY(mx_kv_bind(s->kv, d, s->be[d], s->net[d]->w, s->net[d]->g));
     /* without an updater pull returns the summed gradient (AMP updates on the devices) */
-    if (!s->local_update) mx_kv_set_updater(s->kv, sgd_updater, &s->sgd);
+    if (!s->local_update) mx_kv_set_updater(s->kv, optim_updater, &s->upd);
     return mx_kv_init(s->kv);
 }
 
@@ -272,13 +295,15 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
     if (cfg->devices < 1 || cfg->devices > MX_MAX_DEVICES)
         return mx_error(MX_EINVAL, "device count %d: accepted 1..%d", cfg->devices, MX_MAX_DEVICES);
     MX_TRY(mx_amp_check(MX_STRATEGY_DATA, cfg->devices > 1 || cfg->cluster ? cfg->kvstore : MX_KV_NONE, cfg->amp));
+    MX_TRY(mx_clip_check(MX_STRATEGY_DATA, cfg->devices > 1 || cfg->cluster ? cfg->kvstore : MX_KV_NONE,
+                         cfg->opt.clip_norm));
     mx_strategy *s = calloc(1, sizeof *s);
     if (!s) return mx_error(MX_ENOMEM, "out of memory creating the data strategy");
     s->cfg = *cfg;
     s->k = cfg->devices;
     s->workers = cfg->cluster ? cfg->cluster->nworkers : 1;
     s->worker = cfg->cluster ? cfg->cluster->index : 0;
-    s->sgd.opt = cfg->opt;
+    s->upd.opt = cfg->opt;
     pthread_mutex_init(&s->errlock, NULL);
     int rc = create_replicas(s);
     if (rc == MX_OK) rc = create_store(s);
@@ -294,12 +319,13 @@ static int data_create(mx_strategy **out, const mx_strategy_config *cfg)
 
 static double momentum_bytes(const mx_strategy *s)
 {
-    return sizeof(float) * (double)(s->net[0]->nweights ? s->net[0]->nweights : 1);
+    const size_t n = s->net[0]->nweights ? s->net[0]->nweights : 1;
+    return sizeof(float) * (double)mx_optim_nstate(&s->cfg.opt) * (double)n;
 }
 
 /* Memory per device as the allocator counted it: the replica's parameters and gradients
- * (AMP: with the master and half copies), momentum where the device updates (one device, or
- * AMP; a kvstore keeps its own in host memory), the saved activations, and the most the
+ * (AMP: with the master and half copies), the optimizer's state where the device updates (one
+ * device, AMP or clipping; a kvstore keeps its own in host memory), the saved activations, and the most the
  * device held during the step (activations and workspace on top). */
 static void memory_counters(mx_strategy *s, mx_step_stats *st)
 {
@@ -407,7 +433,8 @@ static int data_step(mx_strategy *s, const float *x, const int32_t *y, int n, fl
      * would, so the two differ only by staleness at the same lr (MXNet's Module scales an
      * async worker by its own batch instead, making the lr in effect workers times larger) */
     s->grad_scale = 1.0f / n;
-    s->sgd.opt.lr = lr;
+    s->upd.opt.lr = lr;
+    s->upd.opt.step = s->updates + 1;
     s->error = 0;
     if (s->kv) mx_kv_stats_reset(s->kv);
     /* the pushed gradient is the mean times the loss scale: compressors see the sum */
@@ -459,6 +486,7 @@ static int data_step(mx_strategy *s, const float *x, const int32_t *y, int n, fl
     if (s->cfg.cluster) dist_counters(s, st);
     MX_TRY(comm_call_counters(s, st));
     memory_counters(s, st);
+    if (!s->res[0].skipped) s->updates++;
     return s->cfg.amp != MX_AMP_OFF ? amp_counters(s, st) : MX_OK;
 }
 

@@ -50,7 +50,8 @@ struct mx_strategy {
     const float *x;
     const int32_t *y;
     int n;
-    mx_sgd opt;
+    mx_optim opt;
+    double sumsq[MX_MAX_DEVICES]; /* clipping: each device's share of the squared norm (mx_tp_update) */
     device_result res[MX_MAX_DEVICES];
     int error;
     char errmsg[512]; /* the failing thread's message: mx_last_error is per thread */
@@ -106,7 +107,7 @@ static void run_step(mx_strategy *s, int d)
     }
     if (be->ops->sync(be) < 0) record_error(s, d);
     r->t_bwd_end = mx_now();
-    mx_tp_update(dev, &s->opt);
+    if (mx_tp_update(dev, &s->opt, s->sumsq) < 0) record_error(s, d);
     if (be->ops->sync(be) < 0) record_error(s, d);
     r->t_end = mx_now();
 }
@@ -192,7 +193,8 @@ static int create_devices(mx_strategy *s)
         return mx_error(MX_EINVAL, "layer strategy: %s scores %d classes, the data set has %d",
                         c->workload ? c->workload : "the model", s->nclasses, c->nclasses);
     for (int d = 0; d < s->k; d++) {
-        MX_TRY(mx_tp_dev_create(&s->dev[d], s->plan, d, s->be[d], s->comm, c->max_batch, c->seed, c->init));
+        MX_TRY(mx_tp_dev_create(&s->dev[d], s->plan, d, s->be[d], s->comm, c->max_batch, c->seed, c->init,
+                                &c->opt));
         const size_t rows = (size_t)c->max_batch * s->label_len;
         s->labels[d] = s->be[d]->ops->alloc(s->be[d], sizeof(int32_t) * rows);
         s->dlogits[d] = s->be[d]->ops->alloc(s->be[d], sizeof(float) * rows * s->nclasses);
@@ -242,7 +244,7 @@ static void comm_counters(mx_strategy *s, mx_step_stats *st)
 }
 
 /* Memory per device as the allocator counted it (the device holding most): its shards and
- * their gradients, momentum, and the most held during the step. */
+ * their gradients, the optimizer's state, and the most held during the step. */
 static void memory_counters(mx_strategy *s, mx_step_stats *st)
 {
     double peak = 0, params = 0, optim = 0;

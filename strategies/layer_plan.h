@@ -139,10 +139,10 @@ int mx_tp_shard_same(const tp_map *m, const float *shard, const float *whole);
 typedef struct mx_tp_dev mx_tp_dev;
 
 /* Sets up device d's shards of every layer on be (its parameters drawn from seed exactly
- * as the one-device tensors, mx_param_init_block), momentum, and buffers for batches of up
- * to max_batch. comm: the k devices' communicator (member d is this device). */
+ * as the one-device tensors, mx_param_init_block), the state of optimizer opt, and buffers for
+ * batches of up to max_batch. comm: the k devices' communicator (member d is this device). */
 int mx_tp_dev_create(mx_tp_dev **out, const mx_tp_plan *p, int d, mx_backend *be, mx_comm *comm, int max_batch,
-                     uint64_t seed, mx_weight_init init);
+                     uint64_t seed, mx_weight_init init, const mx_optim *opt);
 void mx_tp_dev_destroy(mx_tp_dev *t);
 
 /* The device's input buffer [max_batch][in] (device memory): the whole batch. */
@@ -155,9 +155,11 @@ int mx_tp_forward(mx_tp_dev *t, int n, int training, const float **out);
  * made with input_grad. */
 int mx_tp_backward(mx_tp_dev *t, int n, const float *dout, float *din);
 void mx_tp_zero_grad(mx_tp_dev *t);
-/* SGD on the device's own shards (a tensor held only to keep shapes, the row-parallel bias
- * off device 0, is left at zero). */
-void mx_tp_update(mx_tp_dev *t, const mx_sgd *opt);
+/* The optimizer's update of the device's own shards (a tensor held only to keep shapes, the
+ * row-parallel bias off device 0, is left at zero), its t the device's next; with clipping,
+ * the global norm over every device's shards first, through sumsq ([k] doubles the k devices
+ * share) and two barriers every device makes (a failure fails on every member). */
+int mx_tp_update(mx_tp_dev *t, const mx_optim *opt, double *sumsq);
 /* Writes the tensors this device owns (grads: their gradients) into host, the whole model
  * in the one-device layout. */
 int mx_tp_get_params(mx_tp_dev *t, float *host, int grads);
@@ -167,7 +169,7 @@ int mx_tp_get_params(mx_tp_dev *t, float *host, int grads);
 int mx_tp_check_replicas(mx_tp_dev *t, const float *host);
 
 /* What the device measured: bytes of parameters and gradients (allocator count, model state
- * such as batch-norm statistics included), of momentum, and its collectives' bytes (count x
+ * such as batch-norm statistics included), of the optimizer's state, and its collectives' bytes (count x
  * element size per call, as mx_comm counts them) per top-level layer since the last reset.
  * Backward's activation gradients, staging and scratch share buffers by liveness
  * (layer_run.c): mem_grads bytes in grad_buffers buffers, holding grad_uses of them. */

@@ -25,7 +25,9 @@ struct mx_tp_dev {
     mx_comm *comm;
     mx_params **ps;     /* [nsteps] LAYER steps: the shard layer and its tensors */
     tp_map **map;       /* [nsteps][ps->nparams] */
-    float **mom;        /* [nsteps] momentum of ps's tensors */
+    float **mom;        /* [nsteps] the optimizer's state of ps's tensors (engine/core/optim.h) */
+    int nstate;         /* its buffers per weight: 1 (SGD's momentum) or 2 (AdamW's moments) */
+    long updates;       /* updates applied: AdamW's t is the next */
     void **state;       /* [nsteps] the layer's saved state */
     float **act, **grad;/* [ntensors] the device's part of each tensor and of its gradient */
     /* [nsteps] each step's all-gather / reduce-scatter staging (k blocks of one shard each)
@@ -269,12 +271,14 @@ static int alloc_buffers(mx_tp_dev *t)
 }
 
 int mx_tp_dev_create(mx_tp_dev **out, const mx_tp_plan *p, int d, mx_backend *be, mx_comm *comm, int max_batch,
-                     uint64_t seed, mx_weight_init init)
+                     uint64_t seed, mx_weight_init init, const mx_optim *opt)
 {
     *out = NULL;
+    MX_TRY(mx_optim_check_backend(opt, be));
     mx_tp_dev *t = calloc(1, sizeof *t);
     if (!t) return mx_error(MX_ENOMEM, "out of memory setting up the layer strategy");
-    *t = (mx_tp_dev){.p = p, .d = d, .k = p->k, .max_batch = max_batch, .be = be, .comm = comm};
+    *t = (mx_tp_dev){.p = p, .d = d, .k = p->k, .max_batch = max_batch, .be = be, .comm = comm,
+                     .nstate = mx_optim_nstate(opt)};
     t->ps = calloc(p->nsteps, sizeof *t->ps);
     t->map = calloc(p->nsteps, sizeof *t->map);
     t->mom = calloc(p->nsteps, sizeof *t->mom);
@@ -291,14 +295,15 @@ int mx_tp_dev_create(mx_tp_dev **out, const mx_tp_plan *p, int d, mx_backend *be
     int rc = t->ps && t->map && t->mom && t->state && t->act && t->grad && t->stg && t->scr && t->regather_at && host
                  ? MX_OK : mx_error(MX_ENOMEM, "out of memory setting up the layer strategy");
     /* memory as the allocator counts it: parameters with gradients (and batch-norm
-     * statistics, model state), then momentum */
+     * statistics, model state), then the optimizer's state */
     const size_t live0 = mx_backend_mem_get(be).live;
     for (int i = 0; rc == MX_OK && i < p->nsteps; i++)
         if (p->steps[i].op == TP_LAYER) rc = setup_step(t, i, seed, init, host);
     const size_t live1 = mx_backend_mem_get(be).live;
     for (int i = 0; rc == MX_OK && i < p->nsteps; i++)
-        if (t->ps[i] && t->ps[i]->nparams && !(t->mom[i] = dev_alloc(t, sizeof(float) * t->ps[i]->nweights)))
-            rc = mx_error(MX_ENOMEM, "out of device memory for momentum");
+        if (t->ps[i] && t->ps[i]->nparams &&
+            !(t->mom[i] = dev_alloc(t, sizeof(float) * (size_t)t->nstate * t->ps[i]->nweights)))
+            rc = mx_error(MX_ENOMEM, "out of device memory for the optimizer's state");
     t->stats.mem_params = (double)(live1 - live0);
     t->stats.mem_optim = (double)(mx_backend_mem_get(be).live - live1);
     if (rc == MX_OK && alloc_buffers(t) < 0)
@@ -508,14 +513,46 @@ void mx_tp_zero_grad(mx_tp_dev *t)
         if (t->ps[i] && t->ps[i]->nparams) mx_params_zero_grad(t->ps[i]);
 }
 
-void mx_tp_update(mx_tp_dev *t, const mx_sgd *opt)
+/* The whole model's gradient norm, squared: each device adds the squares of the tensors it
+ * owns (its shard of a split tensor; a replicated tensor, equal on every device, on device 0
+ * only, as get_params takes it; the row-parallel bias on device 0, its only trained copy) into
+ * parts[d]; after a barrier every device adds the k parts in device order in double, so all
+ * get the same bits and no bytes cross the comm (the devices are threads of one process); a
+ * second barrier keeps parts until every device has read them. */
+static int global_sumsq(mx_tp_dev *t, double *parts, double *out)
 {
+    double mine = 0;
+    for (int i = 0; i < t->p->nsteps; i++) {
+        const mx_params *ps = t->ps[i];
+        for (int j = 0; ps && j < ps->nparams; j++)
+            if (t->map[i][j].owner && t->map[i][j].train) mine += mx_optim_sumsq(t->be, ps->params, j, 1, ps->g);
+    }
+    parts[t->d] = mine;
+    MX_TRY(mx_comm_barrier(t->comm, t->d));
+    *out = 0;
+    for (int d = 0; d < t->k; d++) *out += parts[d];
+    return mx_comm_barrier(t->comm, t->d);
+}
+
+int mx_tp_update(mx_tp_dev *t, const mx_optim *opt, double *sumsq)
+{
+    mx_optim o = *opt;
+    o.step = t->updates + 1;
+    float rescale = 1.0f;
+    if (o.clip_norm > 0) {
+        double total;
+        MX_TRY(global_sumsq(t, sumsq, &total));
+        rescale = mx_optim_clip_factor(&o, total);
+    }
     for (int i = 0; i < t->p->nsteps; i++) {
         mx_params *ps = t->ps[i];
         if (!ps) continue;
+        const mx_optim_state st = mx_optim_state_of(&o, t->mom[i], ps->nweights);
         for (int j = 0; j < ps->nparams; j++)
-            if (t->map[i][j].train) mx_sgd_update(t->be, opt, ps->params, j, 1, ps->w, t->mom[i], ps->g);
+            if (t->map[i][j].train) mx_optim_update(t->be, &o, ps->params, j, 1, ps->w, st, ps->g, rescale);
     }
+    t->updates++;
+    return MX_OK;
 }
 
 /* Walks the tensors of the device (owners only, or replicas only), each copied to the host

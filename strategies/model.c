@@ -25,6 +25,7 @@ struct mx_strategy {
     int cut[MX_MAX_DEVICES + 1]; /* stage r holds layers [cut[r], cut[r+1]) */
     model_stage st[MX_MAX_DEVICES];
     mx_comm *comm;
+    double sumsq[MX_MAX_DEVICES]; /* clipping: each stage's squared gradient norm (model_stage.c) */
     size_t nweights;             /* the whole model's floats, in the one-device layout */
     /* ---- over the steps, for detail */
     double idle_sum[MX_MAX_DEVICES], window_sum, mem_peak[MX_MAX_DEVICES];
@@ -164,7 +165,7 @@ static int model_step_run(mx_strategy *s, const float *x, const int32_t *y, int 
                             s->st[0].micro_cap);
     }
     s->sp = (model_step){.comm = s->comm, .x = x, .y = y, .count = s->count, .off = s->off,
-                         .grad_scale = 1.0f / n, .opt = s->cfg.opt};
+                         .grad_scale = 1.0f / n, .opt = s->cfg.opt, .sumsq = s->sumsq};
     s->sp.opt.lr = lr;
     const double t0 = mx_now();
     mx_device_threads_run(&s->threads);

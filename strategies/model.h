@@ -14,7 +14,8 @@ typedef struct {
     int micro_cap;         /* the most samples a micro-batch may have */
     mx_backend *be;
     mx_params *ps;         /* its layers' parameters and gradients only */
-    float *mom;            /* device: momentum beside ps->w */
+    float *mom;            /* device: the optimizer's state beside ps->w (engine/core/optim.h) */
+    long updates;          /* updates applied: AdamW's t is the next */
     int slots;             /* micro-batches it holds at once (pipeline_schedule.h) */
     mx_exec **ctx;         /* [slots]: micro-batch i runs in ctx[i % slots] */
     float **inbuf;         /* [slots] device: received inputs (stages after the first) */
@@ -40,11 +41,13 @@ typedef struct {
     const int32_t *y;
     const int *count, *off; /* micro-batch i: count[i] samples from sample off[i] */
     float grad_scale;
-    mx_sgd opt;
+    mx_optim opt;          /* the step's lr; each stage sets its own step count */
+    double *sumsq;         /* [k] clipping: stage r's squared gradient norm at r, shared */
 } model_step;
 
 /* Builds stage r of k over layers [first, last) on device id: parameters initialised as one
- * device's, momentum, the schedule's op list and as many contexts as it holds micro-batches. */
+ * device's, the optimizer's state, the schedule's op list and as many contexts as it holds
+ * micro-batches. */
 int mx_model_stage_create(model_stage *st, const mx_strategy_config *cfg, int r, int k, int first, int last,
                           int micro_cap, int m, mx_pp_schedule sched, int id);
 void mx_model_stage_destroy(model_stage *st);

@@ -1,4 +1,4 @@
-/* One pipeline stage of the model strategy (model.h): its parameter set, momentum and
+/* One pipeline stage of the model strategy (model.h): its parameter set, optimizer state and
  * execution contexts, and the run of its op list for one step (pipeline_schedule.h). A stage
  * is one device with its own thread; it meets its neighbours only through the communicator's
  * send and recv, so the same code serves threads on CPU workers and, later, GPUs over NCCL. */
@@ -7,6 +7,7 @@
 #include "base/timer.h"
 #include "engine/core/backends.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +35,9 @@ int mx_model_stage_create(model_stage *st, const mx_strategy_config *cfg, int r,
     MX_TRY(mx_params_create(&st->ps, st->be, cfg->specs, cfg->nspecs, cfg->in, first, last));
     MX_TRY(mx_params_init(st->ps, cfg->seed, cfg->init, 0.01f));
     st->mem_params = (double)(mx_backend_mem_get(st->be).live - before);
-    const size_t nw = st->ps->nweights ? st->ps->nweights : 1;
-    if (!(st->mom = st->be->ops->alloc(st->be, sizeof(float) * nw))) return out_of_memory(st, "momentum");
+    MX_TRY(mx_optim_check_backend(&cfg->opt, st->be));
+    const size_t nw = (size_t)mx_optim_nstate(&cfg->opt) * (st->ps->nweights ? st->ps->nweights : 1);
+    if (!(st->mom = st->be->ops->alloc(st->be, sizeof(float) * nw))) return out_of_memory(st, "optimizer state");
     st->mem_optim = sizeof(float) * (double)nw;
     const int with_loss = last == cfg->nspecs;
     for (int s = 0; s < st->slots; s++) MX_TRY(mx_exec_create(&st->ctx[s], st->ps, first, last, micro_cap, with_loss));
@@ -98,6 +100,25 @@ static int comm_failed(model_stage *st, int rc)
     return rc < 0;
 }
 
+/* The clipping factor of the whole model's gradient (1 without clipping): each stage's sum of
+ * squares over its own tensors (every tensor is on exactly one stage), added over the stages.
+ * The stages are threads of one process: each writes its sum into the step's shared array and,
+ * after a barrier, every stage adds the k sums in stage order in double, so all take the same
+ * factor (and no bytes cross the comm); a second barrier keeps the array until all have read
+ * it. A failed stage still takes part (with NaN), so that the others do not wait for it. */
+static float clip_factor(model_stage *st, const model_step *sp)
+{
+    if (!(sp->opt.clip_norm > 0)) return 1.0f;
+    const mx_params *ps = st->ps;
+    sp->sumsq[st->r] =
+        st->error ? NAN : mx_optim_sumsq(st->be, ps->params, ps->param_lo, ps->param_hi - ps->param_lo, ps->g);
+    if (comm_failed(st, mx_comm_barrier(sp->comm, st->r))) return NAN;
+    double sum = 0;
+    for (int r = 0; r < st->k; r++) sum += sp->sumsq[r];
+    if (comm_failed(st, mx_comm_barrier(sp->comm, st->r))) return NAN;
+    return mx_optim_clip_factor(&sp->opt, sum);
+}
+
 /* The op list of one step on micro-batches of sizes count[] starting at sample off[] of the
  * host batch x, y; the loss of every micro-batch is scaled by grad_scale (1/batch), so the
  * accumulated gradient is the batch mean. After a failure (st->error) the stage skips its
@@ -157,10 +178,15 @@ void mx_model_stage_run(model_stage *st, const model_step *sp)
     }
     /* each stage updates its own parameters once per batch, as soon as its last backward is
      * done (stage 0's is the pipeline's last) */
+    mx_optim o = sp->opt;
+    o.step = st->updates + 1;
+    const float rescale = clip_factor(st, sp);
     if (!st->error) {
-        mx_sgd_update(st->be, &sp->opt, st->ps->params, st->ps->param_lo, st->ps->param_hi - st->ps->param_lo,
-                      st->ps->w, st->mom, st->ps->g);
+        const mx_params *ps = st->ps;
+        mx_optim_update(st->be, &o, ps->params, ps->param_lo, ps->param_hi - ps->param_lo, ps->w,
+                        mx_optim_state_of(&o, st->mom, ps->nweights), ps->g, rescale);
         if (st->be->ops->sync(st->be) < 0) st->error = MX_ERUNTIME;
+        st->updates++;
     }
     st->t_end = mx_now();
 }

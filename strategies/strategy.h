@@ -28,7 +28,8 @@ typedef struct {
     const char *backend;       /* a kind from mx_backend_names(): cpu, cuda; NULL = cpu */
     int max_batch;             /* global batch */
     const double *work_load;   /* [devices] relative shares of each batch; NULL = even */
-    mx_sgd opt;
+    /* the optimizer and its settings (its lr and step are set per step by the strategy) */
+    mx_optim opt;
     uint64_t seed;
     mx_weight_init init;
     /* dist_* kvstores (NULL otherwise): this process is worker `cluster->index` of
@@ -59,7 +60,7 @@ typedef struct {
     int first, last;        /* model: the stage's top-level layers [first, last); else 0, nlayers */
     double bubble;          /* model: idle share of the step windows (sum of idle / sum of windows) */
     double mem_params;      /* bytes of parameters and their gradients on the device (allocator count) */
-    double mem_optim;       /* bytes of optimizer state (momentum) */
+    double mem_optim;       /* bytes of optimizer state (SGD's momentum, AdamW's two moments) */
     double mem_peak;        /* the most bytes the device held during any step (allocator count) */
     double bytes_sent;      /* bytes per step this device sent to others (stages, shards, kvstore) */
     int held_max;           /* model: most micro-batches in flight on the stage at once (0: n/a) */
@@ -145,6 +146,12 @@ int mx_layer_check(const mx_strategy_config *cfg);
  * master weights once the summed gradient is known to be finite; a dist_async server updates
  * at every push instead, before any such check could run (MX_KV_AMP_OK). */
 int mx_amp_check(mx_strategy_kind strategy, mx_kv_mode kvstore, mx_amp amp);
+/* Whether clipping by the global norm (clip_norm > 0) runs with the strategy and kvstore
+ * (MX_KV_NONE: no store): MX_EINVAL saying why not. The norm is the whole model's over every
+ * device and rank: data clips the summed gradient every replica pulls (the store then has no
+ * updater, as under AMP), which a dist_async server never holds; model adds the stages' sums,
+ * layer the shards' (docs/parallelism.md, Optimizers). */
+int mx_clip_check(mx_strategy_kind strategy, mx_kv_mode kvstore, double clip_norm);
 /* Those built: "data|model|layer" (every strategy the CLI knows is base/config.h's
  * mx_strategy_kind_names()). */
 const char *mx_strategy_names(void);

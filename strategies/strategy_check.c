@@ -89,3 +89,17 @@ int mx_amp_check(mx_strategy_kind strategy, mx_kv_mode kvstore, mx_amp amp)
                         "dist_allreduce, or --amp off", mx_amp_name(amp), mx_kv_mode_name(kvstore));
     return MX_OK;
 }
+
+int mx_clip_check(mx_strategy_kind strategy, mx_kv_mode kvstore, double clip_norm)
+{
+    if (!(clip_norm > 0) || strategy != MX_STRATEGY_DATA) return MX_OK;
+    /* the property AMP needs is the one clipping needs: the step's summed gradient reaches
+     * every replica before any update */
+    if (!mx_kv_mode_has(kvstore, MX_KV_AMP_OK))
+        return mx_error(MX_EINVAL, "--clip-norm %g with --kvstore %s: its servers update the weights at every "
+                        "push, so no rank ever holds the step's whole gradient to take its norm (a worker's own "
+                        "norm would clip a different gradient on each); accepted with local, device, dist_sync, "
+                        "dist_device_sync, dist_allreduce, or --clip-norm 0",
+                        clip_norm, mx_kv_mode_name(kvstore));
+    return MX_OK;
+}

@@ -442,7 +442,7 @@ static void test_master(mx_amp a, const mx_layer_spec *specs, int nspecs, mx_sha
     w0 = to_host(net->w_master, net->nweights);
     mx_loss_scaler s;
     mx_loss_scaler_init(&s, a);
-    const mx_sgd opt = {.lr = 0.05f, .momentum = 0.9f, .wd = 1e-4f};
+    const mx_optim opt = {.kind = MX_OPTIM_SGD, .lr = 0.05f, .momentum = 0.9f, .wd = 1e-4f};
     for (int step = 0; step < 3; step++) {
         random_batch(x, y, per, BATCH);
         mx_net_set_batch(net, x, y, BATCH);
@@ -453,8 +453,8 @@ static void test_master(mx_amp a, const mx_layer_spec *specs, int nspecs, mx_sha
         mx_net_backward(net, BATCH, NULL, NULL);
         if (mx_loss_scaler_update(&s, mx_net_grad_nonfinite(net) > 0)) continue;
         be->ops->scale(be, net->nweights, net->g, (float)(1.0 / s.scale));
-        mx_sgd_update_amp(be, &opt, net->params, 0, net->nparams, net->w_master, mom, net->g, t, net->w_half,
-                          net->w);
+        mx_optim_update_amp(be, &opt, net->params, 0, net->nparams, net->w_master, (mx_optim_state){mom, NULL},
+                            net->g, 1.0f, t, net->w_half, net->w);
     }
     float *m = to_host(net->w_master, net->nweights), *w = to_host(net->w, net->nweights);
     size_t moved = 0, off_grid = 0, mismatch = 0;

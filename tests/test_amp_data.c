@@ -41,7 +41,9 @@ static mx_strategy *create(int devices, const char *kvstore, mx_amp amp, const c
     const mx_strategy_config cfg = {
         .workload = "mlp", .specs = specs, .nspecs = nspecs, .in = {1, 28, 28}, .nclasses = 10,
         .devices = devices, .threads_per_device = 1, .kvstore = mx_kv_mode_of(kvstore), .backend = "overflow",
-        .max_batch = BATCH, .opt = {0.05f, 0.9f, 1e-4f}, .seed = 1, .init = MX_WEIGHT_INIT_XAVIER,
+        .max_batch = BATCH,
+        .opt = {.kind = MX_OPTIM_SGD, .lr = 0.05f, .momentum = 0.9f, .wd = 1e-4f},
+        .seed = 1, .init = MX_WEIGHT_INIT_XAVIER,
         .compression = mx_gc_of(compression), .gc_threshold = 0.5, .gc_topk_ratio = 0.1, .amp = amp};
     mx_strategy *s = NULL;
     if (D->create(&s, &cfg) != MX_OK)

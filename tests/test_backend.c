@@ -533,7 +533,8 @@ static void test_faulty_training(int devices, const char *kvstore)
     mx_strategy_config cfg = {.workload = "mlp", .specs = specs, .nspecs = nspecs, .in = {1, 28, 28},
                               .nclasses = 10, .devices = devices, .threads_per_device = 1,
                               .kvstore = mx_kv_mode_of(kvstore), .backend = "faulty", .max_batch = BATCH,
-                              .opt = {0.05f, 0.9f, 1e-4f}, .seed = 1, .init = MX_WEIGHT_INIT_XAVIER};
+                              .opt = {.kind = MX_OPTIM_SGD, .lr = 0.05f, .momentum = 0.9f, .wd = 1e-4f},
+                              .seed = 1, .init = MX_WEIGHT_INIT_XAVIER};
     mx_strategy *s;
     if (ops->create(&s, &cfg) != MX_OK) {
         CHECK(0, "create on the faulty backend (%d devices): %s", devices, mx_last_error());

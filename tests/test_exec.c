@@ -71,7 +71,7 @@ static float *train_cut(const model *m, const int *cuts, int k, size_t *count)
         if (j) din[j] = be->ops->alloc(be, sizeof(float) * BATCH * mx_shape_size(ex[j]->in));
     }
     float *mom = calloc(ps->nweights, sizeof(float));
-    const mx_sgd opt = {0.05f, 0.9f, 1e-4f};
+    const mx_optim opt = {.kind = MX_OPTIM_SGD, .lr = 0.05f, .momentum = 0.9f, .wd = 1e-4f};
     const size_t per = mx_shape_size(m->in);
     for (int s = 0; s < STEPS; s++) {
         mx_params_zero_grad(ps);
@@ -83,7 +83,7 @@ static float *train_cut(const model *m, const int *cuts, int k, size_t *count)
         mx_exec_loss(ex[k - 1], NULL, BATCH, 1.0f / BATCH, &correct);
         for (int j = k - 1; j >= 0; j--)
             mx_exec_backward(ex[j], BATCH, j == k - 1 ? NULL : din[j + 1], din[j], NULL, NULL);
-        mx_sgd_update(be, &opt, ps->params, 0, ps->nparams, ps->w, mom, ps->g);
+        mx_optim_update(be, &opt, ps->params, 0, ps->nparams, ps->w, (mx_optim_state){mom, NULL}, ps->g, 1.0f);
     }
     free(mom);
     /* Evaluation logits read the batch-norm running statistics too. */

@@ -78,8 +78,10 @@ typedef struct {
     int calls[NKEYS], bad; /* written by the store's single comm worker only */
 } update_log;
 
-static void updater(void *user, mx_backend *be, int key, size_t lo, size_t hi, float *w, float *mom, const float *g)
+static void updater(void *user, mx_backend *be, int key, size_t lo, size_t hi, float *w, mx_optim_state st,
+                    const float *g)
 {
+    float *mom = st.m;
     update_log *u = user;
     u->calls[key]++;
     u->bad += lo != 0 || hi != keys[key].count;

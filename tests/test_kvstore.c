@@ -25,7 +25,7 @@ typedef struct {
 
 /* w -= g over the shard, and note which key ran on which device (the updater runs once
  * per non-empty shard, on the owning device's backend). */
-static void minus_updater(void *user, mx_backend *be, int key, size_t lo, size_t hi, float *w, float *mom,
+static void minus_updater(void *user, mx_backend *be, int key, size_t lo, size_t hi, float *w, mx_optim_state st,
                           const float *g)
 {
     trace *t = user;

@@ -10,6 +10,10 @@
  *    micro-batches. Tolerance 1e-6 relative (L2): a stage computes exactly what one device
  *    computes on the same samples with the same GEMM shapes, in the same order, so the
  *    measured difference is 0; a lost micro-batch or a gradient not sent back shows at 1e-2;
+ *  - AdamW, then SGD, with clipping by the global norm (each stage's squared sum added over
+ *    the stages): the same comparisons at the same tolerance; and clipping changed the SGD
+ *    run (against no clipping) by more than 1e-2 (AdamW, nearly invariant to the gradient's
+ *    scale, shows a clipping factor far less);
  *  - the bubble: on a pipeline of two equal stages, the measured idle share is within 0.05 of
  *    (k-1)/(m+k-1) for m = 1, 2, 4, 8 (the median over steps; one retry on a noisy host);
  *  - the memory and bytes counters, and what create refuses. */
@@ -37,6 +41,7 @@
 
 static mx_dataset data;
 static mx_layer_spec specs[MX_MAX_LAYERS];
+static mx_optim test_opt; /* every run's optimizer: SGD, then AdamW with clipping */
 
 /* ---- the schedules, simulated: a stage advances while its next op can complete; a send and
  * the matching recv complete together (the comm's rendezvous) */
@@ -101,7 +106,7 @@ static mx_strategy_config config(const char *workload, int devices, int batch, i
     const int n = mx_workload_find(workload)->build(specs, in, 10);
     return (mx_strategy_config){.workload = workload, .specs = specs, .nspecs = n, .in = in, .nclasses = 10,
                                 .devices = devices, .threads_per_device = 1, .kvstore = MX_KV_DEVICE,
-                                .max_batch = batch, .opt = {TEST_LR, 0.9f, 1e-4f}, .seed = 5,
+                                .max_batch = batch, .opt = test_opt, .seed = 5,
                                 .init = MX_WEIGHT_INIT_XAVIER, .micro_batches = m, .schedule = schedule};
 }
 
@@ -119,7 +124,7 @@ static float *train(const mx_strategy_config *cfg, const char *strategy, int ste
     mx_step_stats ss;
     for (int i = 0; i < steps; i++) {
         const int from = (i * b) % (data.n - b);
-        if (ops->step(s, data.images + from * per, data.labels + from, b, TEST_LR, &ss) < 0) {
+        if (ops->step(s, data.images + from * per, data.labels + from, b, test_opt.lr, &ss) < 0) {
             fprintf(stderr, "step %s: %s\n", strategy, mx_last_error());
             ops->destroy(s);
             return NULL;
@@ -185,7 +190,8 @@ static double median_bubble(int m, double *theory)
                            {.kind = "dense", .units = BUBBLE_W}, {.kind = "relu"}, {.kind = "dense", .units = 10}};
     /* the classes layer is small next to the wide dense: stage 1 is a hair heavier */
     mx_strategy_config c = {.workload = "equal stages", .specs = sp, .nspecs = 6, .in = in, .nclasses = 10,
-                            .devices = 2, .threads_per_device = 1, .max_batch = BUBBLE_N, .opt = {0.01f, 0.9f, 0},
+                            .devices = 2, .threads_per_device = 1, .max_batch = BUBBLE_N,
+                            .opt = {.kind = MX_OPTIM_SGD, .lr = 0.01f, .momentum = 0.9f},
                             .seed = 1, .micro_batches = m, .partition = "3,3"};
     const mx_strategy_ops *ops = mx_strategy_find(MX_STRATEGY_MODEL);
     mx_strategy *s;
@@ -289,6 +295,7 @@ int main(void)
         for (int k = 1; k <= 4; k++)
             for (int m = 1; m <= 8; m++) check_schedule(sch ? MX_PP_1F1B : MX_PP_GPIPE, k, m);
     if (mx_dataset_synthetic(&data, 2048, 1, 28, 28, 10, 11) < 0) return 1;
+    test_opt = (mx_optim){.kind = MX_OPTIM_SGD, .lr = TEST_LR, .momentum = 0.9f, .wd = 1e-4f};
     check_one_micro_batch("mlp", 2);
     check_one_micro_batch("lenet", 2);
     check_one_micro_batch("lenet", 3);
@@ -299,6 +306,28 @@ int main(void)
         }
     check_micro_batches("resnet18", 2, 2, "gpipe", 8, 2);
     check_micro_batches("resnet18", 3, 4, "1f1b", 8, 2);
+    /* AdamW, clipped to a norm below the gradients' */
+    test_opt = (mx_optim){.kind = MX_OPTIM_ADAMW, .lr = 1e-3f, .wd = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f,
+                          .eps = 1e-8f, .clip_norm = 0.05f};
+    check_one_micro_batch("mlp", 2);
+    check_one_micro_batch("lenet", 3);
+    check_micro_batches("lenet", 3, 4, "1f1b", 64, 20);
+    /* SGD clipped, where the factor shows in every weight; and clipping changed its run */
+    test_opt = (mx_optim){.kind = MX_OPTIM_SGD, .lr = TEST_LR, .momentum = 0.9f, .wd = 1e-4f, .clip_norm = 0.05f};
+    check_one_micro_batch("mlp", 2);
+    check_one_micro_batch("lenet", 3);
+    check_micro_batches("lenet", 3, 4, "gpipe", 64, 20);
+    size_t nc, nu;
+    mx_strategy_config one = config("lenet", 1, 64, 1, NULL);
+    float *clipped = train(&one, "data", 20, &nc, NULL);
+    test_opt.clip_norm = 0;
+    one = config("lenet", 1, 64, 1, NULL);
+    float *unclipped = train(&one, "data", 20, &nu, NULL);
+    const double moved = clipped && unclipped && nc == nu ? rel_diff(clipped, unclipped, nc) : 0;
+    CHECK(moved > 1e-2, "SGD: clipping changed the run by %.3g only", moved);
+    printf("%-52s relative difference %.2e\n", "lenet: clipped against unclipped, 20 steps", moved);
+    free(clipped);
+    free(unclipped);
     check_counters_and_refusals();
     check_bubble();
     mx_dataset_free(&data);

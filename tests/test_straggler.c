@@ -37,8 +37,9 @@ static void train(const char *strategy, const char *backend, mx_run_record *rec)
     const int nspecs = mx_workload_find("mlp")->build(specs, (mx_shape){1, 28, 28}, 10);
     const mx_strategy_config cfg = {.workload = "mlp", .specs = specs, .nspecs = nspecs, .in = {1, 28, 28},
                                     .nclasses = 10, .devices = 2, .threads_per_device = 1, .kvstore = MX_KV_DEVICE,
-                                    .backend = backend, .max_batch = BATCH, .opt = {0.05f, 0.9f, 1e-4f}, .seed = 1,
-                                    .init = MX_WEIGHT_INIT_XAVIER, .micro_batches = 2};
+                                    .backend = backend, .max_batch = BATCH,
+                                    .opt = {.kind = MX_OPTIM_SGD, .lr = 0.05f, .momentum = 0.9f, .wd = 1e-4f},
+                                    .seed = 1, .init = MX_WEIGHT_INIT_XAVIER, .micro_batches = 2};
     const mx_strategy_ops *ops = mx_strategy_find(mx_strategy_of(strategy));
     mx_strategy *s = NULL;
     mx_record_init(rec);

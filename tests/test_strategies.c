@@ -21,7 +21,11 @@
  * 0.25 after 20 (measured), which says nothing about the strategy.
  * Batch norm normalises with each device's slice, so resnet18 is compared against one
  * device that runs the same slices one after another and accumulates their gradients.
- * Also: runs are bit-identical for the same seed, on one device and on several. */
+ * Also: runs are bit-identical for the same seed, on one device and on several.
+ * SGD and AdamW with clipping by the global norm (a norm small enough that every step clips)
+ * are held to the same tolerances: every device sums the squares of the same pulled sum, so the
+ * factor, and the update, are the reference's bits (measured 0); unclipped, the kvstores'
+ * updaters run AdamW on their own state, with the same bits (measured 0). */
 #include "check.h"
 #include "engine/core/net.h"
 #include "engine/core/optim.h"
@@ -40,6 +44,8 @@
 #define TEST_LR 0.05f
 
 static mx_dataset data;
+static mx_optim test_opt; /* the optimizer of every run: SGD, then AdamW with clipping */
+static long clipped;      /* steps the references clipped: the AdamW cases must clip */
 
 typedef struct {
     const char *workload, *kvstore;
@@ -56,7 +62,7 @@ static mx_strategy_config config_of(const setup *s)
     return (mx_strategy_config){.workload = s->workload, .specs = model_specs, .nspecs = nspecs, .in = {1, 28, 28},
                                 .nclasses = 10, .devices = s->devices,
                                 .threads_per_device = 1, .kvstore = mx_kv_mode_of(s->kvstore), .max_batch = s->batch,
-                                .work_load = s->work_load, .opt = {TEST_LR, 0.9f, 1e-4f}, .seed = 3,
+                                .work_load = s->work_load, .opt = test_opt, .seed = 3,
                                 .init = MX_WEIGHT_INIT_XAVIER};
 }
 
@@ -74,7 +80,7 @@ static float *train_data(const setup *s, size_t *count)
     for (int i = 0; i < s->steps; i++) {
         const int from = (i * s->batch) % (data.n - s->batch);
         mx_step_stats ss;
-        if (ops->step(st, data.images + from * per, data.labels + from, s->batch, TEST_LR, &ss) < 0) {
+        if (ops->step(st, data.images + from * per, data.labels + from, s->batch, test_opt.lr, &ss) < 0) {
             fprintf(stderr, "step: %s\n", mx_last_error());
             ops->destroy(st);
             return NULL;
@@ -101,8 +107,9 @@ static float *train_sliced_reference(const setup *s, size_t *count)
     mx_split_batch(s->batch, s->devices, s->work_load, slices);
     if (mx_net_create(&net, be, specs, nspecs, (mx_shape){1, 28, 28}, s->batch) < 0) return NULL;
     mx_net_init_params(net, 3, MX_WEIGHT_INIT_XAVIER, 0.01f);
-    float *mom = calloc(net->nweights, sizeof(float)), *sum = malloc(sizeof(float) * net->nweights);
-    const mx_sgd opt = {TEST_LR, 0.9f, 1e-4f};
+    mx_optim opt = test_opt;
+    float *mom = calloc((size_t)mx_optim_nstate(&opt) * net->nweights, sizeof(float));
+    float *sum = malloc(sizeof(float) * net->nweights);
     const size_t per = 28 * 28;
     for (int i = 0; i < s->steps; i++) {
         int from = (i * s->batch) % (data.n - s->batch);
@@ -117,7 +124,11 @@ static float *train_sliced_reference(const setup *s, size_t *count)
             mx_net_backward(net, slices[d], NULL, NULL);
             for (size_t j = 0; j < net->nweights; j++) sum[j] = d ? sum[j] + net->g[j] : net->g[j];
         }
-        mx_sgd_update(be, &opt, net->params, 0, net->nparams, net->w, mom, sum);
+        opt.step = i + 1;
+        const float f = mx_optim_clip_factor(&opt, mx_optim_sumsq(be, net->params, 0, net->nparams, sum));
+        clipped += f < 1;
+        mx_optim_update(be, &opt, net->params, 0, net->nparams, net->w, mx_optim_state_of(&opt, mom, net->nweights),
+                        sum, f);
     }
     free(sum);
     *count = net->nweights;
@@ -178,6 +189,7 @@ static void check_determinism(const char *workload, int devices)
 int main(void)
 {
     if (mx_dataset_synthetic(&data, 2048, 1, 28, 28, 10, 11) < 0) return 1;
+    test_opt = (mx_optim){.kind = MX_OPTIM_SGD, .lr = TEST_LR, .momentum = 0.9f, .wd = 1e-4f};
     static const double uneven[2] = {3, 1};
     const char *kvs[2] = {"local", "device"};
     for (int steps = 1; steps <= 20; steps += 19) {
@@ -194,6 +206,29 @@ int main(void)
     check_equivalence("resnet18", 4, "device", NULL, 8, 1, 1);
     check_determinism("lenet", 1);
     check_determinism("lenet", 2);
+
+    /* SGD clipped to a global norm below the gradients' (every step clips): the factor shows
+     * in every weight */
+    test_opt.clip_norm = 0.05f;
+    clipped = 0;
+    check_equivalence("mlp", 2, "local", NULL, 64, 20, 1);
+    check_equivalence("lenet", 4, "device", NULL, 64, 20, 1);
+    CHECK(clipped == 2 * 20, "SGD: the references clipped %ld of their %d steps", clipped, 2 * 20);
+    /* AdamW, clipped likewise */
+    test_opt = (mx_optim){.kind = MX_OPTIM_ADAMW, .lr = 1e-3f, .wd = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f,
+                          .eps = 1e-8f, .clip_norm = 0.05f};
+    clipped = 0;
+    for (int k = 0; k < 2; k++) {
+        check_equivalence("mlp", 2, kvs[k], NULL, 64, 20, 1);
+        check_equivalence("lenet", 4, kvs[k], NULL, 64, 20, 1);
+    }
+    check_equivalence("lenet", 2, "device", uneven, 64, 20, 1);
+    check_equivalence("resnet18", 2, "device", NULL, 8, 1, 1);
+    CHECK(clipped == 5 * 20 + 1, "AdamW: the references clipped %ld of their %d steps", clipped, 5 * 20 + 1);
+    /* unclipped, the kvstores' updaters run AdamW on their own state (host, device shards) */
+    test_opt.clip_norm = 0;
+    check_equivalence("mlp", 2, "local", NULL, 64, 20, 1);
+    check_equivalence("lenet", 4, "device", NULL, 64, 20, 1);
 
     /* A batch too small for the device count is refused with the numbers in the message. */
     int counts[4];

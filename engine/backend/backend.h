@@ -55,6 +55,12 @@ typedef struct {
     int oh, ow;
 } mx_pool_desc;
 
+/* One AdamW update's scalars (adamw_update): bc1 = 1 - beta1^t and bc2 = 1 - beta2^t for update
+ * t (from 1); rescale multiplies the gradient first (clipping by the global norm). */
+typedef struct {
+    float lr, beta1, beta2, eps, wd, rescale, bc1, bc2;
+} mx_adamw_step;
+
 /* A timeline hook (mx_backend_set_range_hook): called on range_push (push = 1, with the
  * range's name) and range_pop (push = 0, name NULL) with the host time in seconds. */
 typedef void (*mx_range_hook)(void *user, mx_backend *be, const char *name, int push, double t);
@@ -116,6 +122,10 @@ typedef struct {
     /* OPTIONAL: how many of the n elements are NaN or +-inf (host value; AMP skips a step
      * on any). Default: a scalar host loop. */
     size_t (*count_nonfinite)(mx_backend *be, size_t n, const void *x, mx_dtype type);
+    /* OPTIONAL: the sum of the squares of the n f32 values at x, accumulated in double (host
+     * value; clipping by the global norm adds it over tensors, devices and ranks). Default: a
+     * host loop over staged copies. */
+    double (*sumsq)(mx_backend *be, size_t n, const float *x);
 
     /* OPTIONAL: how GEMMs and convolutions run under AMP of type t (MX_F16, MX_BF16), in a
      * word that records and `mxbench info` keep: a name for the units the kind has for t
@@ -256,6 +266,16 @@ typedef struct {
      * (resnet18 under bf16 streams 45 MB less a step). Default: those three ops. */
     void (*sgd_update_amp)(mx_backend *be, size_t n, float *master, float *mom, const float *g, float lr,
                            float momentum, float wd, float rescale, mx_dtype t, void *half, float *w);
+    /* OPTIONAL, no default: AdamW (PyTorch's torch.optim.AdamW) with g' = rescale * g:
+     * m = beta1 m + (1 - beta1) g'; v = beta2 v + (1 - beta2) g'^2;
+     * w -= lr (m / bc1 / (sqrt(v / bc2) + eps) + wd w), bc1 and bc2 the bias corrections 1 - beta^t
+     * of update t. A backend without it cannot run AdamW (engine/core/optim.h refuses it). */
+    void (*adamw_update)(mx_backend *be, size_t n, float *w, float *m, float *v, const float *g,
+                         const mx_adamw_step *a);
+    /* OPTIONAL: AMP's AdamW, as sgd_update_amp is AMP's SGD. Default: adamw_update and two
+     * casts where the backend has adamw_update, else none. */
+    void (*adamw_update_amp)(mx_backend *be, size_t n, float *master, float *m, float *v, const float *g,
+                             const mx_adamw_step *a, mx_dtype t, void *half, float *w);
 
     /* ---- OPTIONAL, no default: causal multi-head self-attention (engine/layers/attention.c)
      * over n sequences of t positions, c = heads * hs. qkv is [n][t][3c], each row q, k, v side

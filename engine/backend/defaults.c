@@ -5,6 +5,7 @@
 #include "base/status.h"
 #include "base/timer.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +150,30 @@ static void default_sgd_update_amp(mx_backend *be, size_t n, float *master, floa
     be->ops->cast(be, n, w, MX_F32, half, t);
 }
 
+static void default_adamw_update_amp(mx_backend *be, size_t n, float *master, float *m, float *v, const float *g,
+                                     const mx_adamw_step *a, mx_dtype t, void *half, float *w)
+{
+    be->ops->adamw_update(be, n, master, m, v, g, a);
+    be->ops->cast(be, n, half, t, master, MX_F32);
+    be->ops->cast(be, n, w, MX_F32, half, t);
+}
+
+/* In order, piece by piece: the same values give the same sum on every device and rank. */
+static double default_sumsq(mx_backend *be, size_t n, const float *x)
+{
+    const size_t piece = n < PEER_STAGE_BYTES / sizeof(float) ? n : PEER_STAGE_BYTES / sizeof(float);
+    float *h = to_host(be, NULL, sizeof(float) * piece, "sumsq");
+    if (!h) return NAN; /* unable to look: a NaN norm, which clipping refuses to apply */
+    double sum = 0;
+    for (size_t at = 0; at < n; at += piece) {
+        const size_t b = n - at < piece ? n - at : piece;
+        be->ops->copy(be, h, x + at, sizeof(float) * b, MX_COPY_D2H);
+        for (size_t i = 0; i < b; i++) sum += (double)h[i] * h[i];
+    }
+    free(h);
+    return sum;
+}
+
 static size_t default_count_nonfinite(mx_backend *be, size_t n, const void *x, mx_dtype type)
 {
     if ((unsigned)type >= MX_NDTYPES) {
@@ -280,6 +305,9 @@ int mx_backend_check_and_fill(mx_backend_ops *o)
     DEFAULT(amp_kernels);
     DEFAULT(round_half);
     DEFAULT(sgd_update_amp);
+    DEFAULT(sumsq);
+    /* AdamW has no default kernel: its AMP form exists where the plain one does */
+    if (o->adamw_update) DEFAULT(adamw_update_amp);
     DEFAULT(add_relu);
     DEFAULT(gemm);
     DEFAULT(gemm_ex);

@@ -277,4 +277,7 @@ const mx_backend_ops mx_cpu_backend_ops = {
     .softmax_eval = cpu_softmax_eval,
     .sgd_update = cpu_sgd_update,
     .sgd_update_amp = mx_cpu_sgd_update_amp,
+    .adamw_update = mx_cpu_adamw_update,
+    .adamw_update_amp = mx_cpu_adamw_update_amp,
+    .sumsq = mx_cpu_sumsq,
 };

@@ -114,6 +114,29 @@ static inline void mx_cpu_sgd_range(float *w, float *mom, const float *g, float 
         w[i] += m;
     }
 }
+/* AdamW and the squared norm (engine/cpu/optim.c); AdamW's AMP form beside SGD's (typed.c). */
+void mx_cpu_adamw_update(mx_backend *be, size_t n, float *w, float *m, float *v, const float *g,
+                         const mx_adamw_step *a);
+void mx_cpu_adamw_update_amp(mx_backend *be, size_t n, float *master, float *m, float *v, const float *g,
+                             const mx_adamw_step *a, mx_dtype t, void *half, float *w);
+double mx_cpu_sumsq(mx_backend *be, size_t n, const float *x);
+
+/* Elements [lo, hi) of AdamW (mx_backend_ops.adamw_update's formula) in PyTorch's order of
+ * operations: the decay multiplies w first, then the step lr / bc1 times m over
+ * sqrt(v) / sqrt(bc2) + eps is taken off; the one loop of the plain and the AMP update. */
+static inline void mx_cpu_adamw_range(float *w, float *m, float *v, const float *g, const mx_adamw_step *a,
+                                      size_t lo, size_t hi)
+{
+    const float b1 = a->beta1, b2 = a->beta2, step = a->lr / a->bc1, sbc2 = sqrtf(a->bc2);
+    const float keep = 1.0f - a->lr * a->wd;
+    for (size_t i = lo; i < hi; i++) {
+        const float gi = a->rescale * g[i];
+        const float mi = b1 * m[i] + (1.0f - b1) * gi, vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        w[i] = w[i] * keep - step * mi / (sqrtf(vi) / sbc2 + a->eps);
+    }
+}
 void mx_cpu_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes);
 void mx_cpu_gemm_ex(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const void *a, mx_dtype at,
                     int lda, const void *b, mx_dtype bt, int ldb, float beta, void *c, mx_dtype ct, int ldc,

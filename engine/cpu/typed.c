@@ -149,6 +149,27 @@ void mx_cpu_sgd_update_amp(mx_backend *be, size_t n, float *master, float *mom, 
     }
 }
 
+void mx_cpu_adamw_update_amp(mx_backend *be, size_t n, float *master, float *m, float *v, const float *g,
+                             const mx_adamw_step *a, mx_dtype t, void *half, float *w)
+{
+    if (t != MX_F16 && t != MX_BF16) {
+        mx_backend_fail(be, MX_EINVAL, "adamw_update_amp: dtype %d; accepted %d (f16), %d (bf16)", (int)t, MX_F16,
+                        MX_BF16);
+        return;
+    }
+#pragma omp parallel num_threads(mx_cpu_team(be, n))
+    {
+        const size_t i = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
+        const size_t hi = n * (i + 1) / nt;
+        for (size_t lo = n * i / nt; lo < hi; lo += UPDATE_PIECE) {
+            const size_t e = hi - lo < UPDATE_PIECE ? hi : lo + UPDATE_PIECE;
+            mx_cpu_adamw_range(master, m, v, g, a, lo, e);
+            cast_range(half, t, master, MX_F32, lo, e);
+            cast_range(w, MX_F32, half, t, lo, e);
+        }
+    }
+}
+
 /* Elements [lo, hi) that are inf or NaN, by the scalar rule every backend shares (engine/backend/dtype.c). */
 static size_t count_range(const void *x, mx_dtype t, size_t lo, size_t hi)
 {

@@ -204,6 +204,11 @@ static int parse(train_args *a, int argc, char **argv)
          "write the trained weights to FILE: raw little-endian f32 in the model's parameter order (worker 0's under "
          "MPI), written crash-safe",
          NULL},
+        {"save-init", MX_OPT_STRING, &c->save_init, "FILE",
+         "write the weights before the first step to FILE as --save-params does (bench/torch_gpt.py reads it)", NULL},
+        {"param-table", MX_OPT_STRING, &c->param_table, "FILE",
+         "write the tensor table to FILE: a line 'index name offset count decay' per tensor (floats into a --save-init "
+         "or --save-params file; decay 1: weight decay applies) after two comment lines starting with #", NULL},
         {"force", MX_OPT_FLAG, &record_force, NULL, "with --record: overwrite FILE if it exists (refused otherwise)",
          NULL},
         {"log-interval", MX_OPT_INT, &c->log_interval, "N",

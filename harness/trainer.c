@@ -3,6 +3,7 @@
 #include "trainer.h"
 #include "loss_watch.h"
 #include "train_data.h"
+#include "param_table.h"
 #include "hostload.h"
 #include "engine/core/trace.h"
 #include "harness/trainer_hook.h"
@@ -411,15 +412,15 @@ static int check_length(const mx_train_config *c, int n_train)
     return MX_OK;
 }
 
-/* The trained weights to c->save_params (worker 0 only: the replicas agree). */
-static int save_params(run_state *st, const mx_train_config *c)
+/* The weights as they are now to path, if set (worker 0 only: the replicas agree). */
+static int save_params(run_state *st, const mx_train_config *c, const char *path)
 {
-    if (!c->save_params || (c->cluster && c->cluster->index != 0)) return MX_OK;
+    if (!path || (c->cluster && c->cluster->index != 0)) return MX_OK;
     const size_t n = st->ops->param_count(st->s);
     float *w = malloc(sizeof(float) * (n ? n : 1));
     if (!w) return mx_error(MX_ENOMEM, "out of memory for %zu weights", n);
     int rc = st->ops->get_params(st->s, w);
-    if (rc == MX_OK) rc = mx_image_commit(c->save_params, w, sizeof(float) * n);
+    if (rc == MX_OK) rc = mx_image_commit(path, w, sizeof(float) * n);
     free(w);
     return rc;
 }
@@ -483,8 +484,9 @@ static int run_all(run_state *st, const mx_train_config *c, const mx_strategy_co
     for (st->repeat = 0; st->repeat < c->repeats; st->repeat++) {
         MX_TRY(st->ops->create(&st->s, sc));
         if (c->flops_out) *c->flops_out = st->ops->flops_per_sample(st->s);
-        int rc = run_repeat(st);
-        if (rc == MX_OK && st->repeat == c->repeats - 1) rc = save_params(st, c);
+        int rc = st->repeat == 0 ? save_params(st, c, c->save_init) : MX_OK;
+        if (rc == MX_OK) rc = run_repeat(st);
+        if (rc == MX_OK && st->repeat == c->repeats - 1) rc = save_params(st, c, c->save_params);
         if (rc == MX_OK && st->repeat == c->repeats - 1) rc = record_detail(st, sc);
         if (rc >= 0 && st->repeat == 0) { /* a diverged repeat's timeline too: it shows how */
             const int wrote = write_trace(c);
@@ -534,6 +536,8 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
         .compression = c->compression, .gc_threshold = c->gc_threshold, .gc_topk_ratio = c->gc_topk_ratio,
         .amp = c->amp};
     rc = mx_strategy_check(c->strategy, &sc);
+    if (rc == MX_OK && c->param_table && !(c->cluster && c->cluster->index != 0))
+        rc = mx_param_table_write(c->param_table, c->workload, specs, nspecs, in);
     if (rc < 0) {
         mx_train_data_free(&ds);
         return rc;

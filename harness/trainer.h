@@ -43,6 +43,11 @@ typedef struct {
     /* if set, the trained weights of the last repeat are written there (worker 0 of a dist_*
      * job): raw little-endian f32, in the model's parameter order, crash-safe */
     const char *save_params;
+    /* if set, the initial weights, as the first step finds them, are written there in the
+     * same form (first repeat; every repeat starts from them); and the model's tensor table,
+     * which float of those files is which tensor (harness/param_table.h): what another
+     * framework needs to start from the same weights (bench/torch_gpt.py) */
+    const char *save_init, *param_table;
     /* model (pipeline) only: the stage cut ("auto" or NULL: balanced; "6,3,3"), micro-batches
      * per batch (0: the pipeline's default, 4 per stage) and the schedule (NULL: 1f1b; "gpipe") */
     const char *partition;

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # mxbench against PyTorch and MXNet on the same training (figures, never pass/fail): lenet on
-# Fashion-MNIST with one recipe (bench/peer_train.py says it in full), or resnet18's steps on
-# synthetic data (bench/torch_models.py, bench/mxnet_models.py), the same batch, epochs or
-# steps and threads, every framework once per round, the order rotating. Prints every run,
-# then per peer the median of the per-round throughput ratios mxbench/peer with their range,
-# and the accuracies. A framework that is not installed is skipped with a message.
+# Fashion-MNIST with one recipe (bench/peer_train.py says it in full), resnet18's steps on
+# synthetic data (bench/torch_models.py, bench/mxnet_models.py), or a GPT workload's steps on
+# text in f32 and bf16 against PyTorch (bench/torch_gpt.py, the same model, data and optimizer),
+# the same batch, epochs or steps and threads, every framework once per round, the order
+# rotating. Prints every run, then per peer the median of the per-round throughput ratios
+# mxbench/peer with their range, and the accuracies. A framework that is not installed is
+# skipped with a message.
 # Output: stdout and a copy under out/bench-peers/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,17 +25,23 @@ rounds interleaved; the ratio mxbench/peer is taken within each round:
   resnet18  synthetic data, STEPS timed steps after 3 untimed at batch BATCH (default 32), lr
             0.01; a run's throughput is the batch over its median step (mxbench's median
             figure, and the peers' scripts print the same).
+  gpt-bench, gpt-mini
+            the default text (/usr/share/games/fortunes/cookie) as bytes, STEPS timed steps
+            after 3 untimed at batch BATCH (default 8), SGD (momentum 0.9, lr 0.05, cosine) from
+            GPT-2's initialisation (PyTorch) and mxbench's; each of f32 and bf16 (mxbench --amp
+            bf16, PyTorch's CPU autocast) against its like, in tokens/s: the batch's tokens
+            over the median step. PyTorch only (MXNet has no such twin here).
 
 The peers run from virtual environments under out/bench/: venv (torch) and venv-mxnet
 (numpy 1.23.5, mxnet 1.9.1); --install creates what is missing from PyPI (minutes, GBs for
 torch). A python3 on PATH that imports the framework is used otherwise.
 
 options:
-  --workload W      lenet or resnet18 (default $WORKLOAD)
+  --workload W      lenet, resnet18, gpt-bench or gpt-mini (default $WORKLOAD)
   --rounds N        rounds (default $ROUNDS)
   --epochs N        lenet: epochs per run (default $EPOCHS)
-  --steps N         resnet18: timed steps per run (default $STEPS)
-  --batch N         batch (default 128 for lenet, 32 for resnet18)
+  --steps N         resnet18, gpt-*: timed steps per run (default $STEPS)
+  --batch N         batch (default 128 for lenet, 32 for resnet18, 8 for gpt-*)
   --threads N       threads of every framework (default $THREADS)
   --frameworks L    comma list of torch, mxnet (default $FRAMEWORKS)
   --install         pip-install the missing frameworks into out/bench/
@@ -61,9 +69,14 @@ while (($#)); do
     esac
     shift
 done
-[[ $WORKLOAD == lenet || $WORKLOAD == resnet18 ]] ||
-    { echo "bench-peers.sh: --workload: '$WORKLOAD' is not accepted; choose lenet or resnet18" >&2; exit 2; }
-[[ -n $BATCH ]] || { [[ $WORKLOAD == lenet ]] && BATCH=128 || BATCH=32; }
+GPT=0
+case $WORKLOAD in
+lenet | resnet18) ;;
+gpt-bench | gpt-mini) GPT=1 ;;
+*) echo "bench-peers.sh: --workload: '$WORKLOAD' is not accepted; choose lenet, resnet18, gpt-bench or gpt-mini" >&2
+    exit 2 ;;
+esac
+[[ -n $BATCH ]] || case $WORKLOAD in lenet) BATCH=128 ;; resnet18) BATCH=32 ;; *) BATCH=8 ;; esac
 for f in ${FRAMEWORKS//,/ }; do
     [[ $f == torch || $f == mxnet ]] || { echo "bench-peers.sh: --frameworks: '$f' is not accepted; choose from torch, mxnet" >&2; exit 2; }
 done
@@ -76,6 +89,10 @@ declare -A MODULE=([torch]=torch [mxnet]=mxnet)
 declare -A PIP_ARGS=([torch]="torch" [mxnet]="numpy==1.23.5 mxnet==1.9.1")
 PEERS=()
 for f in ${FRAMEWORKS//,/ }; do
+    if ((GPT)) && [[ $f != torch ]]; then
+        echo "$f: skipped, no twin of $WORKLOAD (bench/torch_gpt.py is PyTorch's)"
+        continue
+    fi
     py=${PY[$f]}
     if ! "$py" -c "import ${MODULE[$f]}" >/dev/null 2>&1; then
         if python3 -c "import ${MODULE[$f]}" >/dev/null 2>&1; then
@@ -97,6 +114,9 @@ for f in ${FRAMEWORKS//,/ }; do
 done
 if [[ $WORKLOAD == lenet ]]; then
     echo "lenet, Fashion-MNIST, $EPOCHS epoch(s), batch $BATCH, $THREADS thread(s), cosine lr from 0.05; $ROUNDS round(s)"
+elif ((GPT)); then
+    echo "$WORKLOAD, text as bytes, $STEPS timed steps after 3, batch $BATCH, $THREADS thread(s), f32 and bf16; $ROUNDS" \
+        "round(s)"
 else
     echo "resnet18, synthetic, $STEPS timed steps after 3, batch $BATCH, $THREADS thread(s), lr 0.01; $ROUNDS round(s)"
 fi
@@ -106,7 +126,10 @@ declare -A PEER_SCRIPT=([torch]=bench/torch_models.py [mxnet]=bench/mxnet_models
 run_one() { # framework
     local f=$1 l line thr acc
     l=$(load1)
-    if [[ $WORKLOAD == resnet18 && $f == mxbench ]]; then
+    if ((GPT)); then
+        run_gpt "$f" "$l"
+        return
+    elif [[ $WORKLOAD == resnet18 && $f == mxbench ]]; then
         thr=$(train_throughput "$MX" --workload resnet18 --dataset synthetic --batch "$BATCH" --steps "$STEPS" \
             --warmup-steps 3 --lr 0.01 --threads-per-device "$THREADS")
     elif [[ $WORKLOAD == resnet18 ]]; then
@@ -128,8 +151,50 @@ run_one() { # framework
     printf 'round %d  %-8s %10s samples/s  test acc %s  (load %s)\n' $((ROUND + 1)) "$f" "$(fmt %.1f "${thr:-nan}")" \
         "${acc:--}" "$l"
 }
+# ---- a GPT workload: one line per run in $TMP/<config>: tokens/s, load before; mxbench and
+# torch each in f32 and bf16 (config mxbench-bf16, torch-bf16)
+declare -A CONTEXTS=([gpt-mini]=64 [gpt-bench]=256) # tokens per sample (workloads/gpt.c)
+CONTEXT=${CONTEXTS[$WORKLOAD]-}
+run_gpt() { # config load
+    local f=${1%-bf16} amp=off sps line
+    [[ $1 == *-bf16 ]] && amp=bf16
+    if [[ $f == mxbench ]]; then
+        sps=$(train_throughput "$MX" --workload "$WORKLOAD" --batch "$BATCH" --steps $((STEPS + 3)) --warmup-steps 3 \
+            --threads-per-device "$THREADS" --amp "$amp")
+    else
+        line=$(OMP_NUM_THREADS=$THREADS "${PY[$f]}" -W ignore bench/torch_gpt.py --measure --workload "$WORKLOAD" \
+            --batch "$BATCH" --threads "$THREADS" --steps $((STEPS + 3)) --warmup 3 --amp "$amp" 2>>"$ERR" |
+            grep '^GPTPEER') || line=""
+        sps=$(sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
+    fi
+    local tps
+    tps=$(scale "${sps:-nan}" "$CONTEXT")
+    echo "$tps $2" >>"$TMP/$1"
+    printf 'round %d  %-12s %10s tokens/s  (load %s)\n' $((ROUND + 1)) "$1" "$(fmt %.0f "$tps")" "$2"
+}
+
 CONFIGS=(mxbench "${PEERS[@]}")
+((GPT)) && CONFIGS=(mxbench mxbench-bf16 "${PEERS[@]}" "${PEERS[@]/%/-bf16}")
 interleave_rounds
+if ((GPT)); then
+    echo
+    printf '%-12s %12s | %-24s\n' config "tokens/s" "mxbench/config (range)"
+    for f in "${CONFIGS[@]}"; do
+        ratio=- range=
+        mine=mxbench
+        [[ $f == *-bf16 ]] && mine=mxbench-bf16
+        if [[ $f != mxbench* ]]; then
+            paste -d' ' "$TMP/$mine" "$TMP/$f" | awk '$1 != "nan" && $3 != "nan" && $3 > 0 {print $1 / $3}' >"$TMP/r-$f"
+            ratio=$(fmt %.2f "$(med "$TMP/r-$f" 1)")
+            range=$(sort -g "$TMP/r-$f" | awk 'NR == 1 {lo = $1} {hi = $1} END {if (NR) printf "[%.2f, %.2f]", lo, hi}')
+        fi
+        printf '%-12s %12s | %s %s\n' "$f" "$(fmt %.0f "$(med "$TMP/$f" 1)")" "$ratio" "$range"
+    done
+    echo "medians over the rounds; each ratio within a round, f32 against f32 and bf16 against bf16 (mxbench --amp" \
+        "bf16: bf16 GEMMs, f32 master weights; PyTorch: CPU autocast)"
+    echo "uptime after: $(uptime)"
+    exit 0
+fi
 
 # ---- summary
 echo

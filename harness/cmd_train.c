@@ -143,7 +143,7 @@ static int parse(train_args *a, int argc, char **argv)
          NULL, 0, MX_MAX_BUCKET_MB},
         {"partition", MX_OPT_STRING, &c->partition, "CUT",
          "model: auto (stages balanced by a short per-layer profile, by FLOPs where none can run) or top-level layers "
-         "per stage, e.g. 6,3,3 (a residual block is one layer) (default auto)",
+         "per stage, e.g. 6,3,3 (a residual or transformer block is one layer) (default auto)",
          NULL},
         {"micro-batches", MX_OPT_INT, &c->micro_batches, "M",
          "model: split each batch into M micro-batches; gradients accumulate over them and each stage updates once per "

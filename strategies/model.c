@@ -3,8 +3,10 @@
  * micro-batches that flow forward through the stages and back, activations and their
  * gradients sent between neighbours over the communicator, in the order of the schedule
  * (pipeline_schedule.h). Gradients accumulate over the micro-batches and every stage updates
- * its own parameters once per batch: no kvstore. Batch norm normalises each micro-batch (as
- * GPipe does). The bubble, memory per device and bytes between stages are measured. */
+ * its own parameters once per batch: no kvstore. A tensor tied across stages (a GPT's head
+ * reading its token embedding) is held by both, its copies' gradients added before the
+ * update (model_tied.c). Batch norm normalises each micro-batch (as GPipe does). The bubble,
+ * memory per device and bytes between stages are measured. */
 #include "model.h"
 #include "device_threads.h"
 #include "partition.h"
@@ -27,9 +29,12 @@ struct mx_strategy {
     mx_comm *comm;
     double sumsq[MX_MAX_DEVICES]; /* clipping: each stage's squared gradient norm (model_stage.c) */
     size_t nweights;             /* the whole model's floats, in the one-device layout */
+    model_tie *ties;             /* [nties]: tensors held by several stages (model_tied.c) */
+    int nties;
     /* ---- over the steps, for detail */
     double idle_sum[MX_MAX_DEVICES], window_sum, mem_peak[MX_MAX_DEVICES];
     double act_sum[MX_MAX_DEVICES], grad_sum[MX_MAX_DEVICES]; /* bytes each stage sent forward, back */
+    double tied_sum[MX_MAX_DEVICES]; /* bytes each stage sent adding tied tensors' gradients */
     long steps;
     /* ---- the step in flight, handed to the stage threads */
     model_step sp;
@@ -106,6 +111,7 @@ static int model_create(mx_strategy **out, const mx_strategy_config *cfg)
     if (rc == MX_OK) rc = choose_cut(s, cap);
     for (int r = 0; rc == MX_OK && r < s->k; r++)
         rc = mx_model_stage_create(&s->st[r], cfg, r, s->k, s->cut[r], s->cut[r + 1], cap, s->m, s->sched, r);
+    if (rc == MX_OK) rc = mx_model_ties_plan(s->st, s->k, &s->ties, &s->nties);
     if (rc == MX_OK) rc = mx_comm_create(&s->comm, "threads", s->k);
     if (rc == MX_OK) rc = mx_device_threads_start(&s->threads, s->k, bind_stage, run_stage, s);
     if (rc < 0) {
@@ -121,7 +127,7 @@ static int model_create(mx_strategy **out, const mx_strategy_config *cfg)
 
 /* Stage r's idle share of the step window (from dispatch to the last backward anywhere),
  * bytes it sent, and the memory it held; the step's counters from all of them. */
-static void step_counters(mx_strategy *s, double t0, double bwd_end, mx_step_stats *st)
+static void step_counters(mx_strategy *s, double t0, double bwd_end, int m, mx_step_stats *st)
 {
     const double window = bwd_end - t0;
     double bubble = 0, peak = 0, params = 0, optim = 0, sent = 0;
@@ -133,7 +139,8 @@ static void step_counters(mx_strategy *s, double t0, double bwd_end, mx_step_sta
         s->idle_sum[r] += idle;
         s->act_sum[r] += g->sent_act;
         s->grad_sum[r] += g->sent_grad;
-        sent += g->sent_act + g->sent_grad;
+        s->tied_sum[r] += g->sent_tied;
+        sent += g->sent_act + g->sent_grad + g->sent_tied;
         const mx_backend_mem mem = mx_backend_mem_get(g->be);
         if ((double)mem.peak > s->mem_peak[r]) s->mem_peak[r] = (double)mem.peak;
         mx_backend_mem_reset_peak(g->be);
@@ -145,7 +152,7 @@ static void step_counters(mx_strategy *s, double t0, double bwd_end, mx_step_sta
     s->window_sum += window;
     s->steps++;
     st->counter[MX_COUNTER_BUBBLE] = bubble / s->k;
-    st->counter[MX_COUNTER_BUBBLE_THEORY] = (s->k - 1.0) / (s->m + s->k - 1.0);
+    st->counter[MX_COUNTER_BUBBLE_THEORY] = (s->k - 1.0) / (m + s->k - 1.0);
     st->counter[MX_COUNTER_STAGE_BYTES] = sent;
     st->counter[MX_COUNTER_INFLIGHT_MAX] = held;
     st->counter[MX_COUNTER_MEM_PEAK] = peak;
@@ -155,10 +162,11 @@ static void step_counters(mx_strategy *s, double t0, double bwd_end, mx_step_sta
 
 static int model_step_run(mx_strategy *s, const float *x, const int32_t *y, int n, float lr, mx_step_stats *st)
 {
-    if (n < s->m)
-        return mx_error(MX_EINVAL, "a batch of %d split into %d micro-batches: each needs a sample", n, s->m);
-    MX_TRY(mx_split_batch(n, s->m, NULL, s->count));
-    for (int i = 0, at = 0; i < s->m; at += s->count[i], i++) {
+    if (n < 1) return mx_error(MX_EINVAL, "a batch of %d samples: accepted 1 or more", n);
+    /* a batch smaller than the micro-batch count (an epoch's last) runs as micro-batches of one */
+    const int m = n < s->m ? n : s->m;
+    MX_TRY(mx_split_batch(n, m, NULL, s->count));
+    for (int i = 0, at = 0; i < m; at += s->count[i], i++) {
         s->off[i] = at;
         if (s->count[i] > s->st[0].micro_cap)
             return mx_error(MX_EINVAL, "micro-batch of %d exceeds the %d the stages were built for", s->count[i],
@@ -167,6 +175,7 @@ static int model_step_run(mx_strategy *s, const float *x, const int32_t *y, int 
     s->sp = (model_step){.comm = s->comm, .x = x, .y = y, .count = s->count, .off = s->off,
                          .grad_scale = 1.0f / n, .opt = s->cfg.opt, .sumsq = s->sumsq};
     s->sp.opt.lr = lr;
+    s->sp.ties = s->ties, s->sp.nties = s->nties, s->sp.m = m;
     const double t0 = mx_now();
     mx_device_threads_run(&s->threads);
     for (int r = 0; r < s->k; r++)
@@ -189,7 +198,7 @@ static int model_step_run(mx_strategy *s, const float *x, const int32_t *y, int 
     st->loss_sum = s->st[s->k - 1].loss;
     st->correct = s->st[s->k - 1].correct;
     st->samples = n;
-    step_counters(s, t0, bwd_end, st);
+    step_counters(s, t0, bwd_end, m, st);
     return MX_OK;
 }
 
@@ -227,17 +236,23 @@ static int model_evaluate(mx_strategy *s, const float *x, const int32_t *y, int 
     return MX_OK;
 }
 
+int mx_model_tied_diff(mx_strategy *s, int *copies, double *diff)
+{
+    return mx_model_ties_compare(s->st, s->ties, s->nties, copies, diff);
+}
+
 static size_t model_param_count(mx_strategy *s) { return s->nweights; }
 
 /* Every stage's tensors are contiguous and 16-float aligned as in the one-device layout, so a
- * stage's buffer is the slice of that layout from its first tensor's offset. */
+ * stage's held tensors are the slice of that layout from its first tensor's offset (its
+ * replicas, after them, are copies of other stages' tensors). */
 static int model_get_params(mx_strategy *s, float *host)
 {
     size_t at = 0;
     for (int r = 0; r < s->k; r++) {
         const mx_params *ps = s->st[r].ps;
-        s->st[r].be->ops->copy(s->st[r].be, host + at, ps->w, sizeof(float) * ps->nweights, MX_COPY_D2H);
-        at += ps->nweights;
+        s->st[r].be->ops->copy(s->st[r].be, host + at, ps->w, sizeof(float) * ps->nheld, MX_COPY_D2H);
+        at += ps->nheld;
     }
     return at == s->nweights ? MX_OK : mx_error(MX_ERUNTIME, "the stages hold %zu weights, the model %zu", at,
                                                  s->nweights);
@@ -257,7 +272,7 @@ static int model_detail(mx_strategy *s, mx_strategy_detail *out)
                                          .bubble = s->window_sum > 0 ? s->idle_sum[r] / s->window_sum : NAN,
                                          .mem_params = g->mem_params, .mem_optim = g->mem_optim,
                                          .mem_peak = s->mem_peak[r],
-                                         .bytes_sent = (s->act_sum[r] + s->grad_sum[r]) / steps,
+                                         .bytes_sent = (s->act_sum[r] + s->grad_sum[r] + s->tied_sum[r]) / steps,
                                          .held_max = g->held_max,
                                          .busy = (s->window_sum - s->idle_sum[r]) / steps};
         /* what crosses the boundary after a stage: its activations forward, their gradients
@@ -272,6 +287,7 @@ static void model_destroy(mx_strategy *s)
     if (!s) return;
     mx_device_threads_stop(&s->threads);
     mx_comm_destroy(s->comm);
+    mx_model_ties_destroy(s->st, s->k, s->ties);
     for (int r = 0; r < s->k; r++) mx_model_stage_destroy(&s->st[r]);
     free(s->count);
     free(s->off);

@@ -28,6 +28,7 @@ int mx_model_stage_create(model_stage *st, const mx_strategy_config *cfg, int r,
         !(st->inbuf = calloc(st->slots, sizeof *st->inbuf)) || !(st->out = calloc(st->slots, sizeof *st->out)))
         return mx_error(MX_ENOMEM, "out of memory for pipeline stage %d's schedule", r);
     st->nops = mx_pp_stage_ops(sched, k, r, m, st->ops);
+    st->ops_m = m, st->sched = sched;
     MX_TRY(mx_backend_create(&st->be, cfg->backend ? cfg->backend : "cpu", id, cfg->threads_per_device));
     /* What the allocator counts while the set is built is the stage's parameters, gradients
      * and batch-norm statistics; the momentum comes next. */
@@ -129,6 +130,10 @@ void mx_model_stage_run(model_stage *st, const model_step *sp)
     const int first_stage = st->r == 0, last_stage = st->r == st->k - 1;
     const size_t per = mx_shape_size(st->ps->in);
     st->busy = 0, st->loss = 0, st->correct = 0, st->held = 0, st->error = 0, st->sent_act = st->sent_grad = 0;
+    /* a batch of fewer samples than micro-batches (an epoch's last) runs as fewer: their op
+     * list holds no more micro-batches at once than the slots made for m (gpipe: m; 1f1b:
+     * k-r, consecutive ones, so i % slots still tells them apart) */
+    if (sp->m != st->ops_m) st->nops = mx_pp_stage_ops(st->sched, st->k, st->r, st->ops_m = sp->m, st->ops);
     mx_params_zero_grad(st->ps);
     for (int o = 0; o < st->nops; o++) {
         const mx_pp_op op = st->ops[o];
@@ -176,6 +181,9 @@ void mx_model_stage_run(model_stage *st, const model_step *sp)
             break;
         }
     }
+    /* the copies of a tied tensor on several stages take the sum of their gradients, before
+     * the norm is taken (the owner's copy counts once) and the update */
+    mx_model_stage_reduce_tied(st, sp);
     /* each stage updates its own parameters once per batch, as soon as its last backward is
      * done (stage 0's is the pipeline's last) */
     mx_optim o = sp->opt;
@@ -185,6 +193,10 @@ void mx_model_stage_run(model_stage *st, const model_step *sp)
         const mx_params *ps = st->ps;
         mx_optim_update(st->be, &o, ps->params, ps->param_lo, ps->param_hi - ps->param_lo, ps->w,
                         mx_optim_state_of(&o, st->mom, ps->nweights), ps->g, rescale);
+        /* a replica as its owner: the same gradient, rescale and state, so the same bits */
+        for (int j = 0; j < ps->nreplicas; j++)
+            mx_optim_update(st->be, &o, ps->params, ps->replicas[j], 1, ps->w,
+                            mx_optim_state_of(&o, st->mom, ps->nweights), ps->g, rescale);
         if (st->be->ops->sync(st->be) < 0) st->error = MX_ERUNTIME;
         st->updates++;
     }

@@ -99,6 +99,6 @@ int mx_partition_parse(const char *spec, int n, int k, int *first)
         return mx_error(MX_EINVAL, "--partition %s: %d stage(s) for %d devices; accepted: %d counts", spec, s, k, k);
     if (first[k] != n)
         return mx_error(MX_EINVAL, "--partition %s: covers %d layers, the model has %d top-level layers (a residual "
-                        "block is one); accepted: counts adding up to %d", spec, first[k], n, n);
+                        "or transformer block is one); accepted: counts adding up to %d", spec, first[k], n, n);
     return MX_OK;
 }

@@ -1,7 +1,7 @@
-/* Cutting a model's top-level layers (a residual block is one) into k contiguous pipeline
- * stages for the model strategy: balanced by cost (the
- * measured time of each layer, or its FLOPs where it cannot be profiled), or as the user
- * wrote it (--partition 6,3,3). Stage s holds layers [first[s], first[s+1]); first has k+1
+/* Cutting a model's top-level layers (a residual or transformer block is one) into k
+ * contiguous pipeline stages for the model strategy: balanced by cost (the measured time of
+ * each layer, or its FLOPs where it cannot be profiled), or as the user wrote it
+ * (--partition 6,3,3). Stage s holds layers [first[s], first[s+1]); first has k+1
  * entries, first[0] = 0 and first[k] = n. */
 #ifndef MX_PARTITION_H
 #define MX_PARTITION_H

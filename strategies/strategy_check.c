@@ -21,8 +21,8 @@ int mx_model_check(const mx_strategy_config *cfg)
     const int k = cfg->devices, n = cfg->nspecs;
     if (k > n)
         return mx_error(MX_EINVAL,
-                        "model strategy on %d devices: %s has %d top-level layers (a residual block is one), "
-                        "and each stage needs at least one; accepted 1..%d devices",
+                        "model strategy on %d devices: %s has %d top-level layers (a residual or transformer "
+                        "block is one), and each stage needs at least one; accepted 1..%d devices",
                         k, cfg->workload, n, n);
     if (cfg->partition && strcmp(cfg->partition, "auto") != 0) {
         int first[MX_MAX_DEVICES + 1];

@@ -1,5 +1,6 @@
 /* Parameter sets: two-phase construction (layers register their tensors, then one buffer
- * is carved for the held ones) and split-independent initialisation. */
+ * is carved for the held ones and the replicas of tied tensors held elsewhere) and
+ * split-independent initialisation. */
 #include "params.h"
 #include "rng.h"
 #include "base/status.h"
@@ -199,6 +200,31 @@ static int build_layers(mx_params *ps, set_builder *b, const mx_layer_spec *spec
     return MX_OK;
 }
 
+static int is_replica(const mx_params *ps, int param)
+{
+    for (int j = 0; j < ps->nreplicas; j++)
+        if (ps->replicas[j] == param) return 1;
+    return 0;
+}
+
+/* The tensors that held layers tie but the set does not hold, each once, ascending (the
+ * order every set and the strategy's exchange of their gradients agree on). */
+static int list_replicas(mx_params *ps, const set_builder *b)
+{
+    if (!(ps->replicas = host_calloc(ps, sizeof(int) * (size_t)(b->nties ? b->nties : 1))))
+        return mx_error(MX_ENOMEM, "out of memory listing the replicas of tied tensors");
+    for (int k = 0; k < b->nties; k++) {
+        const struct tie *t = &b->ties[k];
+        const int user_held = t->layer >= ps->layer_lo && t->layer < ps->layer_hi;
+        const int held = t->param >= ps->param_lo && t->param < ps->param_hi;
+        if (!user_held || held || is_replica(ps, t->param)) continue;
+        int j = ps->nreplicas++;
+        for (; j > 0 && ps->replicas[j - 1] > t->param; j--) ps->replicas[j] = ps->replicas[j - 1];
+        ps->replicas[j] = t->param;
+    }
+    return MX_OK;
+}
+
 static int carve_params(mx_params *ps, set_builder *b)
 {
     ps->param_lo = ps->layers[ps->layer_lo].param_first;
@@ -207,6 +233,15 @@ static int carve_params(mx_params *ps, set_builder *b)
         ps->params[i].offset = ps->nweights;
         /* Keep every tensor 16-float aligned so vector kernels and shards start on a line. */
         ps->nweights += (ps->params[i].count + 15) / 16 * 16;
+    }
+    ps->nheld = ps->nweights;
+    /* The replicas after the held tensors, so that the held ones keep the one-device layout's
+     * order and a pipeline's stages still read as consecutive slices of it. */
+    MX_TRY(list_replicas(ps, b));
+    for (int j = 0; j < ps->nreplicas; j++) {
+        mx_param *p = &ps->params[ps->replicas[j]];
+        p->offset = ps->nweights;
+        ps->nweights += (p->count + 15) / 16 * 16;
     }
     ps->w = dev_alloc(ps, sizeof(float) * (ps->nweights ? ps->nweights : 1));
     ps->g = dev_alloc(ps, sizeof(float) * (ps->nweights ? ps->nweights : 1));
@@ -217,17 +252,12 @@ static int carve_params(mx_params *ps, set_builder *b)
         *b->w_ptrs[i] = ps->w + ps->params[i].offset;
         *b->g_ptrs[i] = ps->g + ps->params[i].offset;
     }
+    /* A tying layer reads the held tensor (one copy, whose gradient both users add to) or,
+     * where the set does not hold it, the set's replica: held or replica, the offset is
+     * this set's. */
     for (int k = 0; k < b->nties; k++) {
         const struct tie *t = &b->ties[k];
-        const int user_held = t->layer >= ps->layer_lo && t->layer < ps->layer_hi;
-        const int held = t->param >= ps->param_lo && t->param < ps->param_hi;
-        if (!user_held) continue;
-        /* A set that runs the tied layer must hold the tensor too: one copy, whose gradient
-         * both users add to. */
-        if (!held)
-            return mx_error(MX_EINVAL, "layer %d reads tensor '%s' of layer %d, which this set does not hold "
-                            "(layers [%d, %d)): tied layers must be held together", t->layer,
-                            ps->params[t->param].name, ps->params[t->param].layer, ps->layer_lo, ps->layer_hi);
+        if (t->layer < ps->layer_lo || t->layer >= ps->layer_hi) continue;
         *t->w = ps->w + ps->params[t->param].offset;
         *t->g = ps->g + ps->params[t->param].offset;
     }
@@ -373,6 +403,11 @@ int mx_params_init(mx_params *ps, uint64_t seed, mx_weight_init kind, float sigm
     for (int i = ps->param_lo; i < ps->param_hi; i++) {
         const mx_param *p = &ps->params[i];
         mx_param_init_slice(p, i, seed, kind, sigma, 0, p->count, host + p->offset);
+    }
+    /* a replica from its tensor's own stream: the owner's values, bit for bit */
+    for (int j = 0; j < ps->nreplicas; j++) {
+        const int i = ps->replicas[j];
+        mx_param_init_slice(&ps->params[i], i, seed, kind, sigma, 0, ps->params[i].count, host + ps->params[i].offset);
     }
     ps->be->ops->copy(ps->be, ps->w, host, sizeof(float) * ps->nweights, MX_COPY_H2D);
     free(host);

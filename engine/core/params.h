@@ -1,7 +1,14 @@
 /* A parameter set: the table of a model's tensors with their values (w) and gradients (g)
  * in one contiguous buffer each on one backend, and the layers set up over them. It runs
  * nothing: execution contexts (engine/core/exec.h) run layer ranges over it. Initialisation draws each
- * whole tensor from its own stream, so a shard can reproduce its slice of the tensor. */
+ * whole tensor from its own stream, so a shard can reproduce its slice of the tensor.
+ *
+ * Replicas: a set holding a layer that ties a tensor of a layer it does not hold (a pipeline's
+ * last stage, whose language-model head reads the first stage's token embedding) holds a copy
+ * of that tensor after its own, drawn from the tensor's stream, so equal to the owner's bit
+ * for bit. The set only keeps the copy; keeping the copies equal is the caller's: whoever
+ * trains the set adds the copies' gradients together and applies the same update to each
+ * (strategies/model_tied.c, as Megatron-LM does between its first and last stages). */
 #ifndef MX_PARAMS_H
 #define MX_PARAMS_H
 
@@ -12,7 +19,7 @@
 typedef struct {
     char name[48];        /* "<top layer>.<kind>.<tensor>", nested: "<top>.<sub>.<kind>.<tensor>" */
     /* in elements of dtype (f32 today: w and g are float buffers; an AMP half copy keeps
-     * the offsets), into w and g (offset meaningful only for held tensors) */
+     * the offsets), into w and g (offset meaningful only for held tensors and replicas) */
     size_t offset, count;
     mx_dtype dtype;       /* of w and g: MX_F32 */
     mx_init_kind init;
@@ -32,22 +39,27 @@ typedef struct mx_params {
     mx_param *params;    /* every tensor of the model: an index is the tensor's in the whole model */
     int layer_lo, layer_hi; /* top-level layers [lo, hi) whose tensors this set holds */
     int param_lo, param_hi; /* the tensors held: those of layers [layer_lo, layer_hi) */
-    size_t nweights;     /* floats in w (and g): the held tensors, each 16-float aligned */
-    float *w, *g;        /* device: values and gradients of the held tensors */
+    /* Replicas of tensors held elsewhere that a held layer ties (see above), ascending:
+     * indices into params, whose offset is the replica's in this set's w and g. */
+    int nreplicas;
+    int *replicas;
+    size_t nweights;     /* floats in w (and g): the held tensors, then the replicas, each 16-float aligned */
+    size_t nheld;        /* of nweights, the held tensors' (the replicas start there) */
+    float *w, *g;        /* device: values and gradients of the held tensors and replicas */
     size_t bytes;        /* device bytes the set allocated: w, g and model state (batch-norm statistics) */
     struct mx_allocs *allocs;
 } mx_params;
 
 /* Sets up specs[0..nspecs) for inputs of shape in on backend be, and holds the tensors of
- * layers [layer_lo, layer_hi) (a pipeline stage; 0, nspecs for the whole model). Every
- * layer is set up so that shapes and the whole-model tensor table are known everywhere;
- * layers outside the range get no parameter storage (only their few bytes of batch-norm
- * running statistics). */
+ * layers [layer_lo, layer_hi) (a pipeline stage; 0, nspecs for the whole model), and a
+ * replica of each tensor outside them that a layer inside ties. Every layer is set up so
+ * that shapes and the whole-model tensor table are known everywhere; layers outside the
+ * range get no parameter storage (only their few bytes of batch-norm running statistics). */
 int mx_params_create(mx_params **out, mx_backend *be, const mx_layer_spec *specs, int nspecs, mx_shape in,
                      int layer_lo, int layer_hi);
 void mx_params_destroy(mx_params *ps);
 
-/* Initialises every held tensor from seed (see mx_param_init_slice). */
+/* Initialises every held tensor and replica from seed (see mx_param_init_slice). */
 int mx_params_init(mx_params *ps, uint64_t seed, mx_weight_init kind, float sigma);
 void mx_params_zero_grad(mx_params *ps);
 /* Forward FLOPs per sample of layers [first, last). */

@@ -122,8 +122,9 @@ static inline int mx_builder_param(mx_net_builder *b, const char *name, size_t c
 /* Points *w and *g (once every layer is set up, as mx_builder_param) at the tensor an earlier
  * layer of the same set registered as `name` (the name that layer passed, e.g.
  * "embedding.wte"): a tied weight, one tensor whose gradient both layers add to. MX_EINVAL
- * when there is none or it does not hold count values; a set must hold the tensor wherever
- * it holds the layer that ties it. */
+ * when there is none or it does not hold count values. A set that holds the layer that ties
+ * it but not the tensor (a pipeline stage) points the layer at its replica of the tensor
+ * (engine/core/params.h). */
 static inline int mx_builder_tied(mx_net_builder *b, const char *name, size_t count, float **w, float **g)
 {
     return b->ops->tied(b, name, count, w, g);

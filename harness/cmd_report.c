@@ -78,11 +78,15 @@ enum { TEXT_COLS = sizeof text_cols / sizeof text_cols[0] };
 /* the counters' figures (results/metrics.def) go before the note, each only when some run of
  * the file has it: a study of one-device runs has no communication to show; the worker and
  * server counts follow the kvstore when some run has processes other than one worker */
-_Static_assert((int)TEXT_COLS + MX_NCOUNTERS + 2 <= (int)MAXCOLS, "MAXCOLS too small for the text columns");
+/* language models add their figures after test_acc (their test_acc is token accuracy) */
+static const char *const lm_heads[] = {"tokens/s", "val loss", "ppl", "MFU"};
+enum { LM_COLS = sizeof lm_heads / sizeof lm_heads[0] };
+_Static_assert((int)TEXT_COLS + MX_NCOUNTERS + 2 + LM_COLS <= (int)MAXCOLS, "MAXCOLS too small for the text columns");
 
 typedef struct {
     int counter[MX_NCOUNTERS];
     int procs;
+    int lm; /* some run is a language model's */
 } shown_cols;
 
 static void shown_columns(const mx_results *res, shown_cols *shown)
@@ -92,8 +96,9 @@ static void shown_columns(const mx_results *res, shown_cols *shown)
         for (int i = 0; i < res->nruns && !shown->counter[k]; i++)
             shown->counter[k] = isfinite(res->runs[i].metrics[k]);
     }
-    shown->procs = 0;
+    shown->procs = shown->lm = 0;
     for (int i = 0; i < res->nruns; i++) shown->procs |= res->runs[i].workers != 1 || res->runs[i].servers != 0;
+    for (int i = 0; i < res->nruns; i++) shown->lm |= res->runs[i].tokens_per_sample > 0;
 }
 
 static void fill_row(char (*row)[CELL], const mx_run_record *r, const shown_cols *shown)
@@ -119,6 +124,12 @@ static void fill_row(char (*row)[CELL], const mx_run_record *r, const shown_cols
     mx_fmt_num(row[c++], r->speedup, "%.2f");
     mx_fmt_num(row[c++], r->efficiency * 100, "%.0f%%");
     mx_fmt_num(row[c++], r->final_test_acc, "%.4f");
+    if (shown->lm) {
+        fmt_rate(row[c++], r->tokens_per_s);
+        mx_fmt_num(row[c++], r->final_val_loss, "%.4f");
+        mx_fmt_num(row[c++], r->perplexity, "%.2f");
+        mx_fmt_num(row[c++], r->mfu * 100, "%.1f%%");
+    }
     for (int k = 0; k < MX_NCOUNTERS; k++)
         if (shown->counter[k]) mx_fmt_num(row[c++], r->metrics[k] * mx_counters[k].scale, mx_counters[k].fmt);
     if (not_ok(r))
@@ -214,6 +225,8 @@ static int print_table(const char *path, const mx_results *res, int md)
             t.head[t.ncols] = "workers", t.right[t.ncols++] = 1;
             t.head[t.ncols] = "servers", t.right[t.ncols++] = 1;
         }
+        if (shown.lm && strcmp(text_cols[c].head, "test_acc") == 0)
+            for (int k = 0; k < LM_COLS; k++) t.head[t.ncols] = lm_heads[k], t.right[t.ncols++] = 1;
     }
     t.cell = calloc((size_t)(res->nruns ? res->nruns : 1), sizeof *t.cell);
     if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d rows", res->nruns);
@@ -234,6 +247,10 @@ static int print_table(const char *path, const mx_results *res, int md)
            "of the same configuration, blank (-) where there is none (results/SCHEMA.md); note: why a run\n"
            "is not ok.\n");
     if (shown.procs) printf("workers, servers: the processes of a dist_* run's MPI job.\n");
+    if (shown.lm)
+        printf("language models: test_acc is token accuracy on the held-out split; tokens/s: samples/s x context;\n"
+               "val loss: held-out loss after the last epoch, ppl its perplexity (e^loss); MFU: model FLOPs (6N + 12\n"
+               "L C T per token) per second over the peak of the run's devices (a measured GEMM on CPU workers).\n");
     for (int k = 0; k < MX_NCOUNTERS; k++)
         if (shown.counter[k]) printf("%s: %s.\n", mx_counters[k].head, mx_counters[k].help);
     free(t.cell);
@@ -287,15 +304,22 @@ static const column mid_cols[] = {CD(wall_time), {"batch_per_device", C_PERDEV, 
 static const column proc_cols[] = {CI(workers), CI(servers), CI(oversubscribed), CI(nranks)};
 /* the host beside the run (harness/hostload.h) */
 static const column host_cols[] = {CI(noisy), CD(host_others), CD(host_load), CD(host_steal)};
+/* language models (NaN, 0 for images) */
+static const column lm_cols[] = {CI(tokens_per_sample), CD(tokens_per_s), CD(final_val_loss), CD(perplexity),
+                                 CD(time_to_loss),      CD(target_loss),  CD(flops_per_token), CD(peak_flops),
+                                 CD(mfu)};
 static const column reason_col = CS(reason); /* last: free text, the only column that may hold commas */
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-enum { MAX_DATA_COLS = COUNT(head_cols) + COUNT(mid_cols) + MX_NCOUNTERS + COUNT(proc_cols) + COUNT(host_cols) + 1 };
+enum {
+    MAX_DATA_COLS =
+        COUNT(head_cols) + COUNT(mid_cols) + MX_NCOUNTERS + COUNT(proc_cols) + COUNT(host_cols) + COUNT(lm_cols) + 1
+};
 
 /* Every summary column, the counters' figures from their table. Columns never move: scripts
  * read the CSV by position (column 30 is wall_time), so the figures of schema 1 keep their
  * place after time_to_acc, and those added since come after the others, then the processes
- * of dist_* runs and the host's figures, before the reason. */
+ * of dist_* runs, the host's figures and the language models', before the reason. */
 static int data_columns(column *out)
 {
     int n = 0;
@@ -310,6 +334,7 @@ static int data_columns(column *out)
     }
     for (size_t i = 0; i < COUNT(proc_cols); i++) out[n++] = proc_cols[i];
     for (size_t i = 0; i < COUNT(host_cols); i++) out[n++] = host_cols[i];
+    for (size_t i = 0; i < COUNT(lm_cols); i++) out[n++] = lm_cols[i];
     out[n++] = reason_col;
     return n;
 }

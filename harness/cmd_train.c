@@ -9,6 +9,7 @@
 #include "base/limits.h"
 #include "train_launch.h"
 #include "trainer.h"
+#include "train_summary.h"
 #include "dist.h"
 #include "kvstore/kvstore.h"
 #include "workloads/workloads.h"
@@ -189,6 +190,9 @@ static int parse(train_args *a, int argc, char **argv)
          "repeat the whole training N times for the timing statistics (default 1)", NULL, 1, MX_MAX_REPEATS},
         {"target-acc", MX_OPT_DOUBLE, &c->target_acc, "X",
          "also report the training time until test accuracy reached X, above 0", NULL, 0, 1},
+        {"target-loss", MX_OPT_DOUBLE, &c->target_loss, "X",
+         "language models: also report the training time until the validation loss reached X, above 0", NULL, 0,
+         1000},
         {"record", MX_OPT_STRING, &a->record, "FILE",
          "also write the run to FILE as an HDF5 results file; an existing FILE is refused (exit 2) unless --force",
          NULL},
@@ -243,6 +247,8 @@ static int parse(train_args *a, int argc, char **argv)
                                   c->steps);
         c->epochs = 0; /* --steps replaces the default epoch */
     }
+    if (mx_opts_seen(&spec, "target-loss") && !(c->target_loss > 0))
+        return mx_usage_error(spec.cmd, "--target-loss %g: accepted above 0 and at most 1000", c->target_loss);
     if (mx_opts_seen(&spec, "target-acc") && !(c->target_acc > 0))
         return mx_usage_error(spec.cmd, "--target-acc %g: accepted above 0 and at most 1", c->target_acc);
     if (mx_opts_seen(&spec, "warmup-from") && !mx_opts_seen(&spec, "warmup-epochs"))
@@ -401,35 +407,6 @@ int mx_train_validate_argv(int argc, char **argv)
     return check_config(&a, 1);
 }
 
-static void print_summary(const train_args *a, const mx_run_record *r, double flops)
-{
-    const mx_train_config *c = &a->c;
-    printf("%s on %s, %s x%d (%s kvstore, %d thread(s)/device), batch %d:", c->workload, r->dataset,
-           mx_strategy_name(c->strategy), r->gpus, mx_kv_mode_of(r->kvstore) != MX_KV_NONE ? r->kvstore : "no",
-           c->threads_per_device, r->global_batch);
-    if (c->cluster) printf(" %d workers, %d servers,", c->cluster->nworkers, c->cluster->nservers);
-    if (c->strategy == MX_STRATEGY_MODEL) printf(" %d micro-batches (%s),", r->micro_batches, r->schedule);
-    if (c->steps) printf(" %d steps (%d warmup)", c->steps, c->warmup_steps);
-    else printf(" %d epoch(s), test acc %.4f", c->epochs, r->final_test_acc);
-    /* the median describes a typical step; the aggregate (samples over the time of all timed
-     * steps) is what the run delivered, slow steps included: both, as they can differ a lot */
-    /* an interval needs two timed steps or more: with fewer it is undefined, and says so */
-    char ci[96];
-    if (isfinite(r->throughput_ci_low) && isfinite(r->throughput_ci_high))
-        snprintf(ci, sizeof ci, "%.1f-%.1f", r->throughput_ci_low, r->throughput_ci_high);
-    else
-        snprintf(ci, sizeof ci, "n/a (%d timed step%s)", r->nsteps, r->nsteps == 1 ? "" : "s");
-    printf(", %.1f samples/s median (step %.2f ms, 95%% CI %s), %.1f aggregate", r->throughput,
-           1e3 * r->step_time_median, ci, r->throughput_agg);
-    if (flops > 0) printf(", %.1f GFLOP/s", 3 * flops * r->throughput * 1e-9);
-    if (isfinite(r->time_to_acc)) printf(", %.1f s to acc %.3f", r->time_to_acc, c->target_acc);
-    printf(", %.1f s%s", r->wall_time, strcmp(r->status, "diverged") == 0 ? ", DIVERGED" : "");
-    if (r->noisy) /* the timings measured the other programs too */
-        printf(", NOISY host (on average %.1f thread(s) of other programs ready to run, load up to %.1f, %.0f%% "
-               "stolen)", r->host_others, r->host_load, isfinite(r->host_steal) ? 100 * r->host_steal : 0.0);
-    putchar('\n');
-}
-
 /* Creates the --record file before training, so that a bad path fails at once and not
  * after the run. An existing file is refused unless --force: a mistyped path must not
  * destroy a file (results or not); sweep children get a path the sweep has just cleared. */
@@ -561,7 +538,7 @@ int mx_cmd_train(int argc, char **argv)
         fprintf(stderr, "mxbench train: %s\n", mx_last_error());
         if (a.record) unlink(a.record);
     } else {
-        if (!(cl && cl->index != 0)) print_summary(&a, &rec, flops); /* one line per job */
+        if (!(cl && cl->index != 0)) mx_train_print_summary(&a.c, &rec, flops); /* one line per job */
         /* A diverged run is recorded like any other (status diverged, series up to there) and
          * exits 1: a sweep adopts the record it finds after an exit 1. */
         const int diverged = strcmp(rec.status, "diverged") == 0 && !(cl && cl->index != 0);

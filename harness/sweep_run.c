@@ -100,7 +100,8 @@ static void adopt(mx_run_record *r, mx_run_record *got)
     r->nsteps = got->nsteps, r->step_time = got->step_time, r->phase_time = got->phase_time;
     r->nloss = got->nloss, r->loss = got->loss, r->loss_scale = got->loss_scale;
     r->nepochs = got->nepochs, r->test_acc = got->test_acc, r->epoch_time = got->epoch_time;
-    got->step_time = got->phase_time = got->test_acc = got->epoch_time = NULL;
+    r->val_loss = got->val_loss;
+    got->step_time = got->phase_time = got->test_acc = got->epoch_time = got->val_loss = NULL;
     got->loss = got->loss_scale = NULL;
     r->test_samples = got->test_samples;
     memcpy(r->metrics, got->metrics, sizeof r->metrics); /* every counter's figure */
@@ -117,6 +118,10 @@ static void adopt(mx_run_record *r, mx_run_record *got)
     r->host_others = got->host_others, r->host_load = got->host_load, r->host_steal = got->host_steal;
     /* what the child found about its machine: which kernels AMP ran on */
     snprintf(r->amp_kernels, sizeof r->amp_kernels, "%s", got->amp_kernels);
+    /* a language model's tokens per sample and FLOPs per token, and the peak its devices offer */
+    r->tokens_per_sample = got->tokens_per_sample;
+    r->flops_per_token = got->flops_per_token, r->peak_flops = got->peak_flops;
+    snprintf(r->peak_source, sizeof r->peak_source, "%s", got->peak_source);
     snprintf(r->status, sizeof r->status, "%s", got->status);
     snprintf(r->reason, sizeof r->reason, "%s", got->reason);
     mx_record_derive(r);

@@ -3,6 +3,8 @@
 #include "trainer.h"
 #include "loss_watch.h"
 #include "train_data.h"
+#include "peak.h"
+#include "workloads/gpt.h"
 #include "param_table.h"
 #include "hostload.h"
 #include "engine/core/trace.h"
@@ -119,12 +121,23 @@ static void fill_record_config(const mx_train_config *c, const mx_train_data *ds
     rec->seed = c->seed;
     rec->threads_per_device = c->threads_per_device;
     rec->target_acc = c->target_acc;
+    rec->target_loss = c->target_loss;
     rec->test_samples = ds->test.n;
+    /* a language model's tokens, FLOPs per token and the peak its devices offer (for MFU) */
+    if (wl && wl->lm) {
+        rec->tokens_per_sample = ds->train.label_len;
+        rec->flops_per_token = mx_gpt_train_flops_per_token(wl->lm, ds->train.nclasses);
+        rec->peak_flops = mx_peak_flops(c->backend, c->devices, c->threads_per_device, c->amp, rec->peak_source,
+                                        sizeof rec->peak_source);
+    }
 }
 
 /* Growable series of the record. */
 static int reserve(mx_run_record *rec, mx_amp amp, int steps_total, int epochs_total)
 {
+    /* a language model's held-out loss after every epoch */
+    if (rec->tokens_per_sample > 0 && !(rec->val_loss = calloc(epochs_total ? epochs_total : 1, sizeof(double))))
+        return mx_error(MX_ENOMEM, "out of memory for the run's series");
     rec->step_time = calloc(steps_total ? steps_total : 1, sizeof(double));
     rec->phase_time = calloc((size_t)(steps_total ? steps_total : 1) * MX_NPHASES, sizeof(double));
     rec->loss = calloc(steps_total ? steps_total : 1, sizeof(float));
@@ -180,12 +193,13 @@ static void gather_batch(run_state *st, int from, int n)
 }
 
 /* Test accuracy into *acc; a failed evaluation (bad labels, a device error) fails the run. */
-static int evaluate(run_state *st, double *acc)
+static int evaluate(run_state *st, double *acc, double *mean_loss)
 {
     double loss;
     int correct;
     MX_TRY(st->ops->evaluate(st->s, st->ds->test.images, st->ds->test.labels, st->ds->test.n, &loss, &correct));
     *acc = (double)correct / ((double)st->ds->test.n * st->ds->test.label_len); /* of the rows (tokens) */
+    *mean_loss = loss / st->ds->test.n;
     return MX_OK;
 }
 
@@ -267,11 +281,16 @@ static int run_step(run_state *st, int step, int from, int n, double epoch_pos, 
 }
 
 /* samples: the whole job's (every dist_* worker's), as the summary's aggregate counts them */
-static void log_epoch(run_state *st, int epoch, double loss, double acc, double secs, long samples)
+static void log_epoch(run_state *st, int epoch, double loss, double acc, double vloss, double secs, long samples)
 {
     if (!st->c->log) return;
-    fprintf(st->c->log, "epoch %d/%d  train loss %.4f  test acc %.4f  %.0f samples/s  %.1f s\n", epoch + 1,
-            st->c->epochs, loss, acc, samples / secs, secs);
+    if (st->rec->tokens_per_sample > 0) /* a language model: the held-out loss says more than token accuracy */
+        fprintf(st->c->log, "epoch %d/%d  train loss %.4f  val loss %.4f (perplexity %.2f)  token acc %.4f  %.0f "
+                "tokens/s  %.1f s\n", epoch + 1, st->c->epochs, loss, vloss, exp(vloss), acc,
+                samples * (double)st->rec->tokens_per_sample / secs, secs);
+    else
+        fprintf(st->c->log, "epoch %d/%d  train loss %.4f  test acc %.4f  %.0f samples/s  %.1f s\n", epoch + 1,
+                st->c->epochs, loss, acc, samples / secs, secs);
     fflush(st->c->log);
 }
 
@@ -376,14 +395,15 @@ static int run_repeat(run_state *st)
                     (double)ep.correct / ((double)ep.samples * st->ds->train.label_len));
         if (c->steps) continue; /* throughput runs: no per-epoch evaluation */
         if (c->cluster && c->cluster->index != 0) continue; /* worker 0 evaluates and records */
-        double acc;
-        MX_TRY(evaluate(st, &acc));
+        double acc, vloss;
+        MX_TRY(evaluate(st, &acc, &vloss));
         if (st->repeat == 0) {
             rec->test_acc[rec->nepochs] = acc;
+            if (rec->val_loss) rec->val_loss[rec->nepochs] = vloss;
             rec->epoch_time[rec->nepochs] = train_time;
             rec->nepochs++;
         }
-        log_epoch(st, epoch, ep.loss_sum / ep.samples, acc, ep.time, ep.job_samples);
+        log_epoch(st, epoch, ep.loss_sum / ep.samples, acc, vloss, ep.time, ep.job_samples);
     }
     return MX_OK;
 }

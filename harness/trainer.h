@@ -29,6 +29,7 @@ typedef struct {
     double warmup_epochs, warmup_start_lr;
     const char *lr_schedule; /* after the warmup: "constant" or "cosine" (engine/core/optim.h) */
     double target_acc;
+    double target_loss;     /* language models: time to this validation loss (0: none) */
     double work_load[MX_MAX_DEVICES];
     int nwork_load;         /* 0 = even split */
     const char *init;       /* xavier | normal */

@@ -174,6 +174,10 @@ const mx_axis mx_axes[] = {
     {AX(clip_norm, DBL), "clip-norm", 0, NULL, 0, MX_MAX_CLIP_NORM, 0, "0", "X",
      "clip each step's gradient to this global L2 norm (default 0: off)", "clip-norm", NULL, MX_CHILD_IF_SET, 1, 1,
      0, 20, "clip=%g", 1},
+    /* language models: like target_acc, not in the keys (it only adds a figure) */
+    {AX(target_loss, DBL), "target-loss", 0, NULL, 0, 1000, 1, "0", "X",
+     "language models: record time to reach this validation loss, above 0", "target-loss", NULL, MX_CHILD_IF_SET, 0,
+     0, 0, 0, NULL, 0},
 };
 const int mx_naxes = (int)(sizeof mx_axes / sizeof mx_axes[0]);
 

@@ -40,6 +40,10 @@ static const mx_field outcome_fields[] = {
     RDBL(final_test_acc), RDBL(time_to_acc),      OINT(oversubscribed),
     OINT(noisy),          ODBL(host_others),       ODBL(host_load),          ODBL(host_steal),
     OSTR(counted_by),     OSTR(amp_kernels),      OINT(tf32),
+    /* language models (record.h) */
+    OINT(tokens_per_sample), ODBL(flops_per_token), ODBL(peak_flops),  OSTR(peak_source),
+    ODBL(tokens_per_s),   ODBL(final_val_loss),    ODBL(perplexity),       ODBL(time_to_loss),
+    ODBL(mfu),
 };
 /* after the counters' figures, as before the table (file readers go by name anyway) */
 static const mx_field tail_fields[] = {RDBL(wall_time)};
@@ -51,6 +55,8 @@ static const mx_field summary_outcome[] = {
     SDBL(step_time_median), SDBL(throughput_agg), SDBL(speedup),  SDBL(efficiency),
     {"test_acc", F_DBL, offsetof(mx_run_record, final_test_acc), sizeof(double), 0},
     SDBL(time_to_acc), SINT(oversubscribed), SINT(noisy), SDBL(host_others),
+    SDBL(tokens_per_s), {"val_loss", F_DBL, offsetof(mx_run_record, final_val_loss), sizeof(double), 0},
+    SDBL(perplexity),  SDBL(mfu),
 };
 
 static void add(mx_field_table *t, mx_field f)

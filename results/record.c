@@ -39,6 +39,8 @@ void mx_record_init(mx_run_record *r)
     r->throughput_iqr = r->step_time_median = r->throughput_agg = NAN;
     r->speedup = r->efficiency = NAN;
     r->final_test_acc = r->time_to_acc = NAN;
+    r->flops_per_token = r->peak_flops = NAN;
+    r->tokens_per_s = r->final_val_loss = r->perplexity = r->time_to_loss = r->mfu = NAN;
     r->wall_time = NAN;
     r->host_others = r->host_load = r->host_steal = NAN;
     for (int i = 0; i < MX_NCOUNTERS; i++) r->metrics[i] = NAN;
@@ -61,6 +63,16 @@ int mx_record_status_known(const char *s)
     return 0;
 }
 
+void mx_record_forget_series(mx_run_record *r)
+{
+    r->step_time = r->phase_time = r->test_acc = r->epoch_time = r->val_loss = NULL;
+    r->loss = r->loss_scale = NULL;
+    r->ranks = NULL;
+    r->devices = NULL;
+    r->layers = NULL;
+    r->nsteps = r->nloss = r->nepochs = r->nranks = r->ndevices = r->nlayers = 0;
+}
+
 void mx_record_free(mx_run_record *r)
 {
     free(r->step_time);
@@ -69,13 +81,14 @@ void mx_record_free(mx_run_record *r)
     free(r->loss_scale);
     free(r->test_acc);
     free(r->epoch_time);
+    free(r->val_loss);
     free(r->ranks);
     free(r->devices);
     free(r->layers);
     r->devices = NULL;
     r->layers = NULL;
     r->ndevices = r->nlayers = 0;
-    r->step_time = r->phase_time = r->test_acc = r->epoch_time = NULL;
+    r->step_time = r->phase_time = r->test_acc = r->epoch_time = r->val_loss = NULL;
     r->loss = r->loss_scale = NULL;
     r->ranks = NULL;
     r->nsteps = r->nloss = r->nepochs = r->nranks = 0;
@@ -103,6 +116,7 @@ int mx_record_copy(mx_run_record *dst, const mx_run_record *src)
     bad |= dup_array((void **)&dst->loss_scale, src->loss_scale, (size_t)src->nloss, sizeof(float));
     bad |= dup_array((void **)&dst->test_acc, src->test_acc, (size_t)src->nepochs, sizeof(double));
     bad |= dup_array((void **)&dst->epoch_time, src->epoch_time, (size_t)src->nepochs, sizeof(double));
+    bad |= dup_array((void **)&dst->val_loss, src->val_loss, (size_t)src->nepochs, sizeof(double));
     bad |=
         dup_array((void **)&dst->ranks, src->ranks, (size_t)(src->nranks > 0 ? src->nranks : 0), sizeof(mx_rank_row));
     bad |= dup_array((void **)&dst->devices, src->devices, (size_t)(src->ndevices > 0 ? src->ndevices : 0),
@@ -217,6 +231,24 @@ static void derive_throughput(mx_run_record *r)
     free(tp);
 }
 
+/* The language model's figures (record.h); NaN where a figure does not apply. */
+static void derive_tokens(mx_run_record *r)
+{
+    r->tokens_per_s = r->final_val_loss = r->perplexity = r->time_to_loss = r->mfu = NAN;
+    if (r->tokens_per_sample <= 0) return;
+    r->tokens_per_s = r->throughput * r->tokens_per_sample;
+    if (r->flops_per_token > 0 && r->peak_flops > 0) r->mfu = r->tokens_per_s * r->flops_per_token / r->peak_flops;
+    if (r->nepochs <= 0 || !r->val_loss) return;
+    r->final_val_loss = r->val_loss[r->nepochs - 1];
+    r->perplexity = exp(r->final_val_loss);
+    if (!(r->target_loss > 0) || !r->epoch_time) return;
+    for (int e = 0; e < r->nepochs; e++) /* measured at epoch ends, as time_to_acc */
+        if (r->val_loss[e] <= r->target_loss) {
+            r->time_to_loss = r->epoch_time[e];
+            return;
+        }
+}
+
 static void derive_accuracy(mx_run_record *r)
 {
     r->final_test_acc = r->time_to_acc = NAN;
@@ -237,6 +269,7 @@ void mx_record_derive(mx_run_record *r)
 {
     derive_throughput(r);
     derive_accuracy(r);
+    derive_tokens(r);
 }
 
 static int scalable(const mx_run_record *r)

@@ -68,6 +68,7 @@ typedef struct {
     int seed;
     int threads_per_device;
     double target_acc;     /* time-to-accuracy target; 0 = none */
+    double target_loss;    /* language models: time-to-loss target (validation loss); 0 = none */
     int test_samples;      /* size of the test set behind test_acc (for its binomial error) */
     int workers;           /* processes that train (1 without MPI) */
     int servers;           /* parameter-server processes (0 without) */
@@ -97,6 +98,7 @@ typedef struct {
     int nepochs;
     double *test_acc;      /* [nepochs] test accuracy after each epoch (first repeat) */
     double *epoch_time;    /* [nepochs] cumulative training seconds at each epoch's end */
+    double *val_loss;      /* [nepochs] language models: held-out loss after each epoch; NULL for images */
     int nranks;            /* dist_* runs: every rank of the MPI job (0 otherwise) */
     mx_rank_row *ranks;    /* [nranks] */
     int oversubscribed;    /* 1: more ranks x threads than a host has cores (timings not meaningful) */
@@ -126,6 +128,15 @@ typedef struct {
     double efficiency;          /* speedup / gpus */
     double final_test_acc;      /* last entry of test_acc */
     double time_to_acc;         /* seconds of training until test_acc >= target_acc */
+    /* language models (NaN for images): tokens per sample (the context; 0 for images), training
+     * FLOPs per token (6N + 12 L C T, workloads/gpt.h) and the peak FLOP/s the run's devices
+     * offer (peak_source says whence); derived from those: tokens/s (throughput x tokens),
+     * the last held-out loss and its perplexity, time to target_loss, and the model FLOPs
+     * utilisation, tokens/s x FLOPs per token / peak */
+    int tokens_per_sample;
+    double flops_per_token, peak_flops;
+    char peak_source[48];
+    double tokens_per_s, final_val_loss, perplexity, time_to_loss, mfu;
     double wall_time;           /* seconds for the whole run, all repeats */
     /* the figures of the per-step counters (metrics.def), measured by the run itself. The
      * first two keep their names, which code and files had before the table */
@@ -152,6 +163,9 @@ int mx_record_status_known(const char *s);
  * added to axes.c after schema 1 take their default (what a file without them meant). */
 void mx_record_init(mx_run_record *r);
 void mx_record_free(mx_run_record *r);
+/* Drops the record's series and per-rank, per-device and per-layer tables without freeing
+ * them (another record owns them now), keeping its scalars. */
+void mx_record_forget_series(mx_run_record *r);
 /* Deep copy (series duplicated). */
 int mx_record_copy(mx_run_record *dst, const mx_run_record *src);
 

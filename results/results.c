@@ -278,12 +278,7 @@ static int update(hid_t fid, const char *path, const mx_run_record *rec, int rep
         *r = *rec;
         /* the scalar fields are what the summary and scaling need; the series and the rank
          * table stay the caller's */
-        r->step_time = r->phase_time = r->test_acc = r->epoch_time = NULL;
-        r->loss = r->loss_scale = NULL;
-        r->ranks = NULL;
-        r->devices = NULL;
-        r->layers = NULL;
-        r->nsteps = r->nloss = r->nepochs = r->nranks = r->ndevices = r->nlayers = 0;
+        mx_record_forget_series(r);
         if (slot == cur.nruns) cur.nruns++;
         mx_records_derive_scaling(cur.runs, cur.nruns);
     }

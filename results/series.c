@@ -1,6 +1,6 @@
 /* The per-run series datasets of the results store (store.h): step_time, phase_time, loss,
- * test_acc, epoch_time and (fp16 AMP) loss_scale under /runs/<id>, each with a units
- * attribute (SCHEMA.md). */
+ * test_acc, epoch_time, (fp16 AMP) loss_scale and (language models) val_loss under
+ * /runs/<id>, each with a units attribute (SCHEMA.md). */
 #include "store.h"
 
 #include "base/status.h"
@@ -19,7 +19,7 @@ typedef struct {
     size_t elem_size;
 } series_desc;
 
-enum { S_STEP, S_PHASE, S_LOSS, S_ACC, S_EPOCH, S_SCALE, NSERIES };
+enum { S_STEP, S_PHASE, S_LOSS, S_ACC, S_EPOCH, S_SCALE, S_VLOSS, NSERIES };
 
 static void series_table(series_desc s[NSERIES])
 {
@@ -30,6 +30,7 @@ static void series_table(series_desc s[NSERIES])
     s[S_ACC] = (series_desc){"test_acc", "fraction", 0, 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
     s[S_EPOCH] = (series_desc){"epoch_time", "s", 0, 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
     s[S_SCALE] = (series_desc){"loss_scale", "1", 0, 0, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, sizeof(float)};
+    s[S_VLOSS] = (series_desc){"val_loss", "1", 0, 0, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
 }
 
 /* Names the columns of phase_time, so the file explains itself without SCHEMA.md. */
@@ -74,6 +75,8 @@ int mx_series_write(hid_t g, const mx_run_record *r)
     if (write_series(g, &s[S_EPOCH], r->epoch_time, r->nepochs) < 0) return -1;
     /* only where it exists: files of runs without fp16 AMP stay as they were */
     if (r->loss_scale && write_series(g, &s[S_SCALE], r->loss_scale, r->nloss) < 0) return -1;
+    /* language models only, likewise */
+    if (r->val_loss && write_series(g, &s[S_VLOSS], r->val_loss, r->nepochs) < 0) return -1;
     return 0;
 }
 
@@ -159,7 +162,11 @@ int mx_series_read(hid_t g, const char *where, mx_run_record *r)
     r->test_acc = p[S_ACC], r->nepochs = n[S_ACC];
     r->epoch_time = p[S_EPOCH];
     r->loss_scale = p[S_SCALE];
+    r->val_loss = p[S_VLOSS];
     if (rc != MX_OK) return rc;
+    if (r->val_loss && n[S_VLOSS] != r->nepochs)
+        return mx_error(MX_EFORMAT, "%s: val_loss has %d entries but test_acc %d epochs (accepted: %d entries, or "
+                        "none)", where, n[S_VLOSS], r->nepochs, r->nepochs);
     if (r->loss_scale && n[S_SCALE] != r->nloss)
         return mx_error(MX_EFORMAT, "%s: loss_scale has %d entries but loss %d steps (accepted: %d entries, or none)",
                         where, n[S_SCALE], r->nloss, r->nloss);

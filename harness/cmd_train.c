@@ -102,7 +102,8 @@ static int parse(train_args *a, int argc, char **argv)
          "seed for initialisation and shuffling; the same seed gives bit-identical results on CPU (default 1)", NULL, 0,
          MX_MAX_SEED},
         {"init", MX_OPT_STRING, &c->init, "NAME",
-         "weight initialiser: xavier (uniform, bound sqrt(6/(fan_in+fan_out))) or normal (sigma 0.01) (default xavier)",
+         "weight initialiser: xavier (uniform, bound sqrt(6/(fan_in+fan_out))) or normal (sigma 0.01; 0.02 for gpt-*, "
+         "GPT-2's) (default xavier; normal for gpt-*)",
          "xavier|normal"},
         {"strategy", MX_OPT_STRING, &a->strategy, "NAME",
          "parallel strategy: data (replicas, batch split), model (pipeline: contiguous stages of layers, one per "

@@ -25,6 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *mx_train_init(const mx_train_config *c)
+{
+    const mx_workload *w = mx_workload_find(c->workload);
+    return c->init ? c->init : w && w->lm ? "normal" : "xavier";
+}
+
 void mx_train_config_defaults(mx_train_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -45,7 +51,7 @@ void mx_train_config_defaults(mx_train_config *c)
     c->beta1 = 0.9; /* PyTorch's AdamW defaults */
     c->beta2 = 0.999;
     c->eps = 1e-8;
-    c->init = "xavier";
+    c->init = NULL; /* the workload's: mx_train_init */
     c->lr_schedule = "cosine";
     c->compression = MX_GC_NONE;
     c->amp = MX_AMP_OFF;
@@ -551,7 +557,8 @@ int mx_train_run(const mx_train_config *c, mx_run_record *rec)
                 .beta1 = (float)c->beta1, .beta2 = (float)c->beta2, .eps = (float)c->eps,
                 .clip_norm = (float)c->clip_norm},
         .seed = (uint64_t)c->seed,
-        .init = strcmp(c->init, "normal") == 0 ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER,
+        .init = strcmp(mx_train_init(c), "normal") == 0 ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER,
+        .init_sigma = wl->lm ? 0.02f : 0.01f, /* GPT-2's recipe for its weights */
         .partition = c->partition, .micro_batches = c->micro_batches, .schedule = c->schedule,
         .compression = c->compression, .gc_threshold = c->gc_threshold, .gc_topk_ratio = c->gc_topk_ratio,
         .amp = c->amp};

@@ -32,7 +32,7 @@ typedef struct {
     double target_loss;     /* language models: time to this validation loss (0: none) */
     double work_load[MX_MAX_DEVICES];
     int nwork_load;         /* 0 = even split */
-    const char *init;       /* xavier | normal */
+    const char *init;       /* xavier | normal; NULL: the workload's (mx_train_init) */
     FILE *log;              /* progress lines; NULL = silent */
     int log_interval;       /* batches between Speedometer lines (speed, train accuracy); 0 = none */
     double *flops_out;      /* if set, receives the model's forward FLOPs per sample */
@@ -67,6 +67,9 @@ typedef struct {
 } mx_train_config;
 
 void mx_train_config_defaults(mx_train_config *c);
+/* The initialiser c runs: --init, else normal for language models (GPT-2's, sigma 0.02) and
+ * xavier for the image models. */
+const char *mx_train_init(const mx_train_config *c);
 
 /* Checks every field against what mxbench accepts (base/limits.h): MX_EINVAL with a
  * message naming the value and the accepted range. Shared by `train` and `sweep`, so both

@@ -134,7 +134,7 @@ int mx_train_config_check(const mx_train_config *c)
     /* one device has no kvstore: what it is called does not matter */
     MX_TRY(mx_amp_check(c->strategy, c->devices > 1 || c->cluster ? c->kvstore : MX_KV_NONE, c->amp));
     MX_TRY(mx_clip_check(c->strategy, c->devices > 1 || c->cluster ? c->kvstore : MX_KV_NONE, c->clip_norm));
-    if (strcmp(c->init, "xavier") != 0 && strcmp(c->init, "normal") != 0)
+    if (c->init && strcmp(c->init, "xavier") != 0 && strcmp(c->init, "normal") != 0)
         return mx_error(MX_EINVAL, "initialiser '%s': accepted xavier or normal", c->init);
     return MX_OK;
 }

@@ -242,7 +242,7 @@ static int create_replicas(mx_strategy *s)
         MX_TRY(mx_net_create_amp(&s->net[d], s->be[d], specs, nspecs, c->in, counts[d] + s->k, c->amp));
         mx_loss_scaler_init(&s->scaler[d], c->amp);
         /* The same seed on every replica gives identical initial weights. */
-        MX_TRY(mx_net_init_params(s->net[d], c->seed, c->init, 0.01f));
+        MX_TRY(mx_net_init_params(s->net[d], c->seed, c->init, mx_init_sigma(c)));
     }
     return MX_OK;
 }

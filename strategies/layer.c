@@ -188,6 +188,7 @@ static int create_devices(mx_strategy *s)
     MX_TRY(mx_comm_create(&s->comm, "threads", s->k));
     mx_comm_set_devices(s->comm, s->be);
     MX_TRY(mx_tp_plan_create(&s->plan, s->be[0], c->specs, c->nspecs, c->in, s->k, 1, 0));
+    s->plan->init_sigma = mx_init_sigma(c);
     MX_TRY(mx_loss_rows(s->plan->tensors[s->plan->out].shape, &s->nclasses, &s->label_len));
     if (s->nclasses != c->nclasses)
         return mx_error(MX_EINVAL, "layer strategy: %s scores %d classes, the data set has %d",

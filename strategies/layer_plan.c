@@ -407,6 +407,7 @@ int mx_tp_plan_create(mx_tp_plan **out, mx_backend *be, const mx_layer_spec *spe
     mx_tp_plan *p = calloc(1, sizeof *p);
     if (!p) return mx_error(MX_ENOMEM, "out of memory planning the layer strategy");
     p->k = k;
+    p->init_sigma = 0.01f;
     mx_params *ref = NULL;
     builder b = {.p = p};
     /* Holding layer 0 only: every layer is set up (shapes, the tensor table) but only the

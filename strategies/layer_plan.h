@@ -90,6 +90,7 @@ typedef struct {
     size_t *offset;
     size_t nweights;
     double flops;        /* forward FLOPs per sample of the whole model */
+    float init_sigma;    /* normal initialisation's deviation (0.01 unless the strategy sets it) */
 } mx_tp_plan;
 
 /* The plan of specs (inputs of shape in) over k devices. with_loss: the output feeds the

@@ -81,8 +81,8 @@ int mx_tp_shard_init(const mx_tp_plan *p, const tp_map *m, uint64_t seed, mx_wei
 {
     const size_t block = (m->r1 - m->r0) * (m->c1 - m->c0);
     for (int g = 0; g < m->groups; g++)
-        MX_TRY(mx_param_init_block(&p->whole[m->whole], m->whole, seed, init, 0.01f, m->cols, m->r0 + g * m->gstride,
-                                   m->r1 + g * m->gstride, m->c0, m->c1, out + g * block));
+        MX_TRY(mx_param_init_block(&p->whole[m->whole], m->whole, seed, init, p->init_sigma, m->cols,
+                                   m->r0 + g * m->gstride, m->r1 + g * m->gstride, m->c0, m->c1, out + g * block));
     return MX_OK;
 }
 

@@ -34,7 +34,7 @@ int mx_model_stage_create(model_stage *st, const mx_strategy_config *cfg, int r,
      * and batch-norm statistics; the momentum comes next. */
     const size_t before = mx_backend_mem_get(st->be).live;
     MX_TRY(mx_params_create(&st->ps, st->be, cfg->specs, cfg->nspecs, cfg->in, first, last));
-    MX_TRY(mx_params_init(st->ps, cfg->seed, cfg->init, 0.01f));
+    MX_TRY(mx_params_init(st->ps, cfg->seed, cfg->init, mx_init_sigma(cfg)));
     st->mem_params = (double)(mx_backend_mem_get(st->be).live - before);
     MX_TRY(mx_optim_check_backend(&cfg->opt, st->be));
     const size_t nw = (size_t)mx_optim_nstate(&cfg->opt) * (st->ps->nweights ? st->ps->nweights : 1);

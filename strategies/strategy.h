@@ -32,6 +32,7 @@ typedef struct {
     mx_optim opt;
     uint64_t seed;
     mx_weight_init init;
+    float init_sigma;          /* normal init's deviation; 0: 0.01 (GPT-2's recipe: 0.02) */
     /* dist_* kvstores (NULL otherwise): this process is worker `cluster->index` of
      * cluster->nworkers, each driving `devices` devices; the batch a step gets is the global
      * batch of every worker, split over all workers' devices, of which this worker trains
@@ -146,6 +147,9 @@ int mx_layer_check(const mx_strategy_config *cfg);
  * master weights once the summed gradient is known to be finite; a dist_async server updates
  * at every push instead, before any such check could run (MX_KV_AMP_OK). */
 int mx_amp_check(mx_strategy_kind strategy, mx_kv_mode kvstore, mx_amp amp);
+
+/* The deviation of normal initialisation a configuration asks for (0.01 unless set). */
+static inline float mx_init_sigma(const mx_strategy_config *c) { return c->init_sigma > 0 ? c->init_sigma : 0.01f; }
 /* Whether clipping by the global norm (clip_norm > 0) runs with the strategy and kvstore
  * (MX_KV_NONE: no store): MX_EINVAL saying why not. The norm is the whole model's over every
  * device and rank: data clips the summed gradient every replica pulls (the store then has no

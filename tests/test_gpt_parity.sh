@@ -7,7 +7,7 @@
 # the package fortunes is missing): 50 training windows of 64 tokens, so that batches of 4 make
 # 13 steps an epoch, the last of 2 windows, and 50 steps cross 3 reshuffles.
 #  1. SGD (momentum 0.9, weight decay 1e-4 on the tensors the table marks, lr 0.05);
-#  2. AdamW (lr 2e-3, weight decay 0.01, clipping at norm 1), where this mxbench has it;
+#  2. AdamW (lr 1e-3, weight decay 0.01, clipping at norm 1), where this mxbench has it;
 #  3. the comparison can fail: the twin on another seed's batches is caught at its first steps.
 # Tolerances (absolute, on losses of 2.5 to 6, whose f32 spacing is 2.4e-7 to 4.8e-7): the first
 # step is one forward on the same weights and samples with sums in another order, |diff| at
@@ -18,6 +18,12 @@
 # mxbench fails it (each tried once): layer norm's eps at 1e-4 instead of 1e-5 moves the first
 # loss by 9.4e-5, GELU's 0.044715 at 0.04 by 5.5e-4 (both runs fail); SGD decaying biases and
 # norm gains too fails the SGD run from step 19 (6.6e-4 by step 38).
+# AdamW's later steps get 5e-4: from GPT-2's initialisation (normal, sigma 0.02, the workload's
+# default) the token table's rows of bytes the text never holds get gradients of 1e-9 or less
+# (the head's softmax alone), and AdamW divides each by its own root mean square, so their
+# rounding, which differs between the two, becomes lr-sized steps of either sign; measured
+# 5.0e-5 by step 20 at lr 1e-3 (and 4.3e-4 at lr 2e-3, where a loss spike at step 21 amplifies
+# it), where SGD stays at 4.8e-7.
 # PyTorch: $MXBENCH_TORCH_PYTHON, else the venv scripts/bench-peers.sh --install makes
 # (SOURCE_DIR/out/bench/venv), else python3; where none imports torch the test is skipped (77).
 # usage: test_gpt_parity.sh MXBENCH SOURCE_DIR BUILD_DIR
@@ -110,8 +116,8 @@ run_pair() {
 run_pair sgd --lr 0.05 --momentum 0.9 --wd 1e-4 -- --optimizer sgd --lr 0.05 --momentum 0.9 --wd 1e-4
 # 2. AdamW with clipping, where this build has it
 if "$MX" train --help 2>&1 | grep -q adamw; then
-    run_pair adamw --optimizer adamw --lr 2e-3 --wd 0.01 --clip-norm 1 -- \
-        --optimizer adamw --lr 2e-3 --wd 0.01 --clip-norm 1
+    TOL=5e-4 run_pair adamw --optimizer adamw --lr 1e-3 --wd 0.01 --clip-norm 1 -- \
+        --optimizer adamw --lr 1e-3 --wd 0.01 --clip-norm 1
 else
     echo "note: this mxbench has no --optimizer adamw: AdamW not compared"
 fi

@@ -5,7 +5,8 @@
 # with every kvstore (local and device in one process; dist_sync, dist_device_sync,
 # dist_async and dist_allreduce as MPI jobs of CPU workers, with parameter servers where the
 # mode has them); then, in the same study, gradient compression on 2 devices (fp16, 2bit,
-# topk against none, device kvstore) and mixed precision (fp16 with loss scaling, bf16);
+# topk against none, device kvstore) and mixed precision (fp16 with loss scaling, bf16); a
+# small GPT-2-style transformer (gpt-mini, AdamW) in the three strategies on 1 and 2 devices;
 # draws the plots (memory per device and bytes moved per strategy, the pipeline's bubble,
 # staleness for dist_async, bytes on the wire and accuracy per compressor and precision,
 # fp16's loss scale), projects the data-parallel rows to 4-16 devices, writes a timeline of a
@@ -46,9 +47,16 @@ $mx sweep --strategies data --gpus 2 --batch-mode global --batch 128 --kvstore d
 ((status <= 1)) || exit "$status"
 echo
 # a timeline of 5 steps of data parallelism on 2 devices: every layer, push, pull and reduction
+# a small transformer: gpt-mini on 60 KB of English (the fortunes package) in every strategy
+head -c 60000 /usr/share/games/fortunes/cookie >"$out/text.txt"
+$mx sweep --strategies data,model,layer --gpus 1,2 --batch-mode global --batch 32 --workload gpt-mini \
+          --optimizer adamw --lr 0.003 --epochs 1 --data "$out/text.txt" --out "$out/gpt.h5" --force || status=$?
+((status <= 1)) || exit "$status"
+echo
 $mx train --workload lenet --dataset synthetic --gpus 2 --steps 12 --warmup-steps 2 --trace "$out/trace.json"
 echo
 $mx plot "$out/sweep.h5" --out "$out/plots"
+$mx plot "$out/gpt.h5" --out "$out/gpt-plots"
 echo
 # past the machine: each data-parallel configuration's step model, fitted to its 1- and
 # 2-device runs, predicted for 4 to 16 devices and drawn with the measured points
@@ -56,6 +64,7 @@ $mx project "$out/sweep.h5" --gpus 4,8,16 --plot "$out/projection"
 echo
 echo "results: $out/sweep.h5   (h5dump -d /summary $out/sweep.h5; mxbench report $out/sweep.h5)"
 echo "plots:   $out/plots/*.png and *.svg"
+echo "transformer: $out/gpt.h5 and $out/gpt-plots/ (gpt-mini: data, model and layer on 1 and 2 devices; mxbench report $out/gpt.h5)"
 echo "projection: $out/projection/*.png (mxbench project $out/sweep.h5 --gpus 4,8,16)"
 echo "timeline: $out/trace.json (a Chrome trace: open it in Perfetto, ui.perfetto.dev, or chrome://tracing)"
 ((status == 0)) || echo "note: some rows did not end ok; their status and reason are in the tables above"

@@ -12,6 +12,7 @@ PACKAGES=(
   gnuplot-nox              # plots (pngcairo, svg)
   libopenmpi-dev openmpi-bin   # dist_* kvstores and MPI tests
   dataset-fashion-mnist    # the default dataset
+  fortunes                 # English text: the language models' default data
   valgrind                 # mxbench count (cachegrind): the CI's instruction-count gate
   # scripts/fuzz.sh: clang, libFuzzer and the sanitizer runtimes (libclang-rt), clang's
   # OpenMP (libomp), llvm-symbolizer for readable stacks (llvm). gcc's ASan/UBSan runtimes

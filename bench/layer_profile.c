@@ -7,8 +7,16 @@
  * (K x M = forward FLOPs / 2 / output channels: exact for a plain convolution, an estimate for
  * a residual block); backward moves twice the forward's bytes. Backward FLOPs are twice the
  * forward's (input and weight gradients), once for the first layer (no input gradient).
+ * --expand-blocks runs each gpt_block as its eight children, top-level layers of their own, to
+ * show where a block's time goes (its two residual adds left out: a pass over n*T*C floats each,
+ * forward and backward; under AMP the children's outputs are rounded between them, which the
+ * block does not do).
+ * --cpu-time takes the step's time (the step_ms of the last line) as the process's CPU time over
+ * the thread count: on a busy host the time a thread waits for a core then does not count (most
+ * meaningful on one thread: a thread waiting for another at a barrier may spin or sleep). Layers
+ * keep the wall clock.
  * Usage: layer_profile [--workload NAME (workloads.h; gpt-*: T ids in, T labels)] [--batch N] [--threads T]
- *                      [--steps S]
+ *                      [--steps S] [--expand-blocks] [--cpu-time]
  *                      [--amp off|fp16|bf16] */
 #include "engine/backend/backend.h"
 #include "engine/core/backends.h"
@@ -27,8 +35,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_STEPS 1000
+
+static int cpu_threads; /* --cpu-time: the thread count, else 0 */
+
+/* The step's clock: the wall's, or the process's CPU seconds over the threads (--cpu-time). */
+static double step_clock(void)
+{
+    if (!cpu_threads) return mx_now();
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return ((double)t.tv_sec + 1e-9 * (double)t.tv_nsec) / cpu_threads;
+}
 
 typedef struct {
     int nlayers, step;
@@ -80,6 +100,36 @@ static double sgemm_ceiling(mx_backend *be, int n, int reps)
     return best;
 }
 
+/* The layer list with each gpt_block replaced by its children as engine/layers/gpt_block.c sets
+ * them up (width c): layernorm, linear 3c, attention, linear c, layernorm, linear 4c, gelu,
+ * linear c. Returns the new count, or -1 when it would not fit. */
+static int expand_blocks(mx_layer_spec *specs, int n, int c)
+{
+    mx_layer_spec out[MX_MAX_LAYERS];
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(specs[i].kind, "gpt_block") != 0) {
+            if (m >= MX_MAX_LAYERS) return -1;
+            out[m++] = specs[i];
+            continue;
+        }
+        const mx_layer_spec sub[8] = {
+            {.kind = "layernorm"},
+            {.kind = "linear", .units = 3 * c, .bias = 1},
+            {.kind = "attention", .heads = specs[i].heads},
+            {.kind = "linear", .units = c, .bias = 1},
+            {.kind = "layernorm"},
+            {.kind = "linear", .units = 4 * c, .bias = 1},
+            {.kind = "gelu"},
+            {.kind = "linear", .units = c, .bias = 1},
+        };
+        if (m + 8 > MX_MAX_LAYERS) return -1;
+        for (int j = 0; j < 8; j++) out[m++] = sub[j];
+    }
+    memcpy(specs, out, sizeof(mx_layer_spec) * (size_t)m);
+    return m;
+}
+
 static int arg_int(int argc, char **argv, const char *name, int dflt, int lo, int hi)
 {
     for (int i = 1; i + 1 < argc; i++)
@@ -97,9 +147,12 @@ static int arg_int(int argc, char **argv, const char *name, int dflt, int lo, in
 int main(int argc, char **argv)
 {
     const char *wname = "lenet", *amp_name = "off";
-    for (int i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "--workload") == 0) wname = argv[i + 1];
-        if (strcmp(argv[i], "--amp") == 0) amp_name = argv[i + 1];
+    int expand = 0;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && strcmp(argv[i], "--workload") == 0) wname = argv[i + 1];
+        if (i + 1 < argc && strcmp(argv[i], "--amp") == 0) amp_name = argv[i + 1];
+        if (strcmp(argv[i], "--expand-blocks") == 0) expand = 1;
+        if (strcmp(argv[i], "--cpu-time") == 0) cpu_threads = 1;
     }
     mx_amp amp;
     if (mx_amp_parse(amp_name, &amp) < 0) {
@@ -109,6 +162,7 @@ int main(int argc, char **argv)
     const int batch = arg_int(argc, argv, "--batch", 128, 1, 4096);
     const int threads = arg_int(argc, argv, "--threads", omp_get_num_procs(), 1, 256);
     const int steps = arg_int(argc, argv, "--steps", 20, 1, MAX_STEPS), warmup = 3;
+    if (cpu_threads) cpu_threads = threads;
     const mx_workload *wl = mx_workload_find(wname);
     if (!wl) {
         fprintf(stderr, "layer_profile: unknown workload '%s' (known: %s)\n", wname, mx_workload_names());
@@ -121,8 +175,14 @@ int main(int argc, char **argv)
     const mx_lm_size *lm = wl->lm;
     const mx_shape in = lm ? (mx_shape){1, 1, lm->context} : (mx_shape){1, 28, 28};
     const int classes = lm ? lm->vocab : 10, label_len = lm ? lm->context : 1;
+    int nspecs = wl->build(specs, in, classes);
+    if (expand && lm) nspecs = expand_blocks(specs, nspecs, lm->width);
+    if (nspecs < 0) {
+        fprintf(stderr, "layer_profile: %s with its blocks expanded has over %d layers\n", wname, MX_MAX_LAYERS);
+        return 2;
+    }
     if (mx_backend_create(&be, "cpu", 0, threads) < 0 ||
-        mx_net_create_amp(&net, be, specs, wl->build(specs, in, classes), in, batch, amp) < 0 ||
+        mx_net_create_amp(&net, be, specs, nspecs, in, batch, amp) < 0 ||
         mx_net_init_params(net, 1, lm ? MX_WEIGHT_INIT_NORMAL : MX_WEIGHT_INIT_XAVIER, lm ? 0.02f : 0) < 0) {
         fprintf(stderr, "layer_profile: cannot build %s: %s\n", wname, mx_last_error());
         return 1;
@@ -143,7 +203,7 @@ int main(int argc, char **argv)
     double *step_time = calloc((size_t)steps, sizeof *step_time);
     for (int s = -warmup; s < steps; s++) {
         if (s >= 0) mx_trace_start(mx_now());
-        const double t0 = mx_now();
+        const double t0 = step_clock();
         mx_net_zero_grad(net);
         mx_net_forward(net, batch, 1);
         int correct;
@@ -151,7 +211,7 @@ int main(int argc, char **argv)
         mx_net_backward(net, batch, NULL, NULL);
         be->ops->sync(be);
         if (s < 0) continue;
-        step_time[s] = mx_now() - t0;
+        step_time[s] = step_clock() - t0;
         mx_trace_stop();
         t.step = s;
         mx_trace_visit(visit, &t);
@@ -197,6 +257,28 @@ int main(int argc, char **argv)
                frac, 100 * (fm[k] + bm[k]) / (tf + tb));
         flops_all += f + fb, flops_fwd += f, bytes_all += bytes;
     }
+    if (expand) {
+        /* the same child of every block, summed: one line per kind and output shape, first seen first */
+        printf("# summed by kind and output (all layers of each)\n%-14s %-12s %5s %9s %9s %7s\n", "kind", "output",
+               "count", "fwd ms", "bwd ms", "share");
+        for (int k = 0; k < net->nlayers; k++) {
+            const mx_layer *l = &net->layers[k];
+            int seen = 0, count = 0;
+            double f = 0, b = 0;
+            for (int j = 0; j < net->nlayers && !seen; j++) {
+                const mx_layer *o = &net->layers[j];
+                const int same = strcmp(o->ops->kind, l->ops->kind) == 0 && o->out.c == l->out.c &&
+                                 o->out.h == l->out.h && o->out.w == l->out.w;
+                if (same && j < k) seen = 1;
+                if (same) count++, f += fm[j], b += bm[j];
+            }
+            if (seen) continue;
+            char shape[32];
+            snprintf(shape, sizeof shape, "%dx%dx%d", l->out.c, l->out.h, l->out.w);
+            printf("%-14s %-12s %5d %9.3f %9.3f %6.1f%%\n", l->ops->kind, shape, count, 1e3 * f, 1e3 * b,
+                   100 * (f + b) / (tf + tb));
+        }
+    }
     double st[MAX_STEPS];
     memcpy(st, step_time, sizeof(double) * (size_t)steps);
     qsort(st, (size_t)steps, sizeof *st, cmp_double);
@@ -204,10 +286,10 @@ int main(int argc, char **argv)
     printf("%-5s %-14s %-12s %9.3f %9.3f %10.2f %10.2f %9s %9s %7.0f%% %6.1f%%\n", "all", "layers", "", 1e3 * tf,
            1e3 * tb, flops_fwd * 1e-6, bytes_all * 1e-6, "", "", 100 * flops_all / (tf + tb) * 1e-9 / ceiling,
            100.0);
-    printf("step %.3f ms median (layers %.1f%% of it; the rest: loss, gradient zeroing, the timeline's own cost); "
+    printf("step %.3f ms median%s (layers %.1f%% of it; the rest: loss, gradient zeroing, the timeline's own cost); "
            "%.1f GFLOP/s over the step = %.0f%% of the ceiling\n",
-           1e3 * step_med, 100 * (tf + tb) / step_med, flops_all / step_med * 1e-9,
-           100 * flops_all / step_med * 1e-9 / ceiling);
+           1e3 * step_med, cpu_threads ? " of CPU time a thread" : "", 100 * (tf + tb) / step_med,
+           flops_all / step_med * 1e-9, 100 * flops_all / step_med * 1e-9 / ceiling);
     printf("LAYER_PROFILE workload=%s batch=%d threads=%d step_ms=%.3f gflops=%.2f ceiling=%.1f fraction=%.3f\n", wname,
            batch, threads, 1e3 * step_med, flops_all / step_med * 1e-9, ceiling, flops_all / step_med * 1e-9 / ceiling);
     free(fm), free(bm), free(t.fwd), free(t.bwd), free(step_time), free(x), free(y);

@@ -89,6 +89,14 @@ void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alph
 
 static void cpu_bias_forward(mx_backend *be, int outer, int c, int inner, float *y, const float *b)
 {
+    if (inner == 1) { /* a dense or linear layer's: rows of c, added a row at a time (vectorised) */
+#pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)outer * c)) schedule(static)
+        for (int o = 0; o < outer; o++) {
+            float *restrict row = y + (size_t)o * c;
+            for (int j = 0; j < c; j++) row[j] += b[j];
+        }
+        return;
+    }
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)outer * c * inner)) schedule(static)
     for (int o = 0; o < outer; o++)
         for (int j = 0; j < c; j++) {
@@ -114,8 +122,39 @@ static float row_sum(const float *restrict x, int n)
     return lane[0] + s;
 }
 
+/* A dense or linear layer's bias gradient (inner 1): the column sums of dy [rows][c]. Threads
+ * take blocks of BIAS_COLS columns and walk the rows in order, adding whole rows' vectors into
+ * f32 sums that go into double ones every BIAS_FLUSH rows: one order per column whatever the
+ * thread count. Summing a column at a time had walked dy down its columns, a cache line a value
+ * and a chain of dependent double adds: 3% of gpt-bench's step (docs/performance.md, "Choices in
+ * the code"). */
+#define BIAS_COLS 256
+#define BIAS_FLUSH 64
+
+static void bias_backward_rows(mx_backend *be, int rows, int c, float *db, const float *dy)
+{
+    const int blocks = (c + BIAS_COLS - 1) / BIAS_COLS, team = mx_cpu_team(be, (size_t)rows * c);
+#pragma omp parallel for num_threads(team < blocks ? team : blocks) schedule(static)
+    for (int b = 0; b < blocks; b++) {
+        const int lo = b * BIAS_COLS, cols = c - lo < BIAS_COLS ? c - lo : BIAS_COLS;
+        double sum[BIAS_COLS] = {0};
+        float part[BIAS_COLS] = {0};
+        for (int r = 0; r < rows; r++) {
+            const float *restrict d = dy + (size_t)r * c + lo;
+            for (int j = 0; j < cols; j++) part[j] += d[j];
+            if ((r + 1) % BIAS_FLUSH == 0 || r + 1 == rows)
+                for (int j = 0; j < cols; j++) sum[j] += part[j], part[j] = 0;
+        }
+        for (int j = 0; j < cols; j++) db[lo + j] += (float)sum[j];
+    }
+}
+
 static void cpu_bias_backward(mx_backend *be, int outer, int c, int inner, float *db, const float *dy)
 {
+    if (inner == 1 && c >= 16) {
+        bias_backward_rows(be, outer, c, db, dy);
+        return;
+    }
     /* Parallel over channels so every sum keeps one order: deterministic for any thread count;
      * rows summed in float, rows added in double. */
 #pragma omp parallel for num_threads(mx_cpu_team(be, (size_t)outer * c * inner)) schedule(static)

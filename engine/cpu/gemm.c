@@ -409,10 +409,15 @@ static void gemm(mx_backend *be, int bf16, const void *packed_a, int ta, int tb,
     }
 #if HAVE_KERNELS
     const gemm_args g = {bf16 ? &kind_bf16 : &kind_f32, ta, tb, alpha, beta, a, b, lda, ldb, ldc, c, packed_a, m};
-    /* Threads take column ranges of whole panels where C is wide enough, else row ranges;
-     * each packs its own operands (A again per thread: small beside its share of the work). */
+    /* Threads take row ranges or column ranges of whole panels; each packs its own operands, so
+     * the operand a split leaves whole is packed by every thread: op(A) for columns, op(B) for
+     * rows (unless f32 B is read in place). Rows where each thread has a block of MC of them
+     * and A is the larger operand or B is not packed, else columns where C is wide enough:
+     * gpt-bench's linears (2048 rows, 384-1536 columns) had packed all of A on both threads
+     * (docs/performance.md, "Choices in the code"). */
     int T = be->nthreads > 1 && (double)m * n * k >= 1e6 ? be->nthreads : 1;
-    const int by_cols = n >= T * NR * 2;
+    const int b_in_place = !bf16 && !tb, rows_first = m >= T * MC && (b_in_place || m >= n);
+    const int by_cols = n >= T * NR * 2 && !rows_first;
     if (!by_cols && m < T * MR) T = 1;
     int rc = MX_OK;
     /* One thread: no parallel region. The convolutions call products on one thread from inside

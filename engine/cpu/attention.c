@@ -123,6 +123,68 @@ static void row_accumulate(float *restrict o, int len, const float *restrict p, 
     }
 }
 
+/* o[i][0..hs) += sum_k p[i * prs + k * pks] * v[k * vs + 0..hs) for rows i < nr of o (ors apart),
+ * k over row i's keys [max(0, i + lo), min(kn, i + hi)): the product of a tile of probabilities
+ * (or of their gradients) with rows of values, keys, queries or output gradients. Four rows a
+ * pass share each load of v, their 4 x 64 sums in registers over the sum; a row's products from
+ * outside its own range (up to three, where the rows' ranges differ) have p = 0 there (masked
+ * scores' exponentials, or gradients of them), so each sum is row_accumulate's over its own
+ * range, in the same order. row_accumulate a row at a time had loaded a vector of v per
+ * multiply-add: the most of attention's time (docs/performance.md, "Choices in the code"). */
+static void tile_accumulate(float *restrict o, size_t ors, int nr, int hs, const float *restrict p, size_t prs,
+                            size_t pks, int kn, int lo, int hi, const float *restrict v, size_t vs)
+{
+    int i = 0;
+    for (; i + 4 <= nr; i += 4) {
+        const int ka = i + lo > 0 ? i + lo : 0, kb = i + 3 + hi < kn ? i + 3 + hi : kn;
+        float *o0 = o + i * ors, *o1 = o0 + ors, *o2 = o1 + ors, *o3 = o2 + ors;
+        const float *p0 = p + i * prs, *p1 = p0 + prs, *p2 = p1 + prs, *p3 = p2 + prs;
+        int d = 0;
+        for (; d + 64 <= hs; d += 64) {
+            float a0[64], a1[64], a2[64], a3[64];
+            memcpy(a0, o0 + d, sizeof a0), memcpy(a1, o1 + d, sizeof a1);
+            memcpy(a2, o2 + d, sizeof a2), memcpy(a3, o3 + d, sizeof a3);
+            for (int k = ka; k < kb; k++) {
+                const float x0 = p0[k * pks], x1 = p1[k * pks], x2 = p2[k * pks], x3 = p3[k * pks];
+                const float *vr = v + k * vs + d;
+#pragma GCC unroll 64
+                for (int e = 0; e < 64; e++) {
+                    a0[e] = MADD(x0, vr[e], a0[e]);
+                    a1[e] = MADD(x1, vr[e], a1[e]);
+                    a2[e] = MADD(x2, vr[e], a2[e]);
+                    a3[e] = MADD(x3, vr[e], a3[e]);
+                }
+            }
+            memcpy(o0 + d, a0, sizeof a0), memcpy(o1 + d, a1, sizeof a1);
+            memcpy(o2 + d, a2, sizeof a2), memcpy(o3 + d, a3, sizeof a3);
+        }
+        for (; d + 16 <= hs; d += 16) {
+            float a0[16], a1[16], a2[16], a3[16];
+            memcpy(a0, o0 + d, sizeof a0), memcpy(a1, o1 + d, sizeof a1);
+            memcpy(a2, o2 + d, sizeof a2), memcpy(a3, o3 + d, sizeof a3);
+            for (int k = ka; k < kb; k++) {
+                const float x0 = p0[k * pks], x1 = p1[k * pks], x2 = p2[k * pks], x3 = p3[k * pks];
+                const float *vr = v + k * vs + d;
+                for (int e = 0; e < 16; e++) {
+                    a0[e] = MADD(x0, vr[e], a0[e]);
+                    a1[e] = MADD(x1, vr[e], a1[e]);
+                    a2[e] = MADD(x2, vr[e], a2[e]);
+                    a3[e] = MADD(x3, vr[e], a3[e]);
+                }
+            }
+            memcpy(o0 + d, a0, sizeof a0), memcpy(o1 + d, a1, sizeof a1);
+            memcpy(o2 + d, a2, sizeof a2), memcpy(o3 + d, a3, sizeof a3);
+        }
+        for (int r = 0; r < 4 && d < hs; r++)
+            row_accumulate(o + (i + r) * ors + d, hs - d, p + (i + r) * prs + ka * pks, pks, kb - ka,
+                           v + ka * vs + d, vs);
+    }
+    for (; i < nr; i++) {
+        const int ka = i + lo > 0 ? i + lo : 0, kb = i + hi < kn ? i + hi : kn;
+        if (ka < kb) row_accumulate(o + i * ors, hs, p + i * prs + ka * pks, pks, kb - ka, v + ka * vs, vs);
+    }
+}
+
 /* bt[d][j] = rows[j][d] for j < t, 0 for t <= j < padded_t(t): a head's keys (or values)
  * turned once per (sample, head), so that tile_product runs along keys; the zeros fill the
  * last tile. */
@@ -222,8 +284,9 @@ static void forward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t out
                 float *ar = acc + (size_t)r * hs;
                 if (alpha != 1.0f)
                     for (int d = 0; d < hs; d++) ar[d] *= alpha;
-                row_accumulate(ar, hs, sr, 1, lim, v + j0 * qkv_stride, qkv_stride);
             }
+            /* row r's keys j0 .. i0 + r */
+            tile_accumulate(acc, hs, nq, hs, s, BK, 1, nk, -BK, i0 - j0 + 1, v + j0 * qkv_stride, qkv_stride);
         }
         for (int r = 0; r < nq; r++) {
             const float inv = 1.0f / l[r];
@@ -290,16 +353,11 @@ static void backward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t ou
                     pr[c] = p;
                     dr[c] = p * (dr[c] - dd[r]);
                 }
-                row_accumulate(dqa + (size_t)r * hs, hs, dr, 1, lim, k + j0 * qkv_stride, qkv_stride);
             }
-            for (int c = 0; c < nk; c++) {
-                const int r0 = j0 + c > i0 ? j0 + c - i0 : 0; /* the block's first row that sees key j0 + c */
-                if (r0 >= nq) continue;
-                row_accumulate(dv + (j0 + c) * qkv_stride, hs, pt + (size_t)r0 * BK + c, BK, nq - r0,
-                               dob + (size_t)r0 * hs, hs);
-                row_accumulate(dk + (j0 + c) * qkv_stride, hs, ds + (size_t)r0 * BK + c, BK, nq - r0,
-                               qs + (size_t)r0 * hs, hs);
-            }
+            /* query row r's keys j0 .. i0 + r; key j0 + c's rows from j0 + c - i0 */
+            tile_accumulate(dqa, hs, nq, hs, ds, BK, 1, nk, -BK, i0 - j0 + 1, k + j0 * qkv_stride, qkv_stride);
+            tile_accumulate(dv + j0 * qkv_stride, qkv_stride, nk, hs, pt, 1, BK, nq, j0 - i0, BQ, dob, hs);
+            tile_accumulate(dk + j0 * qkv_stride, qkv_stride, nk, hs, ds, 1, BK, nq, j0 - i0, BQ, qs, hs);
         }
         for (int r = 0; r < nq; r++)
             for (int d = 0; d < hs; d++) dq[(i0 + r) * qkv_stride + d] = dqa[(size_t)r * hs + d] * scale;

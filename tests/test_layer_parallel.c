@@ -389,23 +389,21 @@ int main(void)
         check_equivalence("lenet", k, 64, 20, CALM_LR, TOL_20_STEPS);
     }
     /* clipped to a norm below the gradients': SGD (where the factor shows in every weight),
-     * then AdamW, and AdamW unclipped for its first step's sensitivity */
+     * then AdamW, and AdamW unclipped for its first step's sensitivity. The sums over shards
+     * are the same code for any device count, so 2 and 4 devices alternate between the models
+     * (the whole test runs under the sanitizers too, within their time limit) */
     test_opt.clip_norm = 0.05f;
-    for (int k = 2; k <= 4; k *= 2) {
-        check_equivalence("mlp", k, 64, 1, TEST_LR, TOL_ONE_STEP);
-        check_equivalence("lenet", k, 64, 1, TEST_LR, TOL_ONE_STEP);
-        check_equivalence("resnet18", k, 8, 1, TEST_LR, TOL_ONE_STEP);
-        check_equivalence("mlp", k, 64, 20, CALM_LR, TOL_20_STEPS);
-        check_equivalence("lenet", k, 64, 20, CALM_LR, TOL_20_STEPS);
-    }
+    check_equivalence("mlp", 4, 64, 1, TEST_LR, TOL_ONE_STEP);
+    check_equivalence("lenet", 2, 64, 1, TEST_LR, TOL_ONE_STEP);
+    check_equivalence("resnet18", 2, 8, 1, TEST_LR, TOL_ONE_STEP);
+    check_equivalence("mlp", 2, 64, 20, CALM_LR, TOL_20_STEPS);
+    check_equivalence("lenet", 4, 64, 20, CALM_LR, TOL_20_STEPS);
     test_opt = (mx_optim){.kind = MX_OPTIM_ADAMW, .wd = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                           .clip_norm = 0.05f};
-    for (int k = 2; k <= 4; k *= 2) {
-        check_equivalence("mlp", k, 64, 1, 1e-3f, TOL_ONE_STEP);
-        check_equivalence("resnet18", k, 8, 1, 1e-3f, TOL_ADAMW_ONE_STEP);
-        check_equivalence("mlp", k, 64, 20, 1e-3f, TOL_20_STEPS);
-        check_equivalence("lenet", k, 64, 20, 1e-3f, TOL_20_STEPS);
-    }
+    check_equivalence("mlp", 2, 64, 1, 1e-3f, TOL_ONE_STEP);
+    check_equivalence("resnet18", 4, 8, 1, 1e-3f, TOL_ADAMW_ONE_STEP);
+    check_equivalence("mlp", 4, 64, 20, 1e-3f, TOL_20_STEPS);
+    check_equivalence("lenet", 2, 64, 20, 1e-3f, TOL_20_STEPS);
     test_opt.clip_norm = 0;
     check_equivalence("resnet18", 2, 8, 1, 1e-3f, TOL_ADAMW_ONE_STEP);
     test_opt = (mx_optim){.kind = MX_OPTIM_SGD, .lr = 0.05f, .momentum = 0.9f, .wd = 1e-4f};

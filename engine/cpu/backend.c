@@ -123,13 +123,12 @@ static float row_sum(const float *restrict x, int n)
 }
 
 /* A dense or linear layer's bias gradient (inner 1): the column sums of dy [rows][c]. Threads
- * take blocks of BIAS_COLS columns and walk the rows in order, adding whole rows' vectors into
- * f32 sums that go into double ones every BIAS_FLUSH rows: one order per column whatever the
- * thread count. Summing a column at a time had walked dy down its columns, a cache line a value
- * and a chain of dependent double adds: 3% of gpt-bench's step (docs/performance.md, "Choices in
- * the code"). */
+ * take blocks of BIAS_COLS columns and walk the rows in order, adding each row's values to the
+ * columns' double sums: the sums and order of the loop over a column below (the same results),
+ * vectorised along the row. That loop had walked dy down its columns, a cache line a value and a
+ * chain of dependent double adds: 3% of gpt-bench's step (docs/performance.md, "Choices in the
+ * code"). */
 #define BIAS_COLS 256
-#define BIAS_FLUSH 64
 
 static void bias_backward_rows(mx_backend *be, int rows, int c, float *db, const float *dy)
 {
@@ -138,12 +137,9 @@ static void bias_backward_rows(mx_backend *be, int rows, int c, float *db, const
     for (int b = 0; b < blocks; b++) {
         const int lo = b * BIAS_COLS, cols = c - lo < BIAS_COLS ? c - lo : BIAS_COLS;
         double sum[BIAS_COLS] = {0};
-        float part[BIAS_COLS] = {0};
         for (int r = 0; r < rows; r++) {
             const float *restrict d = dy + (size_t)r * c + lo;
-            for (int j = 0; j < cols; j++) part[j] += d[j];
-            if ((r + 1) % BIAS_FLUSH == 0 || r + 1 == rows)
-                for (int j = 0; j < cols; j++) sum[j] += part[j], part[j] = 0;
+            for (int j = 0; j < cols; j++) sum[j] += d[j];
         }
         for (int j = 0; j < cols; j++) db[lo + j] += (float)sum[j];
     }

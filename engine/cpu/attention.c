@@ -193,6 +193,24 @@ static size_t padded_t(int t) { return (size_t)(t + BK - 1) / BK * BK; }
 static void load_transposed(float *restrict bt, const float *restrict rows, size_t stride, int t, int hs)
 {
     const size_t ld = padded_t(t);
+#if MX_CPU_AVX512_KERNELS
+    /* 16 x 16 blocks turned in registers (mx_cpu_transpose16, on CPUs the own GEMMs run on):
+     * the loop below stores a value at a time, each 4 * ld bytes from the last, which had been
+     * half of backward's own time beside its tile products (docs/performance.md, "Choices in the
+     * code") */
+    if (mx_cpu_gemm_own()) {
+        float blk[16][16] __attribute__((aligned(64)));
+        for (size_t j0 = 0; j0 < ld; j0 += 16)
+            for (int d0 = 0; d0 < hs; d0 += 16) {
+                const float *r[16];
+                for (int i = 0; i < 16; i++) r[i] = (int)j0 + i < t ? rows + (j0 + i) * stride + d0 : NULL;
+                const int nc = hs - d0 < 16 ? hs - d0 : 16;
+                mx_cpu_transpose16(r, nc, NULL, blk);
+                for (int e = 0; e < nc; e++) memcpy(bt + (size_t)(d0 + e) * ld + j0, blk[e], sizeof blk[e]);
+            }
+        return;
+    }
+#endif
     for (int d = 0; d < hs; d++) memset(bt + d * ld + t, 0, sizeof(float) * (ld - t));
     for (int j = 0; j < t; j++)
         for (int d = 0; d < hs; d++) bt[d * ld + j] = rows[j * stride + d];
@@ -229,11 +247,17 @@ static float tile_max(const float *restrict x)
     return lane[0];
 }
 
+/* In LANES lanes, as tile_sum (a single running sum had kept GCC from vectorising it). */
 static float dot(const float *restrict a, const float *restrict b, int len)
 {
-    float s = 0;
-    for (int d = 0; d < len; d++) s += a[d] * b[d];
-    return s;
+    float lane[LANES] = {0}, s = 0;
+    int d = 0;
+    for (; d + LANES <= len; d += LANES)
+        for (int l = 0; l < LANES; l++) lane[l] += a[d + l] * b[d + l];
+    for (; d < len; d++) s += a[d] * b[d];
+    for (int w = LANES / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) lane[l] += lane[l + w];
+    return lane[0] + s;
 }
 
 /* Floats of one thread's workspace, each part a whole number of cache lines. */

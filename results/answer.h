@@ -78,11 +78,17 @@ typedef struct {
 int mx_answer_build(const mx_results *res, mx_answer *out);
 void mx_answer_free(mx_answer *a);
 
+/* The answer as paragraphs of plain text (no markup), the order mx_answer_write prints them:
+ * per workload and device count one paragraph, then one naming the rows left out and why.
+ * *paras is malloc'd, each string too (mx_answer_paragraphs_free). MX_ENOMEM. */
+int mx_answer_paragraphs(const mx_answer *a, char ***paras, int *n);
+void mx_answer_paragraphs_free(char **paras, int n);
+
 /* The answer in sentences a team pastes into a design review: per workload, a paragraph per
  * device count naming the winner with its throughput and efficiency, the runner-up, what each
  * loses its step to, the fastest to the target where it differs, each strategy's and kvstore's
  * efficiency, the projection, and the rows left out and why. md: Markdown emphasis and lists;
- * else plain text wrapped for a terminal. */
+ * else plain text wrapped for a terminal (the paragraphs above, blank lines between). */
 void mx_answer_write(const mx_answer *a, FILE *f, int md);
 
 #endif

@@ -91,4 +91,34 @@ void mx_answer_paragraphs_free(char **paras, int n);
  * else plain text wrapped for a terminal (the paragraphs above, blank lines between). */
 void mx_answer_write(const mx_answer *a, FILE *f, int md);
 
+/* ---- additions: the straggler rules (`mxbench report`'s device and rank tables name the same
+ * straggler), and the answer as JSON */
+
+/* A device (or worker) is named a straggler at this ratio of the median or more. */
+#define MX_DEVICE_STRAGGLER_RATIO 1.2
+
+typedef struct {
+    int who;       /* the slowest: its device number, or its rank; -1 when fewer than two measured */
+    int n;         /* devices (workers) measured */
+    double time;   /* its time per step, s: a device's busy_time; a worker's own time (below) */
+    double median; /* the median of the n */
+    double ratio;  /* time / median (NaN when the median is not positive) */
+} mx_straggler;
+
+/* The devices of r with a finite busy_time: the one that computed longest against their median.
+ * 1 when its ratio is MX_DEVICE_STRAGGLER_RATIO or more, else 0 (fields still set when two or
+ * more devices measured; who -1 and NaN otherwise). */
+int mx_device_straggler(const mx_run_record *r, mx_straggler *s);
+/* The workers of a dist_* run's rank table, by their own time per step: the median step less
+ * what the worker waited for the others (pull_time; dist_allreduce: push_time, its all-reduces).
+ * In a synchronous job every worker's step lasts as long as the slowest one's, so the step
+ * medians alone hide the straggler: the others' waiting shows it. A worker without those
+ * figures counts its median step. Returns as mx_device_straggler. */
+int mx_rank_straggler(const mx_run_record *r, mx_straggler *s);
+
+/* The answer as one JSON object: target_rule, groups (workload, device_type, gpus, winner,
+ * runner_up, fastest_to_target: run ids or null; ranked: the ids fastest first), left_out
+ * ({id, why}) and paragraphs (mx_answer_paragraphs). MX_ENOMEM. */
+int mx_answer_write_json(const mx_answer *a, FILE *f);
+
 #endif

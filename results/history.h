@@ -19,7 +19,7 @@ typedef struct {
     int file;                   /* its index among the files given */
     const mx_results *res;      /* the caller's, loaded */
     char revision[MX_HISTORY_REV]; /* meta git_revision, at most 12 characters ("" when none) */
-    char label[40];             /* what the figures and tables call it: the revision, made unique
+    char label[48];             /* what the figures and tables call it: the revision, made unique
                                  * ("#2" after a repeated one), or "file-N" for a file without one */
     char start_time[40];        /* meta start_time, ISO 8601 UTC; "" when none */
 } mx_history_rev;

@@ -53,13 +53,21 @@ int mx_rank_straggler(const mx_run_record *r, mx_straggler *s)
 {
     const int n = r->nranks > 0 && r->ranks ? r->nranks : 0;
     const int collective = mx_kv_name_has(r->kvstore, MX_KV_COLLECTIVE);
+    /* The waits are means over the steps: they are taken from the mean step, the same for every
+     * worker of a synchronous job (they run their steps in lockstep), worker 0's series. An
+     * asynchronous job's workers wait for no one: their own step medians tell. */
+    double step = 0;
+    int nstep = 0;
+    for (int i = 0; r->step_time && i < r->nsteps; i++)
+        if (isfinite(r->step_time[i]) && r->step_time[i] > 0) step += r->step_time[i], nstep++;
+    step = nstep && !mx_kv_name_has(r->kvstore, MX_KV_ASYNC) ? step / nstep : NAN;
     double *x = malloc(sizeof *x * (size_t)(n + 1));
     int *who = malloc(sizeof *who * (size_t)(n + 1)), m = 0;
     for (int i = 0; x && who && i < n; i++) {
         const mx_rank_row *k = &r->ranks[i];
         if (strcmp(k->role, "worker") != 0 || !isfinite(k->step_median)) continue;
         const double wait = collective ? k->push_time : k->pull_time;
-        x[m] = isfinite(wait) && wait > 0 ? fmax(0, k->step_median - wait) : k->step_median;
+        x[m] = isfinite(step) && isfinite(wait) && wait >= 0 ? fmax(0, step - wait) : k->step_median;
         who[m++] = k->rank;
     }
     const int rc = straggler_of(x, who, x && who ? m : 0, s);

@@ -109,11 +109,12 @@ typedef struct {
  * 1 when its ratio is MX_DEVICE_STRAGGLER_RATIO or more, else 0 (fields still set when two or
  * more devices measured; who -1 and NaN otherwise). */
 int mx_device_straggler(const mx_run_record *r, mx_straggler *s);
-/* The workers of a dist_* run's rank table, by their own time per step: the median step less
- * what the worker waited for the others (pull_time; dist_allreduce: push_time, its all-reduces).
- * In a synchronous job every worker's step lasts as long as the slowest one's, so the step
- * medians alone hide the straggler: the others' waiting shows it. A worker without those
- * figures counts its median step. Returns as mx_device_straggler. */
+/* The workers of a dist_* run's rank table, by their own time per step: the job's mean step
+ * (worker 0's series) less what the worker waited for the others (pull_time; dist_allreduce:
+ * push_time, its all-reduces). In a synchronous job every worker's step lasts as long as the
+ * slowest one's, so the step medians hide the straggler: the others' waiting shows it. A
+ * worker without those figures, and every worker of dist_async (no one waits), counts its
+ * median step. Returns as mx_device_straggler. */
 int mx_rank_straggler(const mx_run_record *r, mx_straggler *s);
 
 /* The answer as one JSON object: target_rule, groups (workload, device_type, gpus, winner,

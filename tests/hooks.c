@@ -8,7 +8,10 @@
  * - MXBENCH_TEST_SLOW_GEMM=F (0 < F <= 1): every GEMM handed to the BLAS computes the first F
  *   of its output rows a second time, into scratch: F more work in the kernel, the same
  *   results (the instruction-count gate's self-check, scripts/ci-regress.sh;
- *   engine/cpu/kernels.h's mx_cpu_set_gemm_hook).
+ *   engine/cpu/kernels.h's mx_cpu_set_gemm_hook);
+ * - MXBENCH_TEST_SLOW_RANK=R (R >= 0): only MPI rank R (OMPI_COMM_WORLD_RANK, or PMI_RANK) is
+ *   slowed, by MXBENCH_TEST_SLOWDOWN's share or 0.5 without it: one straggling worker of a
+ *   dist_* job, which `mxbench report`'s answer must name (tests/test_answer.sh).
  * A value outside its range is refused on stderr and ignored. */
 #include "engine/cpu/kernels.h"
 #include "harness/trainer_hook.h"
@@ -56,9 +59,33 @@ static double fraction(const char *name, double top, int top_included)
     return f;
 }
 
+/* MXBENCH_TEST_SLOW_RANK: -1 when unset; a value that is no rank is refused on stderr (-1). */
+static int slow_rank(void)
+{
+    const char *e = getenv("MXBENCH_TEST_SLOW_RANK");
+    if (!e || !*e) return -1;
+    char *end;
+    const long r = strtol(e, &end, 10);
+    if (*end || r < 0 || r > 1 << 20) {
+        fprintf(stderr, "mxbench: MXBENCH_TEST_SLOW_RANK '%s' ignored: expected an MPI rank, 0 or more\n", e);
+        return -1;
+    }
+    return (int)r;
+}
+
+/* This process's rank in an MPI job's world (Open MPI's variable, or MPICH's), -1 outside one. */
+static int own_rank(void)
+{
+    const char *e = getenv("OMPI_COMM_WORLD_RANK");
+    if (!e) e = getenv("PMI_RANK");
+    return e && *e ? atoi(e) : -1;
+}
+
 __attribute__((constructor)) static void install_hooks(void)
 {
     step_slowdown = fraction("MXBENCH_TEST_SLOWDOWN", 0.9, 0);
+    const int rank = slow_rank();
+    if (rank >= 0) step_slowdown = rank == own_rank() ? (step_slowdown > 0 ? step_slowdown : 0.5) : 0;
     if (step_slowdown > 0) mx_trainer_set_step_hook(slow_step);
     gemm_share = (float)fraction("MXBENCH_TEST_SLOW_GEMM", 1, 1);
     if (gemm_share > 0) mx_cpu_set_gemm_hook(gemm_again);

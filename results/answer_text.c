@@ -201,7 +201,7 @@ static void group_paragraph(sbuf *b, const mx_answer *a, const mx_answer_group *
     if (asked && w >= 0) sb_printf(b, "among the rows that reached the target (%s), ", a->target_rule);
     if (asked && w < 0) sb_printf(b, "no row reached the target (%s); the fastest is ", a->target_rule);
     name(b, L, md && w >= 0);
-    sb_printf(b, "%s", w >= 0 ? " is fastest: " : ": ");
+    sb_printf(b, "%s", w < 0 ? ": " : g->nentries == 1 ? ", the only row ranked: " : " is fastest: ");
     speed(b, L);
     if (isfinite(L->efficiency)) sb_printf(b, ", efficiency %.2f", L->efficiency);
     sb_printf(b, "; ");

@@ -16,7 +16,7 @@
 
 const char *const mx_plot_names[MX_NPLOTS] = {"throughput", "speedup", "efficiency", "accuracy", "breakdown", "loss",
                                                   "staleness", "memory", "moved", "bubble", "compression",
-                                              "loss_scale"};
+                                              "loss_scale", "ranking"};
 
 /* ---- setup: directories, title, the axis wording ---- */
 

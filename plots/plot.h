@@ -21,6 +21,9 @@ enum {
     MX_PLOT_COMPRESSION,
     /* fp16 AMP's loss scale per step and the skipped steps: drawn when some ok run has the series */
     MX_PLOT_LOSS_SCALE,
+    /* the answer (results/answer.h): configurations ranked by throughput per workload and
+     * device count; drawn when some device count has two ranked rows */
+    MX_PLOT_RANKING,
     MX_NPLOTS
 };
 extern const char *const mx_plot_names[MX_NPLOTS];

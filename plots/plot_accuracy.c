@@ -79,8 +79,9 @@ int mx_plot_write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     const run_set *s = &c->set;
     char(*labels)[LABEL_MAX] = mx_plot_series_labels(s);
     int *xs = calloc((size_t)s->n + 1, sizeof *xs), *batches = calloc((size_t)s->n + 1, sizeof *batches);
+    const mx_run_record **reps = calloc((size_t)s->nseries + 1, sizeof *reps); /* of each block: its colour */
     int rc = 0;
-    if (!labels || !xs || !batches) {
+    if (!labels || !xs || !batches || !reps) {
         rc = mx_error(MX_ENOMEM, "out of memory while plotting");
         goto done;
     }
@@ -113,6 +114,7 @@ int mx_plot_write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         int any = 0;
         for (int i = s->start[si]; i < s->start[si + 1] && !any; i++) any = keep_accuracy(s->runs[i]);
         if (!any) continue;
+        reps[blocks] = s->runs[s->start[si + 1] - 1];
         fprintf(f, "%s\"%s\"\n", blocks++ ? "\n\n" : "", labels[si]);
         maxlabel = strlen(labels[si]) > maxlabel ? strlen(labels[si]) : maxlabel;
         for (const char *p = list; *p;) { /* ascending x */
@@ -131,8 +133,9 @@ int mx_plot_write_accuracy(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         /* on the device axis, the global batch every point trained at, when they share one */
         if (!strchr(blist, ' ')) mx_vars_str(v, "batchnote", blist);
         mx_plot_canvas_vars(v, blocks, maxlabel);
+        mx_plot_family_vars(v, reps, blocks);
     }
 done:
-    free(labels), free(xs), free(batches);
+    free(labels), free(xs), free(batches), free(reps);
     return rc;
 }

@@ -106,18 +106,19 @@ typedef int (*data_writer)(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* plot_internal.h */
 int mx_plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
                            int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *),
-                           int extra_keys)
+                           int extra_keys, int panels)
 {
     const run_set *s = &c->set;
     char(*labels)[LABEL_MAX] = mx_plot_series_labels(s);
     int *gpus = calloc((size_t)s->n + 1, sizeof *gpus);
-    if (!labels || !gpus) {
-        free(labels), free(gpus);
+    const mx_run_record **reps = calloc((size_t)s->nseries + 1, sizeof *reps); /* of each block */
+    if (!labels || !gpus || !reps) {
+        free(labels), free(gpus), free(reps);
         return mx_error(MX_ENOMEM, "out of memory while plotting");
     }
     FILE *f = mx_plot_open_data(c, name, what);
     if (!f) {
-        free(labels), free(gpus);
+        free(labels), free(gpus), free(reps);
         return MX_EIO;
     }
     fputs(plot_block_doc, f);
@@ -130,6 +131,7 @@ int mx_plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const c
             const mx_run_record *r = s->runs[i];
             if (!keep(r)) continue;
             if (rows++ == 0) {
+                reps[blocks] = s->runs[s->start[si + 1] - 1]; /* the run its label names */
                 fprintf(f, "%s\"%s\"\n", blocks++ ? "\n\n" : "", labels[si]);
                 maxlabel = strlen(labels[si]) > maxlabel ? strlen(labels[si]) : maxlabel;
             }
@@ -144,8 +146,12 @@ int mx_plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const c
     mx_vars_int(v, "nseries", blocks);
     mx_vars_str(v, "gpus", list);
     if (blocks) mx_vars_int(v, "gbase", gbase);
-    mx_plot_canvas_vars(v, blocks + extra_keys, maxlabel);
-    free(labels), free(gpus);
+    mx_plot_family_vars(v, reps, blocks);
+    if (panels)
+        mx_plot_panel_vars(v, reps, blocks, extra_keys, maxlabel);
+    else
+        mx_plot_canvas_vars(v, blocks + extra_keys, maxlabel);
+    free(labels), free(gpus), free(reps);
     return rc < 0 ? rc : blocks > 0;
 }
 
@@ -194,7 +200,7 @@ static int write_throughput(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     int rc = mx_plot_write_series_file(c, v, "throughput.dat", "throughput against device count",
                                     "devices throughput_samples_per_s ci95_low ci95_high noisy oversubscribed",
-                                    keep_throughput, row_throughput, 2);
+                                    keep_throughput, row_throughput, 2, 1);
     if (rc == 0) snprintf(why, nwhy, "no ok run has a throughput");
     if (rc > 0) marks_vars(c, v, keep_throughput);
     return rc;
@@ -218,7 +224,7 @@ static int write_scaling(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     int rc = mx_plot_write_series_file(c, v, "scaling.dat",
                                     "speedup and scaling efficiency against device count (relative to the "
                                     "one-device run of each series)",
-                                    "devices speedup efficiency noisy oversubscribed", keep_scaling, row_scaling, 3);
+                                    "devices speedup efficiency noisy oversubscribed", keep_scaling, row_scaling, 3, 1);
     if (rc == 0) snprintf(why, nwhy, "no ok run has a speedup (no series has a one-device run to compare with)");
     if (rc > 0) marks_vars(c, v, keep_scaling);
     return rc;
@@ -373,6 +379,7 @@ static int write_loss(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         rc = 1;
         mx_vars_int(v, "nseries", n);
         mx_vars_int(v, "smooth", w);
+        mx_plot_family_vars(v, runs, n);
         mx_plot_canvas_vars(v, n, mx_plot_max_label((const char(*)[LABEL_MAX])labels, n));
     }
 done:
@@ -396,6 +403,7 @@ static const struct {
     [MX_PLOT_BUBBLE] = {"bubble.dat", mx_plot_write_bubble},
     [MX_PLOT_COMPRESSION] = {"compression.dat", mx_plot_write_compression},
     [MX_PLOT_LOSS_SCALE] = {"loss_scale.dat", mx_plot_write_loss_scale},
+    [MX_PLOT_RANKING] = {"ranking.dat", mx_plot_write_ranking},
 };
 
 
@@ -432,7 +440,7 @@ int mx_plot_write_counters(plot_ctx *c)
     const int rc =
         mx_plot_write_series_file(c, &unused, "counters.dat",
                                "the figures of the per-step counters (results/metrics.def) against device count",
-                               columns, has_counters, row_counters, 0);
+                               columns, has_counters, row_counters, 0, 0);
     return rc < 0 ? rc : 0;
 }
 

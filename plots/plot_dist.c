@@ -32,7 +32,7 @@ int mx_plot_write_staleness(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
                                     "staleness of the pushes of dist_async runs against device count (updates a key "
                                     "received between the pusher's last pull and its push)",
                                     "devices staleness_mean staleness_p50 staleness_p99 staleness_max", keep_staleness,
-                                    row_staleness, 0);
+                                    row_staleness, 0, 0);
     if (rc != 0) return rc;
     /* only dist_async measures staleness: a study without it has nothing to say here */
     int async = 0;

@@ -69,6 +69,32 @@ typedef struct {
     int overflow;
 } gp_vars;
 
+/* ---- colour families (plot_family.c): a run's strategy, and for data parallelism its
+ * kvstore, fixes its colour in every figure; series are sorted by family (plot_series.c) */
+enum {
+    MX_FAM_NONE, /* data-parallel on one device without a kvstore */
+    MX_FAM_LOCAL,
+    MX_FAM_DEVICE,
+    MX_FAM_DIST_SYNC,
+    MX_FAM_DIST_DEVICE_SYNC,
+    MX_FAM_DIST_ASYNC,
+    MX_FAM_DIST_ALLREDUCE,
+    MX_FAM_MODEL,
+    MX_FAM_LAYER,
+    MX_FAM_OTHER, /* a strategy or kvstore outside the tables (a newer file) */
+    MX_PLOT_NFAMILIES
+};
+int mx_plot_family(const mx_run_record *r);
+const char *mx_plot_family_rgb(int fam);  /* "0072B2": hex, no '#' */
+const char *mx_plot_family_name(int fam); /* "data-parallel, kv device" */
+/* lcolors and lvariants (style.gp) for the lines whose representative runs are reps[0..n),
+ * in drawing order. */
+void mx_plot_family_vars(gp_vars *v, const mx_run_record *const *reps, int n);
+/* npanels (and pfirst, plast, ptitle<p>, pcols, prows) and the canvas for a scaling figure of
+ * the lines reps[0..n) sorted by family: a panel per family when one key would be too long;
+ * extra_keys entries besides the lines, labels of at most maxlabel characters. */
+void mx_plot_panel_vars(gp_vars *v, const mx_run_record *const *reps, int n, int extra_keys, size_t maxlabel);
+
 /* ---- gnuplot variables and runs (plot_gnuplot.c) */
 void mx_vars_add(gp_vars *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mx_vars_quoted(gp_vars *v, const char *value);
@@ -93,10 +119,12 @@ int mx_plot_run_script(plot_ctx *c, const char *name, const char *datafile, cons
 /* Writes one series-blocked data file (name) of the ok runs that keep() accepts, row()
  * formatting each; sets nseries, the x tics (gpus), the fewest devices (gbase) and the canvas
  * for the script, whose key has extra_keys entries besides the series (the ideal line, the
- * marks of noisy and oversubscribed runs). 1 written, 0 no run kept, or a negative MX_E*. */
+ * marks of noisy and oversubscribed runs), and each line's colour (mx_plot_family_vars).
+ * panels: the script draws a panel per family when the key would be too long
+ * (mx_plot_panel_vars). 1 written, 0 no run kept, or a negative MX_E*. */
 int mx_plot_write_series_file(plot_ctx *c, gp_vars *v, const char *name, const char *what, const char *columns,
                            int (*keep)(const mx_run_record *), void (*row)(FILE *, const mx_run_record *),
-                           int extra_keys);
+                           int extra_keys, int panels);
 /* data/<name> opened for writing with its header (what it holds, the study), and closed
  * with a check for write errors (0 or MX_EIO); the canvas size and key columns for nlines
  * key entries of at most maxlabel characters (the key is below the plot). */
@@ -127,6 +155,8 @@ int mx_plot_write_bubble(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 int mx_plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* plot_compress.c: fp16 AMP's loss scale per step, the skipped steps marked */
 int mx_plot_write_loss_scale(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
+/* plot_rank.c: the answer's configurations ranked per workload and device count */
+int mx_plot_write_ranking(plot_ctx *c, gp_vars *v, char *why, size_t nwhy);
 /* data/<file> of a figure */
 const char *mx_plot_data_file(int plot);
 /* Writes the figure's data file and its variables: 1 written, 0 nothing to plot (why says

@@ -23,7 +23,7 @@ int mx_plot_write_memory(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     int rc = mx_plot_write_series_file(c, v, "memory.dat",
                                     "memory per device against device count (the device holding most; allocator "
                                     "count, MB)", "devices peak_MB params_and_grads_MB", keep_memory, row_memory,
-                                    2 /* memory.gp's key of the line styles */);
+                                    2 /* memory.gp's key of the line styles */, 0);
     (void)why, (void)nwhy; /* runs from before memory was counted have nothing to draw: no message */
     return rc;
 }
@@ -51,7 +51,7 @@ int mx_plot_write_moved(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     int rc = mx_plot_write_series_file(c, v, "moved.dat",
                                     "bytes moved per step against device count (layer: collectives; model: between "
-                                    "stages; data: the kvstore), MB", "devices MB_per_step", keep_moved, row_moved, 0);
+                                    "stages; data: the kvstore), MB", "devices MB_per_step", keep_moved, row_moved, 0, 0);
     (void)why, (void)nwhy; /* one device moves nothing: no message */
     return rc;
 }
@@ -73,7 +73,7 @@ int mx_plot_write_bubble(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     int rc = mx_plot_write_series_file(c, v, "bubble.dat",
                                     "pipeline bubble of model runs against device count: measured and (k-1)/(m+k-1)",
-                                    "devices bubble_measured bubble_theory micro_batches", keep_bubble, row_bubble, 0);
+                                    "devices bubble_measured bubble_theory micro_batches", keep_bubble, row_bubble, 0, 0);
     if (rc != 0) return rc;
     int model = 0;
     for (int i = 0; i < c->set.nuniq && !model; i++)

@@ -71,6 +71,14 @@ int mx_plot_series_build(run_set *s, const mx_results *res)
                 found = strcmp(keys[i], keys[rep[k]]) == 0 && (pass ? 1 : mx_record_same_exchange(ok[i], ok[rep[k]]));
             if (!found) rep[nrep++] = i;
         }
+    /* Series of one family (strategy, kvstore: plot_family.c) side by side, in the order of
+     * the family table, first-seen within one: a key then reads by family, and a figure too
+     * busy for one key has a panel per family. Insertion sort keeps the order of equals. */
+    for (int k = 1; k < nrep; k++)
+        for (int j = k; j > 0 && mx_plot_family(ok[rep[j - 1]]) > mx_plot_family(ok[rep[j]]); j--) {
+            int t = rep[j];
+            rep[j] = rep[j - 1], rep[j - 1] = t;
+        }
     for (int k = 0; k < nrep; k++) {
         s->start[s->nseries++] = s->n;
         for (int j = 0; j < nok; j++)

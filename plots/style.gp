@@ -34,12 +34,25 @@ set linetype 6 lc rgb color(6) lw 2 pt 15 ps 1.3
 set linetype 7 lc rgb color(7) lw 2 pt 4  ps 1.0
 set linetype 8 lc rgb color(8) lw 2 pt 6  ps 1.1
 set linetype cycle 8
-# Past eight lines the colours repeat: line i (from 0) then changes its dash pattern.
-dash(i) = int(i) / 8 + 1
+# Colours fixed per family: plot.c passes each line's colour (lcolors: its strategy and, for
+# data parallelism, its kvstore; the table is plots/plot_family.c) and its rank among the
+# lines of its family before it (lvariants), which picks its dash pattern and marker. So
+# data-parallel with kvstore device is the same blue in every figure, and its fp16 and 2bit
+# variants are that blue dashed and dotted. Without them (a figure drawn by hand), line i
+# takes colour i and past eight lines changes its dash pattern.
+# lvar(i): the variant of line i (from 1).
+lvar(i) = exists("lvariants") ? int(word(lvariants, int(i))) : int(i) - 1
+dash(i) = exists("lvariants") ? lvar(int(i) + 1) % 5 + 1 : int(i) / 8 + 1
 # A run on a busy host (its data file's noisy column 1) is drawn hollow: its line type's
 # marker in white, then the outline of that marker (the outline types of 7 5 9 11 13 15).
-filled_pt(i) = int(word('7 5 9 11 13 15 4 6', (int(i) - 1) % 8 + 1))
-hollow_pt(i) = int(word('6 4 8 10 12 14 4 6', (int(i) - 1) % 8 + 1))
+filled_pt(i) = int(word('7 5 9 11 13 15 4 6', lvar(i) % 8 + 1))
+hollow_pt(i) = int(word('6 4 8 10 12 14 4 6', lvar(i) % 8 + 1))
+if (exists("lcolors") && words(lcolors) > 0) {
+    if (words(lcolors) > 8) { set linetype cycle words(lcolors) }
+    do for [i_=1:words(lcolors)] {
+        set linetype i_ lc rgb '#' . word(lcolors, i_) lw 2 pt filled_pt(i_) ps 1.2
+    }
+}
 noisy_at(y, n) = n > 0 ? y : NaN
 if (!exists("hasnoisy")) hasnoisy = 0
 noisy_title = 'hollow: host busy (noisy)'
@@ -62,3 +75,15 @@ dodge(i) = 2 ** ((nseries > 8 ? 0.2 / nseries : 0.025) * (i - (nseries - 1) / 2.
 # columns (plot.c sizes the canvas for its rows).
 if (!exists("keycols")) keycols = 3
 set key below center horizontal Left reverse maxcols keycols maxrows 1000 samplen 2.5 spacing 1.1 width 1
+
+# Panels (throughput, speedup, efficiency): plot.c passes npanels > 1 when one key would be
+# too long, with the first and last line of each panel (pfirst, plast: lines of one family
+# are adjacent) and its title (ptitle1, ...); the scripts draw pcols x prows panels on the
+# same axes ranges so that they compare.
+if (!exists("npanels")) npanels = 1
+panel_first(p) = npanels > 1 ? int(word(pfirst, p)) : 0
+panel_last(p) = npanels > 1 ? int(word(plast, p)) : nseries - 1
+panel_title(p) = npanels > 1 ? value(sprintf('ptitle%d', p)) : ''
+# Every panel keeps room below for the longest panel key (pkeyrows entries), so that their
+# plots are the same height.
+panel_bmargin = exists("pkeyrows") ? pkeyrows * 1.15 + 4 : 6

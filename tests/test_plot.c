@@ -21,13 +21,23 @@
 static int popcount(unsigned x) { return __builtin_popcount(x); }
 
 /* Every figure of rep is a PNG with the PNG signature and an SVG holding "<svg"; every one is
- * drawn but those in absent, which are neither drawn, nor explained, nor left on disk. */
-static void check_figures(const char *outdir, const mx_plot_report *rep, unsigned absent)
+ * drawn but those in absent, which are neither drawn, nor explained, nor left on disk, and
+ * those in told, which are not drawn and say why (the ranking of a study with nothing to
+ * compare). */
+static void check_figures_told(const char *outdir, const mx_plot_report *rep, unsigned absent, unsigned told)
 {
+    for (int p = 0; p < MX_NPLOTS; p++) {
+        if (!(told & BIT(p))) continue;
+        char png[4300];
+        snprintf(png, sizeof png, "%s/%s.png", outdir, mx_plot_names[p]);
+        CHECK(!rep->drawn[p] && rep->skipped[p][0] && !file_exists(png), "%s: drawn %d, skip message '%s'",
+              mx_plot_names[p], rep->drawn[p], rep->skipped[p]);
+    }
+    absent |= told;
     const int expect_drawn = MX_NPLOTS - popcount(absent);
     CHECK(rep->ndrawn == expect_drawn, "%d figures drawn in %s, expected %d", rep->ndrawn, outdir, expect_drawn);
     for (int p = 0; p < MX_NPLOTS; p++) {
-        if (!(absent & BIT(p))) continue;
+        if (!(absent & BIT(p)) || (told & BIT(p))) continue;
         char png[4300];
         snprintf(png, sizeof png, "%s/%s.png", outdir, mx_plot_names[p]);
         CHECK(!rep->drawn[p] && rep->skipped[p][0] == '\0' && !file_exists(png),
@@ -48,6 +58,11 @@ static void check_figures(const char *outdir, const mx_plot_report *rep, unsigne
         CHECK(text && strstr(text, "<svg"), "%s is not an SVG", svg);
         free(text);
     }
+}
+
+static void check_figures(const char *outdir, const mx_plot_report *rep, unsigned absent)
+{
+    check_figures_told(outdir, rep, absent, 0);
 }
 
 static int build_study_file(const char *path)
@@ -138,8 +153,10 @@ static void test_single_run(const char *dir, mx_plot_report *rep)
     int rc = mx_plot_results_report(&res, outdir, mx_plot_default_scripts_dir(), 0, rep);
     const unsigned absent = BIT(MX_PLOT_STALENESS) | BIT(MX_PLOT_MOVED) | BIT(MX_PLOT_BUBBLE) |
                             BIT(MX_PLOT_COMPRESSION) | BIT(MX_PLOT_LOSS_SCALE);
-    CHECK(rc == MX_NPLOTS - popcount(absent), "single run: returned %d: %s", rc, mx_last_error());
-    check_figures(outdir, rep, absent);
+    /* one configuration: nothing to rank, and the ranking says so */
+    CHECK(rc == MX_NPLOTS - popcount(absent) - 1, "single run: returned %d: %s", rc, mx_last_error());
+    check_figures_told(outdir, rep, absent, BIT(MX_PLOT_RANKING));
+    CHECK(strstr(rep->skipped[MX_PLOT_RANKING], "two ranked"), "ranking skipped for '%s'", rep->skipped[MX_PLOT_RANKING]);
     mx_results_free(&res);
 }
 

@@ -24,7 +24,10 @@ static const char cmd[] = "mxbench history";
 
 static const char *mark(mx_verdict v)
 {
-    return v == MX_VERDICT_REGRESSION ? " (R)" : v == MX_VERDICT_IMPROVEMENT ? " (I)" : v == MX_VERDICT_UNSURE ? " (~)" : "";
+    return v == MX_VERDICT_REGRESSION    ? " (R)"
+           : v == MX_VERDICT_IMPROVEMENT ? " (I)"
+           : v == MX_VERDICT_UNSURE      ? " (~)"
+                                         : "";
 }
 
 static void print_revisions(const mx_history *h, const char *const *paths)
@@ -33,8 +36,8 @@ static void print_revisions(const mx_history *h, const char *const *paths)
            h->unordered ? "in the order given: some file has no start_time" : "by start time", h->threshold * 100);
     printf("  %3s  %-14s %-21s %s\n", "#", "revision", "started (UTC)", "file");
     for (int i = 0; i < h->nrevs; i++)
-        printf("  %3d  %-14s %-21s %s\n", i + 1, h->revs[i].label, h->revs[i].start_time[0] ? h->revs[i].start_time : "-",
-               paths[h->revs[i].file]);
+        printf("  %3d  %-14s %-21s %s\n", i + 1, h->revs[i].label,
+               h->revs[i].start_time[0] ? h->revs[i].start_time : "-", paths[h->revs[i].file]);
 }
 
 /* A configuration per row, a revision per column, each value followed by its verdict. */
@@ -93,7 +96,8 @@ static void print_changes(const mx_history *h, unsigned metrics, mx_verdict whic
                 const mx_comparison *k = &p->vs[m];
                 printf("  %s: %s at %s against %s: ratio %.3f", h->configs[c].label, mx_history_metric_name(m),
                        h->revs[i].label, h->revs[p->prev].label, k->ratio);
-                if (!isnan(k->ratio_lo) && k->ratio_lo != k->ratio_hi) printf(" [%.3f, %.3f]", k->ratio_lo, k->ratio_hi);
+                if (!isnan(k->ratio_lo) && k->ratio_lo != k->ratio_hi)
+                    printf(" [%.3f, %.3f]", k->ratio_lo, k->ratio_hi);
                 char b[64], a[64];
                 mx_history_fmt(b, sizeof b, m, k->base);
                 mx_history_fmt(a, sizeof a, m, k->value);
@@ -213,7 +217,7 @@ static int load_all(const char *const *paths, int n, mx_results *res)
 }
 
 /* Nothing judged (anywhere, or at the newest revision) passes no gate: said, exit 2. */
-static int nothing_judged(const mx_history *h, unsigned metrics)
+static int nothing_judged(const mx_history *h, unsigned metrics, const char *const *paths)
 {
     int all = 0, last = 0;
     for (int m = 0; m < MX_HIST_NMETRICS; m++)
@@ -225,7 +229,7 @@ static int nothing_judged(const mx_history *h, unsigned metrics)
                 "of the same study\n", cmd, what, h->nrevs);
     else
         fprintf(stderr, "%s: the newest file (%s, revision %s) has no configuration that ran ok%s in an earlier "
-                "file: nothing judged at the newest revision\n", cmd, h->revs[h->nrevs - 1].label,
+                "file: nothing judged at the newest revision\n", cmd, paths[h->revs[h->nrevs - 1].file],
                 h->revs[h->nrevs - 1].label, what);
     return MX_OPTS_BAD;
 }
@@ -287,7 +291,7 @@ int mx_cmd_history(int argc, char **argv)
         status = draw_and_page(&h, metrics, pos, out ? out : dir);
         free(dir);
         fflush(stdout);
-        if (status == 0) status = nothing_judged(&h, metrics);
+        if (status == 0) status = nothing_judged(&h, metrics, pos);
         int reg = 0;
         for (int m = 0; m < MX_HIST_NMETRICS; m++)
             if (metrics & 1u << m) reg += mx_history_count(&h, m, MX_VERDICT_REGRESSION, h.nrevs - 1);

@@ -33,7 +33,10 @@ static int by_interest(const void *a, const void *b)
     return x->config - y->config;
 }
 
-static int by_config(const void *a, const void *b) { return ((const candidate *)a)->config - ((const candidate *)b)->config; }
+static int by_config(const void *a, const void *b)
+{
+    return ((const candidate *)a)->config - ((const candidate *)b)->config;
+}
 
 /* The configurations with metric m at some revision: all when they fit one figure, else the
  * MX_PLOT_HISTORY_LINES most telling (changed first, then widest spread), drawn in the
@@ -99,7 +102,8 @@ static int write_data(plot_ctx *c, const mx_history *h, int m, const int *cfg, i
             gap = 0;
             written = 1;
             /* a point without an interval (too few steps; a count) gets a zero-width bar */
-            const double y = p->value[m], ylo = isfinite(p->lo[m]) ? p->lo[m] : y, yhi = isfinite(p->hi[m]) ? p->hi[m] : y;
+            const double y = p->value[m];
+            const double ylo = isfinite(p->lo[m]) ? p->lo[m] : y, yhi = isfinite(p->hi[m]) ? p->hi[m] : y;
             fprintf(f, "%d", i);
             mx_plot_put_num(f, y);
             mx_plot_put_num(f, ylo);

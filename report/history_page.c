@@ -92,7 +92,8 @@ static void write_answer(FILE *f, const mx_history *h, const mx_history_page *pg
 
 static void write_revisions(FILE *f, const mx_history *h, const mx_history_page *pg)
 {
-    static const char *const heads[] = {"#", "revision", "git revision", "started (UTC)", "file", "host", "CPU", "runs"};
+    static const char *const heads[] = {"#", "revision", "git revision", "started (UTC)", "file", "host", "CPU",
+                                        "runs"};
     static const int right[] = {1, 0, 0, 0, 0, 0, 0, 1};
     fputs("<h2>Revisions</h2>\n", f);
     mx_html_table_begin(f, heads, right, 8);
@@ -145,9 +146,10 @@ static void write_values(FILE *f, const mx_history *h, int m)
             mx_history_fmt(v, sizeof v, m, p->run ? p->value[m] : NAN);
             const mx_verdict vd = p->run ? p->vs[m].verdict : MX_VERDICT_NA;
             if (vd == MX_VERDICT_REGRESSION || vd == MX_VERDICT_IMPROVEMENT || vd == MX_VERDICT_UNSURE) {
-                fprintf(f, "<td class=\"r\" style=\"%s\">", vd == MX_VERDICT_REGRESSION ? "color:#c00;font-weight:bold"
-                                                            : vd == MX_VERDICT_IMPROVEMENT ? "color:#070;background:#e9f6ec"
-                                                                                           : "");
+                const char *style = vd == MX_VERDICT_REGRESSION    ? "color:#c00;font-weight:bold"
+                                    : vd == MX_VERDICT_IMPROVEMENT ? "color:#070;background:#e9f6ec"
+                                                                   : "";
+                fprintf(f, "<td class=\"r\" style=\"%s\">", style);
                 mx_html_textf(f, "%s %s", v, vd == MX_VERDICT_UNSURE ? "~" : mx_compare_verdict_name(vd));
                 fputs("</td>", f);
             } else {
@@ -169,8 +171,8 @@ static void write_changes(FILE *f, const mx_history *h, const mx_history_page *p
     int n = 0;
     for (int m = 0; m < MX_HIST_NMETRICS; m++)
         if (judged(pg, m))
-            n += mx_history_count(h, m, MX_VERDICT_REGRESSION, -1) + mx_history_count(h, m, MX_VERDICT_IMPROVEMENT, -1) +
-                 mx_history_count(h, m, MX_VERDICT_UNSURE, -1);
+            n += mx_history_count(h, m, MX_VERDICT_REGRESSION, -1) +
+                 mx_history_count(h, m, MX_VERDICT_IMPROVEMENT, -1) + mx_history_count(h, m, MX_VERDICT_UNSURE, -1);
     if (!n) {
         fputs("<p>", f);
         mx_html_textf(f, "No change beyond the threshold (%g%%) between consecutive points of a configuration.",

@@ -5,6 +5,7 @@
 # Input datafile (plot.c writes data/breakdown.dat): one row per run:
 #   1 run label (quoted)   2 .. stepcol-1: one column per phase, named by `phases`
 #   stepcol: whole step   (all in seconds, medians over the timed steps)
+#   stepcol+1: the run's family colour (0xRRGGBB), drawn as a strip under its bar
 # plot.c passes phases and stepcol from the table that writes the file, so the two cannot
 # drift apart; the defaults below are only for drawing an old data file by hand.
 # Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='breakdown.dat'; outbase='out/breakdown';
@@ -23,13 +24,16 @@ load 'style.gp'
 
 set title "Step time by phase\n" . title
 set ylabel 'median time per step (' . yunit . ')'
-set yrange [0:*]
+# Under each bar a strip in its run's family colour (strategy and kvstore, as its line in
+# every other figure; column stepcol+1), below the zero line so that it hides no phase.
+strip = STATS_max * yscale * 0.035
+set yrange [-strip * 1.15 : *]
 set offsets 0, 0, graph 0.08, 0
 # Key on the right, top entry first as in the stack; below the plot it would compete with
 # the slanted run labels for height.
 set key outside right top vertical invert Left reverse samplen 2 spacing 1.2
 # gnuplot's automatic margin would leave a wide gap here (it reserves room for the slanted labels)
-set rmargin 17
+set rmargin 20
 set style data histograms
 set style histogram rowstacked
 set style fill solid 0.9 border rgb '#ffffff'
@@ -52,4 +56,7 @@ pad = nbars < 3 ? (3 - nbars) / 2.0 : 0
 set xrange [-0.6 - pad : nbars - 0.4 + pad]
 
 plot for [c=2:stepcol-1] datafile using (column(c)*yscale):xtic(1) lt c-1 title word(phases, c-1), \
-     datafile using 0:(column(stepcol)*yscale) with points pt 2 ps 1.6 lw 2 lc rgb '#000000' title 'whole step'
+     datafile using 0:(column(stepcol)*yscale) with points pt 2 ps 1.6 lw 2 lc rgb '#000000' title 'whole step', \
+     datafile using 0:(-strip/2):($0-0.35):($0+0.35):(-strip):(-strip*0.15):(column(stepcol+1)) \
+         with boxxyerror fs solid 1 noborder lc rgb variable notitle, \
+     NaN with boxes fs solid 1 noborder lc rgb '#7F7F7F' title 'strip: strategy/kv'

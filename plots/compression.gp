@@ -4,7 +4,8 @@
 # interval (bottom): what trading precision for bytes buys, and what it costs.
 # Input datafile (plot.c writes data/compression.dat): one row per run,
 #   1 index   2 "label"   3 wire MB per step   4 wire/raw ratio   5 test accuracy
-#   6 low   7 high (95% Wilson interval on the test samples)
+#   6 low   7 high (95% Wilson interval on the test samples)   8 the run's family colour
+#   (0xRRGGBB: its kvstore's, as in every figure)
 # Usage: gnuplot -e "set loadpath 'plots'" -e "datafile='compression.dat'; outbase='out/compression';
 #        term='png'" [-e "title='...'; nruns=6; hasacc=1"] compression.gp
 
@@ -30,12 +31,12 @@ set grid ytics
 set ylabel 'MB per step (as sent)'
 set yrange [0:*]
 set offsets 0, 0, graph 0.15, 0
-plot datafile using 1:3:xtic(2) with boxes lc rgb color(1) notitle, \
+plot datafile using 1:3:8:xtic(2) with boxes lc rgb variable notitle, \
      '' using 1:3:(sprintf('%.3g', $4)) with labels offset 0,0.7 font ',9' notitle
 if (hasacc) {
     set ylabel 'final test accuracy'
     set yrange [*:*]
     set offsets 0, 0, graph 0.1, graph 0.1
-    plot datafile using 1:5:6:7:xtic(2) with yerrorbars lc rgb color(2) pt 7 notitle
+    plot datafile using 1:5:6:7:8:xtic(2) with yerrorbars lc rgb variable pt 7 notitle
     unset multiplot
 }

@@ -67,7 +67,8 @@ int mx_plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         rc = MX_EIO;
         goto done;
     }
-    fputs("# columns: index \"label\" wire_MB_per_step wire_ratio test_acc acc_low acc_high (95% Wilson interval)\n",
+    fputs("# columns: index \"label\" wire_MB_per_step wire_ratio test_acc acc_low acc_high (95% Wilson interval)\n"
+          "#          rgb (the run's family colour, 0xRRGGBB as an integer: plot_family.c)\n",
           f);
     for (int i = 0; i < n; i++) {
         const mx_run_record *r = runs[i];
@@ -78,7 +79,7 @@ int mx_plot_write_compression(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         mx_plot_put_num(f, r->metrics[MX_COUNTER_WIRE_BYTES] * 1e-6);
         mx_plot_put_num(f, r->metrics[MX_COUNTER_WIRE_RATIO]);
         mx_plot_put_num(f, r->final_test_acc), mx_plot_put_num(f, lo), mx_plot_put_num(f, hi);
-        fputc('\n', f);
+        fprintf(f, " %ld\n", strtol(mx_plot_family_rgb(mx_plot_family(r)), NULL, 16));
     }
     rc = mx_plot_close_data(c, f, "compression.dat");
     if (rc == 0) {
@@ -136,6 +137,7 @@ int mx_plot_write_loss_scale(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     if (rc == 0) {
         rc = 1;
         mx_vars_int(v, "nseries", n);
+        mx_plot_family_vars(v, runs, n);
         mx_plot_canvas_vars(v, n, mx_plot_max_label((const char(*)[LABEL_MAX])labels, n));
     }
 done:

@@ -240,7 +240,8 @@ static double median_strided(const double *x, int n, int stride, double *scratch
     return m ? mx_stats_median(scratch, m) : NAN;
 }
 
-/* breakdown.dat: the label, a column per phase (metrics.def order), then the whole step */
+/* breakdown.dat: the label, a column per phase (metrics.def order), the whole step, then the
+ * run's family colour */
 enum { BREAKDOWN_STEP_COLUMN = 2 + MX_NPHASES };
 
 static int keep_breakdown(const mx_run_record *r) { return r->nsteps > 0 && r->phase_time != NULL; }
@@ -281,9 +282,10 @@ static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
         int w = snprintf(phases + plen, sizeof phases - plen, "%s%s", p ? " " : "", mx_phase_names[p]);
         if (w > 0 && (size_t)w < sizeof phases - plen) plen += (size_t)w;
     }
-    fprintf(f, " step_s\n# (column %d: step_s; seconds, medians over the timed steps of all repeats; a phase "
+    fprintf(f, " step_s rgb\n# (column %d: step_s; seconds, medians over the timed steps of all repeats; a phase "
                "never timed is 0;\n#  step_s is the median of whole steps, or the sum of the phases where it is "
-               "missing)\n", BREAKDOWN_STEP_COLUMN);
+               "missing; rgb: the run's\n#  family colour, 0xRRGGBB as an integer, the strip under its bar)\n",
+            BREAKDOWN_STEP_COLUMN);
     for (int i = 0; i < n; i++) {
         const mx_run_record *r = runs[i];
         fprintf(f, "\"%s\"", labels[i]);
@@ -299,7 +301,7 @@ static int write_breakdown(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
                           : median_strided(r->step_time, r->nsteps, 1, scratch);
         /* breakdown.gp scales its axis from this column, so it must be a number */
         mx_plot_put_num(f, isfinite(step) ? step : sum);
-        fputc('\n', f);
+        fprintf(f, " %ld\n", strtol(mx_plot_family_rgb(mx_plot_family(r)), NULL, 16));
     }
     rc = mx_plot_close_data(c, f, "breakdown.dat");
     if (rc == 0) {

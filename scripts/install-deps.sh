@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages mxbench builds, tests and runs with (only those missing).
 # As root it runs apt-get; otherwise it prints the exact command to run and fails.
+# --browser adds Chromium, for tests/test_browser.sh (the HTML report rendered headless; the
+# test is skipped without it, so neither CI nor the demo installs it).
+# usage: install-deps.sh [--browser]
 set -euo pipefail
+browser=0
+for arg in "$@"; do
+  case $arg in
+    --browser) browser=1 ;;
+    *) echo "install-deps.sh: unknown argument '$arg'; accepted: --browser" >&2; exit 2 ;;
+  esac
+done
 
 PACKAGES=(
   build-essential cmake pkg-config git
@@ -19,6 +29,7 @@ PACKAGES=(
   # for scripts/sanitize.sh come with build-essential (libasan8, libubsan1).
   clang-14 libclang-rt-14-dev libomp-14-dev llvm-14
 )
+((browser)) && PACKAGES+=(chromium) # headless rendering of the HTML report (tests/test_browser.sh)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

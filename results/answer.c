@@ -3,6 +3,7 @@
  * ranked row's step goes, and the projection of a data-parallel winner. The words are
  * answer_text.c's. */
 #include "answer.h"
+#include "axes.h"
 
 #include "base/status.h"
 #include "project.h"
@@ -104,12 +105,14 @@ static int left_reason(const mx_run_record *r, char *why, size_t n)
         const double cores = r->metrics[MX_COUNTER_HOST_CORES];
         const int procs = r->workers > 1 ? r->workers : r->gpus, t = r->threads_per_device > 0 ? r->threads_per_device : 1;
         const char *unit = r->workers > 1 ? "worker" : "device";
+        char servers[40] = ""; /* a parameter server is a process on the cores too */
+        if (r->servers > 0) snprintf(servers, sizeof servers, " and %d server%s", r->servers, r->servers == 1 ? "" : "s");
         if (isfinite(cores))
-            snprintf(why, n, "oversubscribed: %d %s%s x %d thread%s on %.0f cores", procs, unit, procs == 1 ? "" : "s",
-                     t, t == 1 ? "" : "s", cores);
+            snprintf(why, n, "oversubscribed: %d %s%s x %d thread%s%s on %.0f cores", procs, unit,
+                     procs == 1 ? "" : "s", t, t == 1 ? "" : "s", servers, cores);
         else
-            snprintf(why, n, "oversubscribed: %d %s%s x %d thread%s, more than the host's cores", procs, unit,
-                     procs == 1 ? "" : "s", t, t == 1 ? "" : "s");
+            snprintf(why, n, "oversubscribed: %d %s%s x %d thread%s%s, more than the host's cores", procs, unit,
+                     procs == 1 ? "" : "s", t, t == 1 ? "" : "s", servers);
         return 1;
     }
     if (r->noisy) {
@@ -234,21 +237,41 @@ static int by_throughput(const void *pa, const void *pb)
     return strcmp(a->run->id, b->run->id);
 }
 
-/* Equal labels within a group (they differ in a field the label leaves out): the batch where
- * it differs, else the run's id. */
+/* The first field of the configuration key (results/axes.h, in its order) whose values in
+ * a and b differ, as ", name value" for a; "" when none does (the run ids tell them apart). */
+static void first_difference(const mx_run_record *a, const mx_run_record *b, char *buf, size_t n)
+{
+    buf[0] = 0;
+    for (int k = 0; k < mx_naxes; k++) {
+        const mx_axis *x = &mx_axes[k];
+        char va[128], vb[128];
+        if (!x->in_key) continue;
+        mx_axis_text(x, a, va, sizeof va);
+        mx_axis_text(x, b, vb, sizeof vb);
+        if (strcmp(va, vb) != 0) {
+            snprintf(buf, n, ", %s %s", x->name, va);
+            return;
+        }
+    }
+}
+
+/* Equal labels within a group (they differ in a field the label leaves out): each gets the
+ * first field in which the two differ, e.g. ", gc_threshold 1". Runs equal in every field
+ * keep their labels: the paragraphs name each entry's run id beside it. */
 static void distinct_labels(mx_answer_group *g)
 {
     for (int i = 1; i < g->nentries; i++)
         for (int j = 0; j < i; j++) {
-            mx_answer_entry *a = &g->entries[i];
-            if (strcmp(a->label, g->entries[j].label) != 0) continue;
-            const size_t len = strlen(a->label);
-            if (a->run->batch != g->entries[j].run->batch && !strstr(a->label, ", batch "))
-                snprintf(a->label + len, sizeof a->label - len, ", batch %d", a->run->batch);
-            else
-                snprintf(a->label + len, sizeof a->label - len, ", run %s", a->run->id);
-            if (strlen(a->label) == len) break; /* full: left as it is */
-            j = -1; /* compare again with the longer label */
+            mx_answer_entry *a = &g->entries[i], *b = &g->entries[j];
+            if (strcmp(a->label, b->label) != 0) continue;
+            char da[160], db[160];
+            first_difference(a->run, b->run, da, sizeof da);
+            first_difference(b->run, a->run, db, sizeof db);
+            const size_t la = strlen(a->label), lb = strlen(b->label);
+            if (!da[0] || la + strlen(da) >= sizeof a->label || lb + strlen(db) >= sizeof b->label) continue;
+            memcpy(a->label + la, da, strlen(da) + 1);
+            memcpy(b->label + lb, db, strlen(db) + 1);
+            j = -1; /* compare again with the longer labels */
         }
 }
 

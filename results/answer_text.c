@@ -237,9 +237,15 @@ static void group_paragraph(sbuf *b, const mx_answer *a, const mx_answer_group *
         loses(b, e);
         sb_printf(b, ".");
     }
-    int then = 0;
+    /* a few more by name, so the paragraph stays a few sentences; the breakdown lists all */
+    enum { THEN_MAX = 3 };
+    int then = 0, more = 0;
     for (int i = w > 0 ? w : 0; i < g->nentries; i++) {
         if (i == lead || i == g->runner_up) continue;
+        if (then == THEN_MAX) {
+            more++;
+            continue;
+        }
         const mx_answer_entry *e = &g->entries[i];
         sb_printf(b, "%s", then++ ? "; " : " Then: ");
         name(b, e, 0);
@@ -249,6 +255,7 @@ static void group_paragraph(sbuf *b, const mx_answer *a, const mx_answer_group *
         sb_printf(b, ", ");
         loses(b, e);
     }
+    if (more) sb_printf(b, "; and %d more, slower", more);
     if (then) sb_printf(b, ".");
     if (g->gpus > 1) efficiencies(b, g);
     if (isfinite(g->proj_throughput[0]) || isfinite(g->proj_throughput[1])) {

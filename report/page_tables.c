@@ -159,7 +159,7 @@ static void parts_legend(FILE *f)
 void mx_page_breakdown(FILE *f, const mx_answer *a)
 {
     fputs("<h2 id=\"breakdown\">Where the step goes</h2>\n", f);
-    if (a->ngroups == 0) fputs("<p>No ranked configuration.</p>\n", f);
+    if (a->ngroups == 0) fputs("<p>No configuration could be ranked: every row is left out (below).</p>\n", f);
     else parts_legend(f);
     for (int i = 0; i < a->ngroups; i++) {
         const mx_answer_group *g = &a->groups[i];
@@ -262,8 +262,8 @@ static int device_view(FILE *f, const mx_run_record *r)
     mx_html_text(f, r->id);
     fputs("</h3>\n<p class=\"meta\">", f);
     if (mx_strategy_of(r->strategy) == MX_STRATEGY_MODEL)
-        mx_html_textf(f, "%s, model on %d devices, %d micro-batch%s, %s", r->workload, r->gpus, r->micro_batches,
-                      r->micro_batches == 1 ? "" : "es", r->schedule);
+        mx_html_textf(f, "%s, model on %d device%s, %d micro-batch%s, %s", r->workload, r->gpus,
+                      r->gpus == 1 ? "" : "s", r->micro_batches, r->micro_batches == 1 ? "" : "es", r->schedule);
     else
         mx_html_textf(f, "%s, %s on %d device%s, kvstore %s", r->workload, r->strategy, r->gpus,
                       r->gpus == 1 ? "" : "s", mx_summary_kvstore(r));

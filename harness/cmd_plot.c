@@ -42,10 +42,12 @@ int mx_cmd_plot(int argc, char **argv)
         .cmd = "mxbench plot",
         .usage = "FILE [options]",
         .summary = "Draws the figures of a results file as PNG and SVG with gnuplot: throughput, speedup and\n"
-                   "scaling efficiency against device count, test accuracy against global batch, the phase\n"
-                   "breakdown of a step, loss curves, and the staleness of dist_async runs. Only ok runs are\n"
-                   "plotted; a figure without data is skipped with a message. Exit status: 0 ok, 1 plotting\n"
-                   "failed, 2 bad usage or input.",
+                   "scaling efficiency against device count (a panel per strategy or kvstore family where one\n"
+                   "key would be too long), the ranking of the configurations at each device count (the\n"
+                   "answer of mxbench report, drawn), test accuracy against global batch, the phase\n"
+                   "breakdown of a step, loss curves, and the staleness of dist_async runs; a strategy or\n"
+                   "kvstore keeps its colour in every figure. Only ok runs are plotted; a figure without data\n"
+                   "is skipped with a message. Exit status: 0 ok, 1 plotting failed, 2 bad usage or input.",
         .opts = opts,
         .min_positional = 1,
         .max_positional = 1,

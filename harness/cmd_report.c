@@ -1,144 +1,25 @@
 /* `mxbench report FILE`: the summary of a results file, one row per run, as an aligned text
  * table, a Markdown table, CSV or JSON; and the rank table of each dist_* run (one row per
- * rank of its MPI job), where a straggler shows. */
+ * rank of its MPI job), where a straggler shows. --format html writes the study's page
+ * instead (report/page.h). The summary's columns and rows are report/summary.c's, shared
+ * with the page. */
 #include "base/status.h"
 #include "harness/commands.h"
 #include "harness/opts.h"
+#include "results/answer.h"
 #include "results/results.h"
 #include "results/stats.h"
 #include "harness/report_table.h"
+#include "base/paths.h"
+#include "plots/plot.h"
+#include "report/page.h"
+#include "report/summary.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Three significant digits at least, no exponent for ordinary throughputs. */
-static void fmt_rate_n(char *buf, size_t n, double x) { mx_fmt_num_n(buf, n, x, fabs(x) >= 100 ? "%.0f" : "%.3g"); }
-static void fmt_rate(char *buf, double x) { fmt_rate_n(buf, CELL, x); }
-
-static void fmt_ci(char *buf, double lo, double hi)
-{
-    char a[48], b[48];
-    if (isnan(lo) || isnan(hi)) {
-        snprintf(buf, CELL, "-");
-        return;
-    }
-    fmt_rate_n(a, sizeof a, lo);
-    fmt_rate_n(b, sizeof b, hi);
-    snprintf(buf, CELL, "[%s, %s]", a, b);
-}
-
-/* First line of the reason, shortened: the table gives the gist, the file keeps it all. */
-static void fmt_reason(char *buf, const char *reason, size_t max)
-{
-    size_t n = strcspn(reason, "\n");
-    if (n > max) {
-        snprintf(buf, CELL, "%.*s...", (int)(max - 3), reason);
-        return;
-    }
-    snprintf(buf, CELL, "%.*s", (int)n, reason);
-}
-
-/* ---- what a row shows, the same in every format */
-
-/* One device uses no kvstore; files written before one-device runs recorded "none" hold the
- * kvstore named on the command line, which was never used. A dist_* kvstore links processes,
- * so it is used on one device per worker too. */
-static const char *shown_kvstore(const mx_run_record *r)
-{
-    return r->gpus == 1 && !mx_kv_name_has(r->kvstore, MX_KV_DIST) ? mx_kv_mode_name(MX_KV_NONE) : r->kvstore;
-}
-
-/* Samples per device per step: the --batch value in per-device mode, the global batch split
- * evenly otherwise (an uneven --work-load split has the same mean). */
-/* The samples each device computes on per step: a data-parallel replica its slice; a pipeline
- * stage or a layer-parallel shard the whole global batch. */
-static double batch_per_device(const mx_run_record *r)
-{
-    const mx_strategy_kind s = mx_strategy_of(r->strategy);
-    if (s == MX_STRATEGY_MODEL || s == MX_STRATEGY_LAYER)
-        return r->global_batch > 0 ? r->global_batch : NAN;
-    if (strcmp(r->batch_mode, "per-device") == 0 && r->batch > 0) return r->batch;
-    return r->gpus > 0 && r->global_batch > 0 ? (double)r->global_batch / r->gpus : NAN;
-}
-
-static int not_ok(const mx_run_record *r) { return strcmp(r->status, "ok") != 0; } /* failed, skipped, diverged */
-
-static const struct {
-    const char *head;
-    int right; /* numbers align right */
-} text_cols[] = {
-    {"id", 0},          {"workload", 0},  {"strategy", 0}, {"gpus", 1},        {"batch/dev", 1}, {"global", 1},
-    {"kvstore", 0},     {"compression", 0}, {"amp", 0},    {"status", 0},      {"samples/s", 1}, {"95% CI", 1},
-    {"step ms", 1},     {"speedup", 1},   {"efficiency", 1}, {"test_acc", 1},  {"note", 0},
-};
-enum { TEXT_COLS = sizeof text_cols / sizeof text_cols[0] };
-/* the counters' figures (results/metrics.def) go before the note, each only when some run of
- * the file has it: a study of one-device runs has no communication to show; the worker and
- * server counts follow the kvstore when some run has processes other than one worker */
-/* language models add their figures after test_acc (their test_acc is token accuracy) */
-static const char *const lm_heads[] = {"tokens/s", "val loss", "ppl", "MFU"};
-enum { LM_COLS = sizeof lm_heads / sizeof lm_heads[0] };
-_Static_assert((int)TEXT_COLS + MX_NCOUNTERS + 2 + LM_COLS <= (int)MAXCOLS, "MAXCOLS too small for the text columns");
-
-typedef struct {
-    int counter[MX_NCOUNTERS];
-    int procs;
-    int lm; /* some run is a language model's */
-} shown_cols;
-
-static void shown_columns(const mx_results *res, shown_cols *shown)
-{
-    for (int k = 0; k < MX_NCOUNTERS; k++) {
-        shown->counter[k] = 0;
-        for (int i = 0; i < res->nruns && !shown->counter[k]; i++)
-            shown->counter[k] = isfinite(res->runs[i].metrics[k]);
-    }
-    shown->procs = shown->lm = 0;
-    for (int i = 0; i < res->nruns; i++) shown->procs |= res->runs[i].workers != 1 || res->runs[i].servers != 0;
-    for (int i = 0; i < res->nruns; i++) shown->lm |= res->runs[i].tokens_per_sample > 0;
-}
-
-static void fill_row(char (*row)[CELL], const mx_run_record *r, const shown_cols *shown)
-{
-    int c = 0;
-    snprintf(row[c++], CELL, "%s", r->id);
-    snprintf(row[c++], CELL, "%s", r->workload);
-    snprintf(row[c++], CELL, "%s", r->strategy);
-    snprintf(row[c++], CELL, "%d", r->gpus);
-    mx_fmt_num(row[c++], batch_per_device(r), "%.4g");
-    snprintf(row[c++], CELL, "%d", r->global_batch);
-    snprintf(row[c++], CELL, "%s", shown_kvstore(r));
-    if (shown->procs) {
-        snprintf(row[c++], CELL, "%d", r->workers);
-        snprintf(row[c++], CELL, "%d", r->servers);
-    }
-    snprintf(row[c++], CELL, "%s", r->compression);
-    snprintf(row[c++], CELL, "%s", r->amp);
-    snprintf(row[c++], CELL, "%s", r->status);
-    fmt_rate(row[c++], r->throughput);
-    fmt_ci(row[c++], r->throughput_ci_low, r->throughput_ci_high);
-    mx_fmt_num(row[c++], r->step_time_median * 1e3, "%.2f");
-    mx_fmt_num(row[c++], r->speedup, "%.2f");
-    mx_fmt_num(row[c++], r->efficiency * 100, "%.0f%%");
-    mx_fmt_num(row[c++], r->final_test_acc, "%.4f");
-    if (shown->lm) {
-        fmt_rate(row[c++], r->tokens_per_s);
-        mx_fmt_num(row[c++], r->final_val_loss, "%.4f");
-        mx_fmt_num(row[c++], r->perplexity, "%.2f");
-        mx_fmt_num(row[c++], r->mfu * 100, "%.1f%%");
-    }
-    for (int k = 0; k < MX_NCOUNTERS; k++)
-        if (shown->counter[k]) mx_fmt_num(row[c++], r->metrics[k] * mx_counters[k].scale, mx_counters[k].fmt);
-    if (not_ok(r))
-        fmt_reason(row[c++], r->reason, 60);
-    else
-        snprintf(row[c++], CELL, "%s%s%s", r->oversubscribed ? "oversubscribed: timings not meaningful" : "",
-                 r->oversubscribed && r->noisy ? "; " : "",
-                 r->noisy ? "noisy: other programs competed for the cores" : "");
-}
 
 /* "; mxbench 0.1.0 (abc1234) on host, started T", leaving out what the file does not say. */
 static void describe_origin(const mx_results_meta *m, char *buf, size_t n)
@@ -154,51 +35,12 @@ static void describe_origin(const mx_results_meta *m, char *buf, size_t n)
 /* ---- the rank table of a dist_* run: one row per rank of its MPI job, so that a straggler
  * shows (its median step time against the median of all workers') */
 
-static const char *const rank_heads[] = {"rank",    "host",    "role",    "steps",   "step ms", "p90 ms",
-                                         "max ms",  "vs median", "MB/step", "push ms", "pull ms", "busy ms"};
-enum { RANK_COLS = sizeof rank_heads / sizeof rank_heads[0] };
-
-/* The median over the workers of their median step times (NaN when none has one). */
-static double workers_median(const mx_run_record *r)
-{
-    double *x = malloc((size_t)r->nranks * sizeof *x);
-    int n = 0;
-    for (int i = 0; x && i < r->nranks; i++)
-        if (strcmp(r->ranks[i].role, "worker") == 0 && isfinite(r->ranks[i].step_median))
-            x[n++] = r->ranks[i].step_median;
-    const double m = n > 0 ? mx_stats_median(x, n) : NAN;
-    free(x);
-    return m;
-}
-
 static int print_ranks(const mx_run_record *r, int md)
 {
-    table t = {.ncols = RANK_COLS, .nrows = r->nranks};
-    for (int c = 0; c < RANK_COLS; c++) t.head[c] = rank_heads[c], t.right[c] = c != 1 && c != 2;
-    t.cell = calloc((size_t)r->nranks, sizeof *t.cell);
-    if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d ranks", r->nranks);
-    const double med = workers_median(r);
-    for (int i = 0; i < r->nranks; i++) {
-        const mx_rank_row *x = &r->ranks[i];
-        char(*row)[CELL] = t.cell[i];
-        int c = 0;
-        snprintf(row[c++], CELL, "%d", x->rank);
-        snprintf(row[c++], CELL, "%.*s", (int)sizeof x->host, x->host);
-        snprintf(row[c++], CELL, "%.*s", (int)sizeof x->role, x->role);
-        snprintf(row[c++], CELL, "%d", x->steps);
-        mx_fmt_num(row[c++], x->step_median * 1e3, "%.2f");
-        mx_fmt_num(row[c++], x->step_p90 * 1e3, "%.2f");
-        mx_fmt_num(row[c++], x->step_max * 1e3, "%.2f");
-        mx_fmt_num(row[c++], med > 0 ? x->step_median / med : NAN, "%.2fx");
-        mx_fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
-        mx_fmt_num(row[c++], x->push_time * 1e3, "%.2f");
-        mx_fmt_num(row[c++], x->pull_time * 1e3, "%.2f");
-        mx_fmt_num(row[c++], x->busy_time * 1e3, "%.2f");
-    }
+    table t;
+    MX_TRY(mx_summary_rank_table(r, 0, &t));
     char about[160];
-    snprintf(about, sizeof about, "kvstore %s, %d worker%s, %d server%s%s", r->kvstore, r->workers,
-             r->workers == 1 ? "" : "s", r->servers, r->servers == 1 ? "" : "s",
-             r->oversubscribed ? "; oversubscribed: timings not meaningful" : "");
+    mx_summary_rank_about(r, about, sizeof about);
     if (md) {
         printf("\n#### Ranks of `%s` (%s)\n\n", r->id, about);
         mx_table_print_md(&t, stdout);
@@ -212,25 +54,17 @@ static int print_ranks(const mx_run_record *r, int md)
 
 static int print_table(const char *path, const mx_results *res, int md)
 {
-    shown_cols shown;
-    shown_columns(res, &shown);
-    table t = {.nrows = res->nruns};
-    for (int c = 0; c < TEXT_COLS; c++) {
-        if (c == TEXT_COLS - 1) /* the note stays last */
-            for (int k = 0; k < MX_NCOUNTERS; k++)
-                if (shown.counter[k]) t.head[t.ncols] = mx_counters[k].head, t.right[t.ncols++] = 1;
-        t.head[t.ncols] = text_cols[c].head;
-        t.right[t.ncols++] = text_cols[c].right;
-        if (shown.procs && strcmp(text_cols[c].head, "kvstore") == 0) {
-            t.head[t.ncols] = "workers", t.right[t.ncols++] = 1;
-            t.head[t.ncols] = "servers", t.right[t.ncols++] = 1;
-        }
-        if (shown.lm && strcmp(text_cols[c].head, "test_acc") == 0)
-            for (int k = 0; k < LM_COLS; k++) t.head[t.ncols] = lm_heads[k], t.right[t.ncols++] = 1;
-    }
-    t.cell = calloc((size_t)(res->nruns ? res->nruns : 1), sizeof *t.cell);
-    if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d rows", res->nruns);
-    for (int i = 0; i < res->nruns; i++) fill_row(t.cell[i], &res->runs[i], &shown);
+    /* the answer first (results/answer.h): which configuration to run, what holds it back */
+    mx_answer ans;
+    MX_TRY(mx_answer_build(res, &ans));
+    printf(md ? "### Answer\n\n" : "Answer\n\n");
+    mx_answer_write(&ans, stdout, md);
+    printf("\n");
+    mx_answer_free(&ans);
+    mx_summary_cols shown;
+    mx_summary_columns(res, &shown);
+    table t;
+    MX_TRY(mx_summary_table(res, &shown, &t));
     char about[512];
     describe_origin(&res->meta, about, sizeof about);
     if (md)
@@ -242,26 +76,15 @@ static int print_table(const char *path, const mx_results *res, int md)
     else
         mx_table_print_text(&t, stdout);
     printf("\n");
-    printf("batch/dev and global: samples per device and per step; samples/s: median over timed steps and\n"
-           "repeats, with its 95%% confidence interval; speedup and efficiency: against the one-device run\n"
-           "of the same configuration, blank (-) where there is none (results/SCHEMA.md); note: why a run\n"
-           "is not ok.\n");
-    if (shown.procs) printf("workers, servers: the processes of a dist_* run's MPI job.\n");
-    if (shown.lm)
-        printf("language models: test_acc is token accuracy on the held-out split; tokens/s: samples/s x context;\n"
-               "val loss: held-out loss after the last epoch, ppl its perplexity (e^loss); MFU: model FLOPs (6N + 12\n"
-               "L C T per token) per second over the peak of the run's devices (a measured GEMM on CPU workers).\n");
-    for (int k = 0; k < MX_NCOUNTERS; k++)
-        if (shown.counter[k]) printf("%s: %s.\n", mx_counters[k].head, mx_counters[k].help);
+    mx_summary_legend(stdout, &shown);
     free(t.cell);
     int nranked = 0, rc = MX_OK;
     for (int i = 0; i < res->nruns && rc == MX_OK; i++)
         if (res->runs[i].nranks > 0) rc = print_ranks(&res->runs[i], md), nranked++;
-    if (nranked && rc == MX_OK)
-        printf("\nstep ms, p90 ms, max ms: the rank's median, 90th percentile and largest step time; vs median: its\n"
-               "median step time over the median of every worker's (a straggler shows above 1); MB/step: bytes it\n"
-               "sent and received per step; push, pull ms: per step sending pushes and waiting for pulls\n"
-               "(workers); busy ms: per step summing and updating (servers).\n");
+    if (nranked && rc == MX_OK) {
+        printf("\n");
+        mx_summary_rank_legend(stdout);
+    }
     int ndetailed = 0;
     for (int i = 0; i < res->nruns && rc == MX_OK; i++)
         if (res->runs[i].nlayers > 0 || res->runs[i].ndevices > 1)
@@ -272,13 +95,13 @@ static int print_table(const char *path, const mx_results *res, int md)
                "(allocator count); sent MB/step: to other devices; inflight: most micro-batches held at once; busy\n"
                "ms: per step computing (data: forward and backward of its slice; model: its stage's work), the\n"
                "straggler named at %.1fx the devices' median or more. A layer's MB/step: its collectives (layer)\n"
-               "or what crosses the stage boundary after it (model).\n", MX_STRAGGLER_RATIO);
+               "or what crosses the stage boundary after it (model).\n", MX_DEVICE_STRAGGLER_RATIO);
     return rc;
 }
 
 /* ---- machine-readable output: every summary column, full precision */
 
-/* C_KV and C_PERDEV are shown as in the text table (shown_kvstore, batch_per_device) */
+/* C_KV and C_PERDEV are shown as in the text table (mx_summary_kvstore, mx_summary_batch_per_device) */
 typedef enum { C_STR, C_INT, C_DBL, C_KV, C_PERDEV } col_kind;
 
 typedef struct {
@@ -341,12 +164,12 @@ static int data_columns(column *out)
 
 static const char *col_str(const mx_run_record *r, const column *c)
 {
-    return c->kind == C_KV ? shown_kvstore(r) : (const char *)r + c->off;
+    return c->kind == C_KV ? mx_summary_kvstore(r) : (const char *)r + c->off;
 }
 static int col_int(const mx_run_record *r, const column *c) { return *(const int *)((const char *)r + c->off); }
 static double col_dbl(const mx_run_record *r, const column *c)
 {
-    return c->kind == C_PERDEV ? batch_per_device(r) : *(const double *)((const char *)r + c->off);
+    return c->kind == C_PERDEV ? mx_summary_batch_per_device(r) : *(const double *)((const char *)r + c->off);
 }
 
 
@@ -453,51 +276,88 @@ static void print_json(const char *path, const mx_results *res)
         mx_report_json_detail(r);
         printf("}");
     }
-    printf("%s]\n}\n", res->nruns ? "\n  " : "");
+    printf("%s]", res->nruns ? "\n  " : "");
+    /* the answer (results/answer.h): per workload and device count the ranking, then the
+     * paragraphs; null where it could not be built */
+    mx_answer ans;
+    printf(",\n  \"answer\": ");
+    if (mx_answer_build(res, &ans) == MX_OK) {
+        if (mx_answer_write_json(&ans, stdout) != MX_OK) printf("null");
+        mx_answer_free(&ans);
+    } else
+        printf("null");
+    printf("\n}\n");
 }
 
 /* ---- the command */
 
 int mx_cmd_report(int argc, char **argv)
 {
-    const char *format = "text";
+    const char *format = "text", *out = NULL;
     int ranks = 0;
     const mx_opt opts[] = {
-        {"format", MX_OPT_STRING, &format, "FMT", "output format: text (default), md, csv or json",
-         "text|md|csv|json"},
+        {"format", MX_OPT_STRING, &format, "FMT",
+         "output format: text (default), md, csv, json, or html (a self-contained page written to --out)",
+         "text|md|csv|json|html"},
         {"ranks", MX_OPT_FLAG, &ranks, NULL,
          "csv: one row per rank of every dist_* run instead of one per run (text, md and json always show them)",
+         NULL},
+        {"out", MX_OPT_STRING, &out, "PAGE",
+         "html: where the page goes (default: FILE with .h5 replaced by .html, beside it); replaced atomically",
          NULL},
         {0},
     };
     const mx_cmd_spec spec = {
         "mxbench report", "FILE [options]",
-        "Prints the summary of a results file written by 'mxbench sweep': one row per run with its\n"
-        "batch per device and global batch, throughput (median samples/s and 95% confidence\n"
-        "interval), step time, speedup, efficiency and test accuracy; failed, skipped and diverged\n"
-        "runs show why. A dist_* run also shows its rank table: each rank's step times, traffic and\n"
-        "time in pushes and pulls, so that a straggler shows.",
+        "Prints the answer of a results file written by 'mxbench sweep': per workload and device\n"
+        "count, the configuration to run, where its step goes, the runner-up, each strategy's and\n"
+        "kvstore's efficiency, and the rows left out and why (docs/results.md, \"The answer\"; json:\n"
+        "an \"answer\" member). Then its summary: one row per run with its batch per device and\n"
+        "global batch, throughput (median samples/s and 95% confidence interval), step time,\n"
+        "speedup, efficiency and test accuracy; failed, skipped and diverged runs show why. A dist_*\n"
+        "run also shows its rank table: each rank's step times, traffic and time in pushes and\n"
+        "pulls, so that a straggler shows. --format html writes one self-contained page instead\n"
+        "(the answer first, the figures inline, where each configuration's step goes, the rank and\n"
+        "device tables, every run in a sortable table) and prints \"report: PAGE\".",
         opts, 1, 1,
     };
     const char *pos[1];
     int npos;
     int rc = mx_opts_parse(&spec, argc, argv, pos, &npos);
     if (rc != MX_OPTS_OK) return rc == MX_OPTS_HELP ? 0 : MX_OPTS_BAD;
+    const int html = strcmp(format, "html") == 0;
+    if (out && !html)
+        return mx_usage_error("mxbench report", "--out is for --format html (the page's path); --format %s prints "
+                              "to stdout", format);
+    char *page = html ? (out ? strdup(out) : mx_report_page_path(pos[0])) : NULL;
+    if (html && !page) return mx_usage_error("mxbench report", "out of memory for the page's path");
+    /* checked before loading the file: a directory or a device there is bad usage, and the
+     * page there before (a regular file) stays until the new one is complete */
+    if (html && mx_path_check_output(page, out ? "--out" : "the page") != MX_OK) {
+        fprintf(stderr, "mxbench report: %s\n", mx_last_error());
+        free(page);
+        return MX_OPTS_BAD;
+    }
 
     mx_results res;
     if (mx_results_load(pos[0], &res) != MX_OK) {
+        free(page);
         fprintf(stderr, "mxbench report: %s\n", mx_last_error());
         return MX_OPTS_BAD;
     }
     rc = MX_OK;
-    if (strcmp(format, "csv") == 0 && ranks) print_csv_ranks(&res);
+    if (html) {
+        rc = mx_report_page(pos[0], &res, page, mx_plot_default_scripts_dir(), 0);
+        if (rc == MX_OK) printf("report: %s\n", page);
+    } else if (strcmp(format, "csv") == 0 && ranks) print_csv_ranks(&res);
     else if (strcmp(format, "csv") == 0) print_csv(&res);
     else if (strcmp(format, "json") == 0) print_json(pos[0], &res);
     else rc = print_table(pos[0], &res, strcmp(format, "md") == 0);
     mx_results_free(&res);
+    free(page);
     if (rc != MX_OK) {
         fprintf(stderr, "mxbench report: %s\n", mx_last_error());
-        return MX_OPTS_BAD;
+        return html ? mx_exit_status(rc) : MX_OPTS_BAD;
     }
     return 0;
 }

@@ -7,6 +7,7 @@ int mx_cmd_train(int argc, char **argv);
 int mx_cmd_sweep(int argc, char **argv);
 int mx_cmd_report(int argc, char **argv);
 int mx_cmd_compare(int argc, char **argv);
+int mx_cmd_history(int argc, char **argv);
 int mx_cmd_ab(int argc, char **argv);
 int mx_cmd_count(int argc, char **argv);
 int mx_cmd_plot(int argc, char **argv);

@@ -18,14 +18,13 @@ static const command commands[] = {
     {"sweep", mx_cmd_sweep, "run a scaling study over strategies, device counts, batches, ... into HDF5"},
     {"report", mx_cmd_report, "print the summary table of a results file (text, md, csv, json)"},
     {"compare", mx_cmd_compare, "compare two results files; exit 1 on a regression (for CI)"},
+    {"history", mx_cmd_history, "follow results files across revisions (table, figures, page); exit 1 if the newest regressed"},
     {"count", mx_cmd_count, "count the instructions and cache misses of a training step (valgrind or perf)"},
     {"ab", mx_cmd_ab, "run two mxbench builds in turn on one configuration; exit 1 on a regression"},
     {"plot", mx_cmd_plot, "draw the scaling plots of a results file with gnuplot (PNG and SVG)"},
     {"project", mx_cmd_project, "fit a model of each configuration's step and predict larger device counts"},
     {"info", mx_cmd_info, "print library versions and the devices this machine has"},
 };
-
-int mx_exit_status(int rc) { return rc == MX_EINVAL || rc == MX_EFORMAT || rc == MX_EIO ? 2 : 1; }
 
 static void usage(FILE *f)
 {

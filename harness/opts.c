@@ -1,6 +1,8 @@
 /* Option parsing for the mxbench subcommands (see opts.h): every error names the option,
  * the bad value and what is accepted. */
 #include "opts.h"
+#include "base/status.h"
+#include "harness/commands.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -417,3 +419,8 @@ double mx_parse_fraction(const char *cmd, const char *opt, const char *s)
                    s);
     return -1;
 }
+
+/* Bad input (a value, a file's format, a path) is the caller's to fix: 2; anything else that
+ * failed: 1. In the library rather than main.c, so that programs driving the commands
+ * without main() (the tests, the fuzzers) map statuses the same way. */
+int mx_exit_status(int rc) { return rc == MX_EINVAL || rc == MX_EFORMAT || rc == MX_EIO ? 2 : 1; }

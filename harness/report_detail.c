@@ -1,9 +1,10 @@
 /* The device and layer tables of a run in `mxbench report` (report_table.h): where a
  * pipeline is cut, how idle each stage was, what each device holds and how long it computed
  * a step, and what moves per layer; and the straggler, the device that computed longest,
- * named where it took MX_STRAGGLER_RATIO of the devices' median or more. A data run shows its
+ * named where it took MX_DEVICE_STRAGGLER_RATIO of the devices' median or more. A data run shows its
  * devices where it has several (its summary row has its memory). */
 #include "report_table.h"
+#include "results/answer.h"
 
 #include "base/status.h"
 
@@ -64,33 +65,12 @@ static int print_devices(const mx_run_record *r, int md)
     return MX_OK;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int mx_report_straggler(const mx_run_record *r, char *buf, size_t n)
 {
-    double *busy = r->ndevices > 1 ? malloc(sizeof *busy * (size_t)r->ndevices) : NULL;
-    int m = 0, slow = -1;
-    for (int i = 0; busy && i < r->ndevices; i++) {
-        const double b = r->devices[i].busy_time;
-        if (!isfinite(b)) continue;
-        busy[m++] = b;
-        if (slow < 0 || b > r->devices[slow].busy_time) slow = i;
-    }
-    if (m < 2) {
-        free(busy);
-        return 0;
-    }
-    qsort(busy, (size_t)m, sizeof busy[0], by_value);
-    const double median = m % 2 ? busy[m / 2] : (busy[m / 2 - 1] + busy[m / 2]) / 2;
-    free(busy);
-    const double ratio = median > 0 ? r->devices[slow].busy_time / median : NAN;
-    if (!(ratio >= MX_STRAGGLER_RATIO)) return 0;
+    mx_straggler s; /* the rule is the answer's (results/answer.h), so both name one device */
+    if (!mx_device_straggler(r, &s)) return 0;
     snprintf(buf, n, "straggler: device %d computed %.2f ms a step, %.2fx the median of the %d devices (%.2f ms)",
-             r->devices[slow].device, r->devices[slow].busy_time * 1e3, ratio, m, median * 1e3);
+             s.who, s.time * 1e3, s.ratio, s.n, s.median * 1e3);
     return 1;
 }
 

@@ -9,8 +9,9 @@
 # small GPT-2-style transformer (gpt-mini, AdamW) in the three strategies on 1 and 2 devices;
 # draws the plots (memory per device and bytes moved per strategy, the pipeline's bubble,
 # staleness for dist_async, bytes on the wire and accuracy per compressor and precision,
-# fp16's loss scale), projects the data-parallel rows to 4-16 devices, writes a timeline of a
-# few steps, and prints where the HDF5 file, the plots, the projection and the timeline are.
+# fp16's loss scale), writes each study's HTML report (one self-contained page), projects the
+# data-parallel rows to 4-16 devices, writes a timeline of a few steps, and prints where the
+# HDF5 file, the plots, the pages, the projection and the timeline are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -57,6 +58,9 @@ $mx train --workload lenet --dataset synthetic --gpus 2 --steps 12 --warmup-step
 echo
 $mx plot "$out/sweep.h5" --out "$out/plots"
 $mx plot "$out/gpt.h5" --out "$out/gpt-plots"
+# each study as one self-contained page: the answer, the figures inline, the tables
+$mx report "$out/sweep.h5" --format html --out "$out/plots/report.html"
+$mx report "$out/gpt.h5" --format html --out "$out/gpt-plots/report.html"
 echo
 # past the machine: each data-parallel configuration's step model, fitted to its 1- and
 # 2-device runs, predicted for 4 to 16 devices and drawn with the measured points
@@ -64,7 +68,9 @@ $mx project "$out/sweep.h5" --gpus 4,8,16 --plot "$out/projection"
 echo
 echo "results: $out/sweep.h5   (h5dump -d /summary $out/sweep.h5; mxbench report $out/sweep.h5)"
 echo "plots:   $out/plots/*.png and *.svg"
+echo "report:  $out/plots/report.html (the study on one page: the answer, the figures, every run; open it in a browser)"
 echo "transformer: $out/gpt.h5 and $out/gpt-plots/ (gpt-mini: data, model and layer on 1 and 2 devices; mxbench report $out/gpt.h5)"
+echo "transformer report: $out/gpt-plots/report.html"
 echo "projection: $out/projection/*.png (mxbench project $out/sweep.h5 --gpus 4,8,16)"
 echo "timeline: $out/trace.json (a Chrome trace: open it in Perfetto, ui.perfetto.dev, or chrome://tracing)"
 ((status == 0)) || echo "note: some rows did not end ok; their status and reason are in the tables above"

@@ -9,6 +9,7 @@
 #include "engine/cpu/cpu.h"
 #include "base/status.h"
 #include "harness/report_table.h"
+#include "results/answer.h"
 #include "strategies/strategy.h"
 #include "workloads/workloads.h"
 
@@ -79,7 +80,7 @@ int main(void)
           mx_report_straggler(&rec, line, sizeof line) ? line : "(none)");
     printf("%s\n", line);
 
-    rec.devices[1].busy_time = rec.devices[0].busy_time * 1.1; /* within MX_STRAGGLER_RATIO */
+    rec.devices[1].busy_time = rec.devices[0].busy_time * 1.1; /* within MX_DEVICE_STRAGGLER_RATIO */
     CHECK(!mx_report_straggler(&rec, line, sizeof line), "equal devices: '%s'", line);
     rec.devices[1].busy_time = NAN;
     CHECK(!mx_report_straggler(&rec, line, sizeof line), "one device measured: '%s'", line);

@@ -56,9 +56,6 @@ static int report_to(const char *file, const char *fmt, const char *out)
     return rc;
 }
 
-/* harness/main.c maps statuses to exit codes for the commands; the test has no main.c */
-int mx_exit_status(int rc) { return rc == MX_EINVAL || rc == MX_EFORMAT || rc == MX_EIO ? 2 : 1; }
-
 static double counter_value(int k) { return 1000.0 * (k + 1) + 0.25; } /* distinct, exact in %.6g */
 
 /* ---- the reduction of each kind, as the trainer applies it to every counter */

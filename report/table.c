@@ -1,5 +1,5 @@
-/* The tables of `mxbench report` (report_table.h). */
-#include "report_table.h"
+/* The tables of the reports (table.h). */
+#include "report/table.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -103,7 +103,7 @@ void mx_plot_panel_vars(gp_vars *v, const mx_run_record *const *reps, int n, int
     }
     mx_vars_add(v, "'");
     for (int p = 0; p < np; p++) {
-        char name[16];
+        char name[24]; /* "ptitle" and any int */
         snprintf(name, sizeof name, "ptitle%d", p + 1);
         mx_vars_str(v, name, mx_plot_family_name(fam[p]));
     }

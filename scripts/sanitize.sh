@@ -27,6 +27,9 @@ cmake --build "$bdir" -j"$(nproc)"
 #   with gcc's libgomp give no false positives without it.
 # - UBSan: print_stacktrace; halt_on_error (with -fno-sanitize-recover) ends the process at
 #   the first report.
+# The long equivalence runs of the unit tests take 3 steps here instead of 20
+# (tests/check.h, check_long_steps): the sanitizers see every step's code in those.
+export MXBENCH_TEST_SANITIZED=1
 export ASAN_OPTIONS="exitcode=86:detect_leaks=1:max_allocation_size_mb=4096:allocator_may_return_null=0"
 export UBSAN_OPTIONS="exitcode=86:print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$root/tests/fuzz/lsan.supp:print_suppressions=0"

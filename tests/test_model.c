@@ -170,6 +170,7 @@ static void check_one_micro_batch(const char *workload, int k)
 
 static void check_micro_batches(const char *workload, int k, int m, const char *schedule, int batch, int steps)
 {
+    steps = check_long_steps(steps);
     size_t n1, n2 = 0;
     mx_strategy_config a = config(workload, 1, batch, m, NULL);
     float *ref = train(&a, "model", steps, &n1, NULL);

@@ -4,6 +4,7 @@
  * named where it took MX_DEVICE_STRAGGLER_RATIO of the devices' median or more. A data run shows its
  * devices where it has several (its summary row has its memory). */
 #include "report_table.h"
+#include "report/summary.h"
 #include "results/answer.h"
 
 #include "base/status.h"
@@ -13,9 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const device_heads[] = {"device", "layers", "bubble", "param MB", "optim MB", "peak MB",
-                                           "sent MB/step", "inflight", "busy ms"};
-enum { DEVICE_COLS = sizeof device_heads / sizeof device_heads[0] };
 static const char *const layer_heads[] = {"layer", "kind", "device", "MB/step"};
 enum { LAYER_COLS = sizeof layer_heads / sizeof layer_heads[0] };
 
@@ -32,24 +30,8 @@ static void print_one(const table *t, int md, const char *title_md, const char *
 
 static int print_devices(const mx_run_record *r, int md)
 {
-    table t = {.ncols = DEVICE_COLS, .nrows = r->ndevices};
-    for (int c = 0; c < DEVICE_COLS; c++) t.head[c] = device_heads[c], t.right[c] = 1;
-    t.cell = calloc((size_t)r->ndevices, sizeof *t.cell);
-    if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d devices", r->ndevices);
-    for (int i = 0; i < r->ndevices; i++) {
-        const mx_device_row *x = &r->devices[i];
-        char(*row)[CELL] = t.cell[i];
-        int c = 0;
-        snprintf(row[c++], CELL, "%d", x->device);
-        snprintf(row[c++], CELL, "%d-%d", x->first_layer, x->last_layer - 1);
-        mx_fmt_num(row[c++], x->bubble * 100, "%.1f%%");
-        mx_fmt_num(row[c++], x->mem_params * 1e-6, "%.4g");
-        mx_fmt_num(row[c++], x->mem_optim * 1e-6, "%.4g");
-        mx_fmt_num(row[c++], x->mem_peak * 1e-6, "%.4g");
-        mx_fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
-        snprintf(row[c++], CELL, "%d", x->inflight_max);
-        mx_fmt_num(row[c++], x->busy_time * 1e3, "%.2f");
-    }
+    table t;
+    MX_TRY(mx_summary_device_table(r, &t));
     char about[96], md_title[160], text_title[160];
     if (mx_strategy_of(r->strategy) == MX_STRATEGY_MODEL)
         snprintf(about, sizeof about, "model, %d micro-batch%s, %s", r->micro_batches,

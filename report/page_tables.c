@@ -234,30 +234,10 @@ static int rank_view(FILE *f, const mx_run_record *r)
     return MX_OK;
 }
 
-static const char *const device_heads[] = {"device",  "layers",       "bubble",   "param MB", "optim MB",
-                                           "peak MB", "sent MB/step", "inflight", "busy ms"};
-enum { DEVICE_COLS = sizeof device_heads / sizeof device_heads[0] };
-
 static int device_view(FILE *f, const mx_run_record *r)
 {
-    table t = {.ncols = DEVICE_COLS, .nrows = r->ndevices};
-    for (int c = 0; c < DEVICE_COLS; c++) t.head[c] = device_heads[c], t.right[c] = 1;
-    t.cell = calloc((size_t)r->ndevices, sizeof *t.cell);
-    if (!t.cell) return mx_error(MX_ENOMEM, "out of memory for %d devices", r->ndevices);
-    for (int i = 0; i < r->ndevices; i++) {
-        const mx_device_row *x = &r->devices[i];
-        char(*row)[CELL] = t.cell[i];
-        int c = 0;
-        snprintf(row[c++], CELL, "%d", x->device);
-        snprintf(row[c++], CELL, "%d-%d", x->first_layer, x->last_layer - 1);
-        mx_fmt_num(row[c++], x->bubble * 100, "%.1f%%");
-        mx_fmt_num(row[c++], x->mem_params * 1e-6, "%.4g");
-        mx_fmt_num(row[c++], x->mem_optim * 1e-6, "%.4g");
-        mx_fmt_num(row[c++], x->mem_peak * 1e-6, "%.4g");
-        mx_fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
-        snprintf(row[c++], CELL, "%d", x->inflight_max);
-        mx_fmt_num(row[c++], x->busy_time * 1e3, "%.2f");
-    }
+    table t;
+    MX_TRY(mx_summary_device_table(r, &t));
     fputs("<div style=\"display:inline-block;vertical-align:top;margin-right:2em\"><h3>Devices of ", f);
     mx_html_text(f, r->id);
     fputs("</h3>\n<p class=\"meta\">", f);

@@ -254,3 +254,30 @@ void mx_summary_rank_legend(FILE *f)
                "sent and received per step; push, pull ms: per step sending pushes and waiting for pulls\n"
                "(workers); busy ms: per step summing and updating (servers).\n");
 }
+
+static const char *const device_heads[] = {"device",  "layers",       "bubble",   "param MB", "optim MB",
+                                           "peak MB", "sent MB/step", "inflight", "busy ms"};
+enum { DEVICE_COLS = sizeof device_heads / sizeof device_heads[0] };
+
+int mx_summary_device_table(const mx_run_record *r, table *t)
+{
+    *t = (table){.ncols = DEVICE_COLS, .nrows = r->ndevices};
+    for (int c = 0; c < DEVICE_COLS; c++) t->head[c] = device_heads[c], t->right[c] = 1;
+    t->cell = calloc((size_t)(r->ndevices > 0 ? r->ndevices : 1), sizeof *t->cell);
+    if (!t->cell) return mx_error(MX_ENOMEM, "out of memory for %d devices", r->ndevices);
+    for (int i = 0; i < r->ndevices; i++) {
+        const mx_device_row *x = &r->devices[i];
+        char(*row)[CELL] = t->cell[i];
+        int c = 0;
+        snprintf(row[c++], CELL, "%d", x->device);
+        snprintf(row[c++], CELL, "%d-%d", x->first_layer, x->last_layer - 1);
+        mx_fmt_num(row[c++], x->bubble * 100, "%.1f%%");
+        mx_fmt_num(row[c++], x->mem_params * 1e-6, "%.4g");
+        mx_fmt_num(row[c++], x->mem_optim * 1e-6, "%.4g");
+        mx_fmt_num(row[c++], x->mem_peak * 1e-6, "%.4g");
+        mx_fmt_num(row[c++], x->bytes_per_step * 1e-6, "%.3g");
+        snprintf(row[c++], CELL, "%d", x->inflight_max);
+        mx_fmt_num(row[c++], x->busy_time * 1e3, "%.2f");
+    }
+    return MX_OK;
+}

@@ -48,6 +48,10 @@ int mx_summary_not_ok(const mx_run_record *r);
  * step times, vs median, MB/step, push, pull and busy ms), so that a straggler shows;
  * with_min adds each rank's shortest step. t->cell malloc'd: free it. MX_ENOMEM. */
 int mx_summary_rank_table(const mx_run_record *r, int with_min, table *t);
+/* The device table of a run: one row per device (device, its layers, bubble, parameter,
+ * optimizer and peak memory, bytes sent per step, micro-batches in flight, busy ms). t->cell
+ * malloc'd: free it. MX_ENOMEM. */
+int mx_summary_device_table(const mx_run_record *r, table *t);
 /* "kvstore dist_sync, 2 workers, 1 server; oversubscribed: ..." for the rank table's title. */
 void mx_summary_rank_about(const mx_run_record *r, char *buf, size_t n);
 /* What the rank table's columns mean, as plain text lines. */

@@ -237,17 +237,23 @@ static void group_paragraph(sbuf *b, const mx_answer *a, const mx_answer_group *
         loses(b, e);
         sb_printf(b, ".");
     }
-    /* a few more by name, so the paragraph stays a few sentences; the breakdown lists all */
-    enum { THEN_MAX = 3 };
+    /* then the best row of each strategy not named yet (what a user weighs against the
+     * winner: a pipeline's bubble, a tensor split's collectives), so the paragraph stays a
+     * few sentences; the breakdown lists every row */
+    unsigned named = 0;
+    if (lead >= 0) named |= 1u << mx_strategy_of(g->entries[lead].run->strategy);
+    if (g->runner_up >= 0) named |= 1u << mx_strategy_of(g->entries[g->runner_up].run->strategy);
     int then = 0, more = 0;
     for (int i = w > 0 ? w : 0; i < g->nentries; i++) {
         if (i == lead || i == g->runner_up) continue;
-        if (then == THEN_MAX) {
+        const mx_answer_entry *e = &g->entries[i];
+        const unsigned bit = 1u << mx_strategy_of(e->run->strategy);
+        if (named & bit) {
             more++;
             continue;
         }
-        const mx_answer_entry *e = &g->entries[i];
-        sb_printf(b, "%s", then++ ? "; " : " Then: ");
+        named |= bit;
+        sb_printf(b, "%s", then++ ? "; " : " Best of the other strategies: ");
         name(b, e, 0);
         sb_printf(b, ", ");
         speed(b, e);
@@ -255,8 +261,8 @@ static void group_paragraph(sbuf *b, const mx_answer *a, const mx_answer_group *
         sb_printf(b, ", ");
         loses(b, e);
     }
-    if (more) sb_printf(b, "; and %d more, slower", more);
     if (then) sb_printf(b, ".");
+    if (more) sb_printf(b, " %d more row%s, slower, in the breakdown.", more, more == 1 ? "" : "s");
     if (g->gpus > 1) efficiencies(b, g);
     if (isfinite(g->proj_throughput[0]) || isfinite(g->proj_throughput[1])) {
         sb_printf(b, " Projected (%s):", g->proj_note);

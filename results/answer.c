@@ -249,7 +249,10 @@ static void first_difference(const mx_run_record *a, const mx_run_record *b, cha
         mx_axis_text(x, a, va, sizeof va);
         mx_axis_text(x, b, vb, sizeof vb);
         if (strcmp(va, vb) != 0) {
-            snprintf(buf, n, ", %s %s", x->name, va);
+            if (x->type == MX_AXIS_DBL) /* the key's exact digits (0.05000000000000000277) read badly */
+                snprintf(buf, n, ", %s %g", x->name, strtod(va, NULL));
+            else
+                snprintf(buf, n, ", %s %s", x->name, va);
             return;
         }
     }

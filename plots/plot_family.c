@@ -50,7 +50,10 @@ int mx_plot_family(const mx_run_record *r)
     }
 }
 
-const char *mx_plot_family_rgb(int fam) { return families[fam >= 0 && fam < MX_PLOT_NFAMILIES ? fam : MX_FAM_OTHER].rgb; }
+const char *mx_plot_family_rgb(int fam)
+{
+    return families[fam >= 0 && fam < MX_PLOT_NFAMILIES ? fam : MX_FAM_OTHER].rgb;
+}
 
 const char *mx_plot_family_name(int fam)
 {

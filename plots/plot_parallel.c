@@ -50,8 +50,9 @@ static void row_moved(FILE *f, const mx_run_record *r)
 int mx_plot_write_moved(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
     int rc = mx_plot_write_series_file(c, v, "moved.dat",
-                                    "bytes moved per step against device count (layer: collectives; model: between "
-                                    "stages; data: the kvstore), MB", "devices MB_per_step", keep_moved, row_moved, 0, 0);
+                                       "bytes moved per step against device count (layer: collectives; model: between "
+                                       "stages; data: the kvstore), MB",
+                                       "devices MB_per_step", keep_moved, row_moved, 0, 0);
     (void)why, (void)nwhy; /* one device moves nothing: no message */
     return rc;
 }
@@ -71,9 +72,9 @@ static void row_bubble(FILE *f, const mx_run_record *r)
 
 int mx_plot_write_bubble(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
 {
-    int rc = mx_plot_write_series_file(c, v, "bubble.dat",
-                                    "pipeline bubble of model runs against device count: measured and (k-1)/(m+k-1)",
-                                    "devices bubble_measured bubble_theory micro_batches", keep_bubble, row_bubble, 0, 0);
+    int rc = mx_plot_write_series_file(
+        c, v, "bubble.dat", "pipeline bubble of model runs against device count: measured and (k-1)/(m+k-1)",
+        "devices bubble_measured bubble_theory micro_batches", keep_bubble, row_bubble, 0, 0);
     if (rc != 0) return rc;
     int model = 0;
     for (int i = 0; i < c->set.nuniq && !model; i++)

@@ -178,7 +178,8 @@ int mx_plot_write_ranking(plot_ctx *c, gp_vars *v, char *why, size_t nwhy)
     }
     if (!compared) {
         if (ranked == 0)
-            snprintf(why, nwhy, "no row to rank (ok, timed, on an idle host, not oversubscribed); %d left out", a.nleft);
+            snprintf(why, nwhy, "no row to rank (ok, timed, on an idle host, not oversubscribed); %d left out",
+                     a.nleft);
         else
             snprintf(why, nwhy, "no device count has two ranked configurations to compare (%d ranked, %d left out)",
                      ranked, a.nleft);

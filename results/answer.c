@@ -103,10 +103,12 @@ static int left_reason(const mx_run_record *r, char *why, size_t n)
     }
     if (r->oversubscribed) {
         const double cores = r->metrics[MX_COUNTER_HOST_CORES];
-        const int procs = r->workers > 1 ? r->workers : r->gpus, t = r->threads_per_device > 0 ? r->threads_per_device : 1;
+        const int procs = r->workers > 1 ? r->workers : r->gpus,
+                  t = r->threads_per_device > 0 ? r->threads_per_device : 1;
         const char *unit = r->workers > 1 ? "worker" : "device";
         char servers[40] = ""; /* a parameter server is a process on the cores too */
-        if (r->servers > 0) snprintf(servers, sizeof servers, " and %d server%s", r->servers, r->servers == 1 ? "" : "s");
+        if (r->servers > 0)
+            snprintf(servers, sizeof servers, " and %d server%s", r->servers, r->servers == 1 ? "" : "s");
         if (isfinite(cores))
             snprintf(why, n, "oversubscribed: %d %s%s x %d thread%s%s on %.0f cores", procs, unit,
                      procs == 1 ? "" : "s", t, t == 1 ? "" : "s", servers, cores);
@@ -400,9 +402,11 @@ static void target_rule(const mx_results *res, char *buf, size_t n)
                 seen[j] = seen[j - 1], seen[j - 1] = t;
             }
         if (len && len < n) len += (size_t)snprintf(buf + len, n - len, "; ");
-        if (len < n) len += (size_t)snprintf(buf + len, n - len, "%s", kind ? "validation loss <= " : "test accuracy >= ");
+        if (len < n)
+            len += (size_t)snprintf(buf + len, n - len, "%s", kind ? "validation loss <= " : "test accuracy >= ");
         for (int i = 0; i < ns && len < n; i++)
-            len += (size_t)snprintf(buf + len, n - len, "%s%g", i ? (i == ns - 1 && !more ? " or " : ", ") : "", seen[i]);
+            len +=
+                (size_t)snprintf(buf + len, n - len, "%s%g", i ? (i == ns - 1 && !more ? " or " : ", ") : "", seen[i]);
         if (more && len < n) len += (size_t)snprintf(buf + len, n - len, ", ...");
     }
 }

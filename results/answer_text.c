@@ -293,7 +293,8 @@ static int paragraphs(const mx_answer *a, int md, char ***paras, int *n)
     for (int i = 0; rc == MX_OK && i < total; i++) {
         sbuf b = {0};
         if (i < a->ngroups) group_paragraph(&b, a, &a->groups[i], md);
-        else if (a->ngroups == 0 && i == 0) sb_printf(&b, "No row can be ranked: none is ok, timed and on a quiet host.");
+        else if (a->ngroups == 0 && i == 0)
+            sb_printf(&b, "No row can be ranked: none is ok, timed and on a quiet host.");
         else left_paragraph(&b, a, md);
         if (b.oom || !b.s) {
             free(b.s);

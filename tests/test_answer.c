@@ -198,8 +198,8 @@ int main(void)
     g = group(&a, "alexnet", 2);
     CHECK(g && g->nentries == 1 && fabs(g->entries[0].parts[MX_PART_STRAGGLER] - 0.006) < 1e-9 &&
               fabs(g->entries[0].parts[MX_PART_COMM] - (0.025 * 2 / 6 - 0.006)) < 1e-9,
-          "dist: the wait comes out of comm first (comm %g, stragglers %g)", g ? g->entries[0].parts[MX_PART_COMM] : NAN,
-          g ? g->entries[0].parts[MX_PART_STRAGGLER] : NAN);
+          "dist: the wait comes out of comm first (comm %g, stragglers %g)",
+          g ? g->entries[0].parts[MX_PART_COMM] : NAN, g ? g->entries[0].parts[MX_PART_STRAGGLER] : NAN);
     para = find_para(p, np, "(alexnet, cpu)");
     CHECK(para && strstr(para, "(worker rank 1 works 22.0 ms a step besides waiting for the others, 1.38x the median"),
           "dist paragraph names worker 1: %s", para ? para : "(none)");

@@ -156,7 +156,8 @@ static void test_single_run(const char *dir, mx_plot_report *rep)
     /* one configuration: nothing to rank, and the ranking says so */
     CHECK(rc == MX_NPLOTS - popcount(absent) - 1, "single run: returned %d: %s", rc, mx_last_error());
     check_figures_told(outdir, rep, absent, BIT(MX_PLOT_RANKING));
-    CHECK(strstr(rep->skipped[MX_PLOT_RANKING], "two ranked"), "ranking skipped for '%s'", rep->skipped[MX_PLOT_RANKING]);
+    CHECK(strstr(rep->skipped[MX_PLOT_RANKING], "two ranked"), "ranking skipped for '%s'",
+          rep->skipped[MX_PLOT_RANKING]);
     mx_results_free(&res);
 }
 

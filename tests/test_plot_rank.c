@@ -198,8 +198,8 @@ static void test_colour_order(const char *dir, mx_plot_report *rep)
         mx_results_free(&res);
     }
     for (int f = 0; f < 4; f++)
-        CHECK(colours[0][f][0] && strcmp(colours[0][f], colours[1][f]) == 0, "'%s' drawn %s in one study, %s in another",
-              fams[f], colours[0][f], colours[1][f]);
+        CHECK(colours[0][f][0] && strcmp(colours[0][f], colours[1][f]) == 0,
+              "'%s' drawn %s in one study, %s in another", fams[f], colours[0][f], colours[1][f]);
     CHECK(strcmp(colours[0][0], colours[0][1]) != 0 && strcmp(colours[0][2], colours[0][3]) != 0,
           "families share a colour: %s %s %s %s", colours[0][0], colours[0][1], colours[0][2], colours[0][3]);
 }

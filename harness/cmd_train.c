@@ -86,7 +86,7 @@ static int parse(train_args *a, int argc, char **argv)
         {"optimizer", MX_OPT_STRING, &a->optimizer, "NAME",
          "sgd (momentum and weight decay, MXNet's form) or adamw (PyTorch's torch.optim.AdamW: --beta1, --beta2, "
          "--eps, decoupled weight decay --wd on weights only; --momentum unused); every strategy and kvstore runs "
-         "either; adamw is refused on a CUDA device, which has no kernel for it yet (default sgd)",
+         "either, on CPU workers and CUDA devices alike (default sgd)",
          mx_optim_names()},
         {"beta1", MX_OPT_DOUBLE, &c->beta1, "X", "adamw: decay of the first moment, below 1 (default 0.9)", NULL, 0, 1},
         {"beta2", MX_OPT_DOUBLE, &c->beta2, "X", "adamw: decay of the second moment, below 1 (default 0.999)", NULL,

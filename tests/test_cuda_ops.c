@@ -298,7 +298,7 @@ static void test_softmax(int n, int classes)
     int32_t *labels = malloc(sizeof *labels * n);
     for (int i = 0; i < n; i++) labels[i] = (int32_t)(i * 7 % classes);
     for (size_t i = 0; i < nl; i++) logits[i] *= 8; /* some confident rows */
-    void *gl = up(logits, 4 * nl), *glab = up(labels, n), *gdl = poisoned(4 * nl);
+    void *gl = up(logits, 4 * nl), *glab = up(labels, sizeof *labels * n), *gdl = poisoned(4 * nl);
     int hc = -1, gc = -2, ec = -3;
     const double lc = cpu->ops->softmax_xent(cpu, n, classes, dl, &hc, logits, labels, 0.25f);
     const double lg = gpu->ops->softmax_xent(gpu, n, classes, gdl, &gc, gl, glab, 0.25f);

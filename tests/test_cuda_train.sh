@@ -11,7 +11,15 @@
 #     against 1 device: within 1e-4;
 #  3. --gpus above the GPU count without --oversubscribe exits 2 naming both; the model strategy
 #     and compression, which have not run on GPUs, exit 2 saying so;
-#  4. AMP fp16 and bf16 on the GPU: lenet on Fashion-MNIST, 3 epochs, within 0.5 points of f32.
+#  4. AMP fp16 and bf16 on the GPU: lenet on Fashion-MNIST, 3 epochs, within 0.5 points of f32;
+#  5. GPT (the transformer's CUDA kernels): gpt-mini for one epoch (20 steps of 8 windows of a
+#     text written here) with AdamW and --clip-norm 1 on --device cuda against --device cpu:
+#     held-out losses within 1e-3 absolute (CPU and PyTorch agree within 7.6e-5 after 20 such
+#     steps, test_gpt_parity: AdamW turns rounding in near-zero gradients into lr-sized steps;
+#     the GPU's sums and exp round otherwise, to the same order, and 13x that leaves them room;
+#     set before this part first ran on a GPU: its first run says what the gap is); the same
+#     under --amp bf16 finishes with a held-out loss within 0.02 of f32's; a sweep data x 1,2
+#     (--oversubscribe) on cuda ends with both rows ok and held-out losses within 1e-3.
 # Needs no h5dump: GPU machines may lack it. usage: test_cuda_train.sh MXBENCH SOURCE_DIR BUILD_DIR
 set -u
 MX=${1:?usage: test_cuda_train.sh MXBENCH SOURCE_DIR BUILD_DIR}
@@ -99,6 +107,39 @@ for amp in fp16 bf16; do
     [ -n "$f32" ] && [ -n "$a" ] && awk -v a="$a" -v f="$f32" 'BEGIN { d = a - f; exit !(d >= -0.005 && d <= 0.005) }' &&
         pass "AMP $amp: test acc $a, f32 $f32 (within 0.5 points)" || fail "AMP $amp: test acc '$a', f32 '$f32'"
 done
+
+# ---- 5. GPT on the GPU
+for i in $(seq 1 60); do
+    echo "Line $i: the quick brown fox jumps over the lazy dog while the scaling study runs on."
+    echo "Every strategy of the sweep must reach the same held-out loss from the same start."
+done >"$T/text.txt"
+near() { awk -v a="$1" -v b="$2" -v tol="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && b != "" && d <= tol) }'; }
+vloss() { sed -n 's/.*val loss \([0-9.]*\).*/\1/p' "$T/$1.out" | tail -1; }
+GPT=(--workload gpt-mini --data "$T/text.txt" --epochs 1 --batch 8 --optimizer adamw --lr 0.001 --wd 0.01 --clip-norm 1)
+if train gpt-cpu --device cpu "${GPT[@]}" && train gpt-gpu --device cuda "${GPT[@]}"; then
+    a=$(vloss gpt-gpu) b=$(vloss gpt-cpu)
+    near "$a" "$b" 1e-3 && pass "gpt-mini, adamw, clip 1, 20 steps: cuda val loss $a, cpu $b (within 1e-3)" ||
+        fail "gpt-mini, adamw, clip 1, 20 steps: cuda val loss '$a', cpu '$b' (bound 1e-3)"
+    echo "    weights after 20 steps, cuda vs cpu: $("$DIFF" "$T/gpt-gpu.bin" "$T/gpt-cpu.bin" 1 2>&1)"
+    if train gpt-gpu-bf16 --device cuda --amp bf16 "${GPT[@]}"; then
+        h=$(vloss gpt-gpu-bf16)
+        near "$h" "$a" 0.02 && pass "gpt-mini under --amp bf16 on cuda: val loss $h, f32 $a (within 0.02)" ||
+            fail "gpt-mini under --amp bf16 on cuda: val loss '$h', f32 '$a' (bound 0.02)"
+    fi
+fi
+if "$MX" sweep --device cuda --oversubscribe --workload gpt-mini --strategies data --gpus 1,2 --batch 8 \
+    --batch-mode global --epochs 1 --optimizer adamw --lr 0.001 --clip-norm 1 --data "$T/text.txt" \
+    --out "$T/gpt-sweep.h5" >"$T/sweep.out" 2>&1 && "$MX" report "$T/gpt-sweep.h5" --format csv >"$T/sweep.csv"; then
+    cs=$(head -1 "$T/sweep.csv" | tr ',' '\n' | grep -n -x status | cut -d: -f1)
+    cv=$(head -1 "$T/sweep.csv" | tr ',' '\n' | grep -n -x final_val_loss | cut -d: -f1)
+    ok=$(awk -F, -v c="$cs" 'NR > 1 && $c == "\"ok\""' "$T/sweep.csv" | wc -l)
+    v1=$(awk -F, -v c="$cv" 'NR == 2 { print $c }' "$T/sweep.csv") v2=$(awk -F, -v c="$cv" 'NR == 3 { print $c }' "$T/sweep.csv")
+    [ "$ok" -eq 2 ] && near "$v1" "$v2" 1e-3 && pass "gpt-mini sweep data x 1,2 on cuda: 2 rows ok, val loss $v1 and $v2" ||
+        fail "gpt-mini sweep data x 1,2 on cuda: $ok of 2 rows ok, val loss '$v1' and '$v2' (bound 1e-3)"
+else
+    fail "gpt-mini sweep data x 1,2 on cuda failed"
+    tail -n 8 "$T/sweep.out" | sed 's/^/    /'
+fi
 
 echo "test_cuda_train: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]

@@ -1,8 +1,9 @@
 /* The CUDA backend: one logical device per mx_backend, each with its own stream on its GPU
  * (several logical devices may share one GPU: --oversubscribe). Memory is plain device
  * memory (cudaMalloc), GEMMs are cuBLAS's, convolutions and batch norm cuDNN's
- * (engine/cuda/dnn.c), everything else the own kernels of engine/cuda/kernels.cu. Ops only queue work;
- * a failed status is recorded in the sticky error with the call's name and message and
+ * (engine/cuda/dnn.c), everything else the own kernels of engine/cuda/kernels.cu (the
+ * transformer's, AdamW's and sumsq's: seq.c, attention.c, kernels_seq.cu, kernels_attn.cu).
+ * Ops only queue work; a failed status is recorded in the sticky error with the call's name and message and
  * surfaces at the next sync. Events are CUDA events on the stream, ranges NVTX's. */
 #include "engine/backend/backend.h"
 #include "ctx.h"
@@ -49,6 +50,7 @@ static void cuda_close(mx_backend *be)
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) be->ops->free(be, bufs[i]);
     mx_cuda_dnn_close(x);
+    mx_cuda_seq_close(be);
     if (x->host) cudaFreeHost(x->host);
     if (x->blas) cublasDestroy(x->blas);
     if (x->dnn) cudnnDestroy(x->dnn);
@@ -164,7 +166,8 @@ static void cuda_zero(mx_backend *be, void *p, size_t bytes)
 
 static int cuda_sync(mx_backend *be)
 {
-    mx_cuda_failed(be, cudaStreamSynchronize(CTX(be)->stream), "cudaStreamSynchronize");
+    if (!mx_cuda_failed(be, cudaStreamSynchronize(CTX(be)->stream), "cudaStreamSynchronize"))
+        mx_cuda_check_bad_ids(be); /* the embedding's bad token ids surface here */
     return mx_backend_error(be);
 }
 
@@ -433,4 +436,16 @@ const mx_backend_ops mx_cuda_backend_ops = {
     .softmax_xent = cuda_softmax_xent,
     .softmax_eval = cuda_softmax_eval,
     .sgd_update = cuda_sgd_update,
+    /* the transformer's ops, AdamW and clipping's sum of squares (engine/cuda/seq.c, attention.c) */
+    .embedding_forward = mx_cuda_embedding_forward,
+    .embedding_backward = mx_cuda_embedding_backward,
+    .layernorm_forward = mx_cuda_layernorm_forward,
+    .layernorm_backward = mx_cuda_layernorm_backward,
+    .gelu_forward = mx_cuda_gelu_forward,
+    .gelu_backward = mx_cuda_gelu_backward,
+    .attention_forward = mx_cuda_attention_forward,
+    .attention_backward = mx_cuda_attention_backward,
+    .adamw_update = mx_cuda_adamw_update,
+    .adamw_update_amp = mx_cuda_adamw_update_amp,
+    .sumsq = mx_cuda_sumsq,
 };

@@ -37,6 +37,23 @@ void *mx_cuda_grow(mx_backend *be, void **buf, size_t *have, size_t bytes)
     return *buf;
 }
 
+cudaStream_t mx_cuda_bind(mx_backend *be)
+{
+    mx_cuda_ctx *x = be->ctx;
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != x->gpu) cudaSetDevice(x->gpu);
+    return x->stream;
+}
+
+/* As the backend's gemm_ex for f32 operands: AMP's math on the tensor cores through cuBLAS's
+ * down-conversion, TF32 where the user allowed it, else strict f32. */
+cublasComputeType_t mx_cuda_compute_type(const mx_backend *be)
+{
+    if (be->math == MX_BF16) return CUBLAS_COMPUTE_32F_FAST_16BF;
+    if (be->math == MX_F16) return CUBLAS_COMPUTE_32F_FAST_16F;
+    return be->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 /* By name, not by table address: the backend registry keeps a copy of the table. */
 static const mx_cuda_ctx *ctx_of(const mx_backend *be)
 {

@@ -170,6 +170,60 @@ __global__ void xent(int n, int classes, float *dlogits, double *loss, int *hit,
     loss[r] = logz - row[label];
 }
 
+/* One block per row, for a language model's rows (GPT-2's 50304 classes): the thread-per-row
+ * kernel above walks a long row three times in one thread, and a batch has too few rows to
+ * fill the GPU that way. The same arithmetic as the CPU's: the first maximum (the smallest
+ * index among equal maxima), the sum of exp in double (a fixed tree, not the CPU's running
+ * sum: the loss differs in the last bits of a double), the gradient in double rounded once. */
+const int XENT_WIDE = 128; /* classes from which the block-per-row kernel runs */
+
+__global__ void xent_wide(int classes, float *dlogits, double *loss, int *hit, const float *logits,
+                          const int32_t *labels, float grad_scale)
+{
+    __shared__ float smax[THREADS];
+    __shared__ int sarg[THREADS];
+    __shared__ double ssum[THREADS];
+    const int r = blockIdx.x, tid = threadIdx.x;
+    const float *row = logits + (size_t)r * classes;
+    float *drow = dlogits ? dlogits + (size_t)r * classes : NULL;
+    const int label = labels[r];
+    if (label < 0 || label >= classes) {
+        if (drow)
+            for (int j = tid; j < classes; j += blockDim.x) drow[j] = 0;
+        if (tid == 0) hit[r] = 0, loss[r] = __longlong_as_double(0x7ff8000000000000LL);
+        return;
+    }
+    float mx = -INFINITY;
+    int arg = classes;
+    for (int j = tid; j < classes; j += blockDim.x)
+        if (row[j] > mx || arg == classes) mx = row[j], arg = j;
+    smax[tid] = mx, sarg[tid] = arg;
+    __syncthreads();
+    for (int w = THREADS / 2; w > 0; w /= 2) {
+        if (tid < w) {
+            const float m2 = smax[tid + w];
+            const int a2 = sarg[tid + w];
+            if (a2 < classes && (sarg[tid] == classes || m2 > smax[tid] || (m2 == smax[tid] && a2 < sarg[tid])))
+                smax[tid] = m2, sarg[tid] = a2;
+        }
+        __syncthreads();
+    }
+    mx = smax[0];
+    double sum = 0;
+    for (int j = tid; j < classes; j += blockDim.x) sum += exp((double)(row[j] - mx));
+    ssum[tid] = sum;
+    __syncthreads();
+    for (int w = THREADS / 2; w > 0; w /= 2) {
+        if (tid < w) ssum[tid] += ssum[tid + w];
+        __syncthreads();
+    }
+    const double logz = log(ssum[0]) + mx;
+    if (drow)
+        for (int j = tid; j < classes; j += blockDim.x)
+            drow[j] = (float)(exp((double)row[j] - logz) - (j == label)) * grad_scale;
+    if (tid == 0) hit[r] = sarg[0] == label, loss[r] = logz - row[label];
+}
+
 __device__ float load(mx_dtype t, const void *p, size_t i)
 {
     if (t == MX_F16) return __half2float(((const __half *)p)[i]);
@@ -287,7 +341,10 @@ int mx_cuk_avgpool_backward(mx_cuda_stream s, int n, int c, int hw, float *din, 
 int mx_cuk_softmax_xent(mx_cuda_stream s, int n, int classes, float *dlogits, double *loss, int *hit,
                         const float *logits, const int32_t *labels, float grad_scale)
 {
-    xent<<<(unsigned)((n + 127) / 128), 128, 0, s>>>(n, classes, dlogits, loss, hit, logits, labels, grad_scale);
+    if (classes >= XENT_WIDE)
+        xent_wide<<<(unsigned)n, THREADS, 0, s>>>(classes, dlogits, loss, hit, logits, labels, grad_scale);
+    else
+        xent<<<(unsigned)((n + 127) / 128), 128, 0, s>>>(n, classes, dlogits, loss, hit, logits, labels, grad_scale);
     return launched();
 }
 

@@ -44,6 +44,52 @@ int mx_cuk_round_half(mx_cuda_stream s, size_t n, float *x, mx_dtype t, void *ha
 /* *count (device memory, zeroed here) += the non-finite elements of x. */
 int mx_cuk_count_nonfinite(mx_cuda_stream s, size_t n, const void *x, mx_dtype t, unsigned long long *count);
 
+/* ---- the transformer's ops (engine/cuda/kernels_seq.cu, kernels_attn.cu) */
+
+/* Where the embedding's forward records a bad token id: device memory, zero until a row's id
+ * is not an integer in [0, vocab); then the first row to claim it (set = 1) writes the rest. */
+typedef struct {
+    int set, row, t, vocab;
+    float id;
+} mx_cuk_bad_id;
+
+int mx_cuk_embedding_forward(mx_cuda_stream s, int n, int t, int c, int vocab, float *out, const float *ids,
+                             const float *wte, const float *wpe, mx_cuk_bad_id *bad);
+int mx_cuk_embedding_backward(mx_cuda_stream s, int n, int t, int c, int vocab, float *dwte, float *dwpe,
+                              const float *dout, const float *ids);
+int mx_cuk_layernorm_forward(mx_cuda_stream s, int rows, int w, float *out, float *mean, float *rstd,
+                             const float *in, const float *gamma, const float *beta, float eps);
+/* Rows a partial sum of dgamma and dbeta takes (engine/cpu/seq.c's LN_FLUSH); part is device
+ * memory for 2 * ceil(rows / MX_CUK_LN_CHUNK) * w floats. */
+#define MX_CUK_LN_CHUNK 64
+int mx_cuk_layernorm_backward(mx_cuda_stream s, int rows, int w, float *din, float *dgamma, float *dbeta,
+                              const float *dout, const float *in, const float *mean, const float *rstd,
+                              const float *gamma, float *part);
+int mx_cuk_gelu_forward(mx_cuda_stream s, size_t n, float *out, const float *in);
+int mx_cuk_gelu_backward(mx_cuda_stream s, size_t n, float *din, const float *dout, const float *in);
+int mx_cuk_adamw(mx_cuda_stream s, size_t n, float *w, float *m, float *v, const float *g, const mx_adamw_step *a);
+/* t: MX_F16 or MX_BF16 (the caller checks). */
+int mx_cuk_adamw_amp(mx_cuda_stream s, size_t n, float *master, float *m, float *v, const float *g,
+                     const mx_adamw_step *a, mx_dtype t, void *half, float *w);
+/* *out (device) = the sum of x[i]^2 in double, in a fixed order; part: device memory for
+ * MX_CUK_SUMSQ_BLOCKS doubles. */
+#define MX_CUK_SUMSQ_BLOCKS 256
+#define MX_CUK_SUMSQ_THREADS 256
+int mx_cuk_sumsq(mx_cuda_stream s, size_t n, const float *x, double *part, double *out);
+
+/* Attention's own kernels, over g heads of one sample at a time (engine/cuda/attention.c runs
+ * the GEMMs around them): s holds g score matrices of t x t, row-major, scaled already.
+ * softmax: each row i's first i + 1 scores become probabilities, the rest 0; lse (NULL: not
+ * kept) receives each row's log-sum-exp, g rows of t side by side. */
+int mx_cuk_attention_softmax(mx_cuda_stream s, int g, int t, float *scores, float *lse);
+/* backward: the probabilities again, exp(score - lse), 0 above the diagonal. */
+int mx_cuk_attention_probs(mx_cuda_stream s, int g, int t, float *scores, const float *lse);
+/* dp (the gradients of the probabilities) becomes scale * P (dP - D) below the diagonal and 0
+ * above, D of row i = dout_i . out_i over the head's hs columns; dout and out point at the
+ * first head's first column, rows ld apart, heads hs apart. */
+int mx_cuk_attention_dscores(mx_cuda_stream s, int g, int t, int hs, float *dp, const float *p, const float *dout,
+                             const float *out, int ld, float scale);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,7 +28,12 @@
 # Train mode prints "STEP k loss lr" per step (k from 1; the loss before the step's update) and
 # a TWIN line; --measure times the steps instead and prints one GPTPEER line (the batch over the
 # median step, as mxbench's median figure) in f32 or under bf16 autocast (--amp bf16).
+# --device cuda runs it on the GPU (scripts/bench-gpu.sh, part 8): bf16 autocast there, and
+# --sdpa flash holds attention to the flash kernel (an error where it cannot run, rather than a
+# silent fallback to the math one); --data synthetic trains on uniform random tokens of GPT-2's
+# vocabulary, as mxbench's --dataset synthetic, for timing where no token file is at hand.
 import argparse
+import contextlib
 import math
 import os
 import statistics
@@ -99,8 +104,13 @@ def read_tokens(path):
     return list(raw), 256
 
 
-def windows(torch, path, T):
-    """The training split's inputs and labels as [n][T] int64 tensors, and the vocabulary."""
+def windows(torch, path, T, want=0):
+    """The training split's inputs and labels as [n][T] int64 tensors, and the vocabulary;
+    path "synthetic": want windows of uniform random tokens of GPT-2's vocabulary."""
+    if path == "synthetic":
+        g = torch.Generator().manual_seed(want)
+        t = torch.randint(0, GPT2_VOCAB, (max(want, 1), T + 1), generator=g)
+        return t[:, :T].contiguous(), t[:, 1:].contiguous(), GPT2_VOCAB
     toks, vocab = read_tokens(path)
     n_tok = len(toks)
     train = n_tok - int(VAL_SHARE * n_tok)
@@ -266,9 +276,11 @@ def run(a):
     torch.manual_seed(a.seed)
     size = SIZES[a.workload]
     T = size[3]
-    x_all, y_all, vocab = windows(torch, a.data, T)
+    x_all, y_all, vocab = windows(torch, a.data, T, a.batch * a.steps)
     model, V = build_model(torch, size, vocab)
     decay = load_weights(torch, model, read_table(a.table), a.init) if a.init else gpt2_init(torch, model)
+    dev = torch.device(a.device)
+    model.to(dev)  # before the optimizer, which keeps references to the parameters
     opt = make_optimizer(torch, a, model, decay)
     params = list(model.parameters())
     n_train, B = x_all.shape[0], a.batch
@@ -279,7 +291,11 @@ def run(a):
     # the run's length in epochs as harness/trainer.c counts it (total / per_epoch is an int division)
     total_epochs = total // per_epoch + (total % per_epoch) * B / n_train
     rng = MxRng(a.seed * 7919 + 17)
-    amp = torch.autocast("cpu", dtype=torch.bfloat16) if a.amp == "bf16" else None
+    amp = (lambda: torch.autocast(a.device, dtype=torch.bfloat16)) if a.amp == "bf16" else None
+    sdpa = None
+    if a.sdpa == "flash":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        sdpa = lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)
     times, losses, step = [], [], 0
     for epoch in range(total):
         if step >= total:
@@ -291,14 +307,11 @@ def run(a):
                 break
             t0 = time.perf_counter()
             idx = torch.tensor(order[start:start + B])
-            x, y = x_all[idx], y_all[idx]
+            x, y = x_all[idx].to(dev, non_blocking=True), y_all[idx].to(dev, non_blocking=True)
             lr = lr_at(a, epoch + start / n_train, total_epochs)
             for p in params:
                 p.grad = None
-            if amp:
-                with amp:
-                    logits = model(x)
-            else:
+            with amp() if amp else contextlib.nullcontext(), sdpa() if sdpa else contextlib.nullcontext():
                 logits = model(x)
             loss = F.cross_entropy(logits.float().view(-1, V), y.view(-1))
             loss.backward()
@@ -310,7 +323,7 @@ def run(a):
                 for g in opt.param_groups:
                     g["lr"] = lr
                 opt.step()
-            value = loss.item()
+            value = loss.item()  # waits for the step's work: on a GPU too the time is the step's
             times.append(time.perf_counter() - t0)
             losses.append(value)
             step += 1
@@ -338,7 +351,10 @@ def main():
     ap.add_argument("--lr-schedule", choices=("constant", "cosine"), default="cosine")
     ap.add_argument("--seed", type=int, default=1, help="mxbench's --seed: the order of the batches")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--amp", choices=("off", "bf16"), default="off", help="bf16: forward under CPU autocast")
+    ap.add_argument("--amp", choices=("off", "bf16"), default="off", help="bf16: forward under autocast")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the model trains")
+    ap.add_argument("--sdpa", choices=("auto", "flash"), default="auto",
+                    help="attention's kernel: PyTorch's choice, or the flash kernel only (cuda, bf16)")
     ap.add_argument("--measure", action="store_true", help="time the steps; print one GPTPEER line")
     ap.add_argument("--warmup", type=int, default=3, help="--measure: leading steps left out of the timing")
     a = ap.parse_args()
@@ -346,15 +362,18 @@ def main():
         ap.error("--init and --table go together")
     if a.steps < 1 or a.batch < 1 or a.threads < 1 or (a.measure and a.steps <= a.warmup):
         ap.error("--steps, --batch and --threads must be at least 1, and --steps above --warmup with --measure")
-    if not os.path.isfile(a.data):
+    if a.sdpa == "flash" and (a.device != "cuda" or a.amp != "bf16"):
+        ap.error("--sdpa flash needs --device cuda and --amp bf16 (the flash kernel takes 16-bit operands)")
+    if a.data != "synthetic" and not os.path.isfile(a.data):
         sys.exit("torch_gpt: %s is not a file (the default text comes from the Debian package fortunes)" % a.data)
     version, n_train, vocab, times, losses = run(a)
     T = SIZES[a.workload][3]
     if a.measure:
         med = statistics.median(times[a.warmup:])
         print("GPTPEER framework=torch version=%s workload=%s amp=%s batch=%d threads=%d steps=%d step_s=%.6f "
-              "samples_per_s=%.2f tokens_per_s=%.1f" % (version, a.workload, a.amp, a.batch, a.threads,
-                                                        len(times) - a.warmup, med, a.batch / med, a.batch * T / med))
+              "samples_per_s=%.2f tokens_per_s=%.1f device=%s sdpa=%s" %
+              (version, a.workload, a.amp, a.batch, a.threads, len(times) - a.warmup, med, a.batch / med,
+               a.batch * T / med, a.device, a.sdpa))
     print("TWIN torch=%s workload=%s windows=%d vocab=%d steps=%d first_loss=%.6f last_loss=%.6f" %
           (version, a.workload, n_train, vocab, len(losses), losses[0], losses[-1]))
     return 0

@@ -2,8 +2,9 @@
 # The CUDA backend's checks and measurements in one run, for a machine with a GPU (a bundle
 # from scripts/bundle.sh --with-tests carries the build there; no package is installed):
 #  1. the GPU, its driver, and `mxbench info`;
-#  2. the gpu-labelled tests: test_cuda_ops (every op against the CPU backend) and
-#     test_cuda_train (20 steps against the CPU, logical devices, AMP accuracy);
+#  2. the gpu-labelled tests: test_cuda_ops (every op against the CPU backend), test_cuda_seq
+#     (the transformer's ops, AdamW, sumsq, the language model's loss against the CPU's) and
+#     test_cuda_train (20 steps against the CPU, logical devices, AMP accuracy, gpt-mini);
 #  3. the large-GEMM ceiling through the backend (bench/gpu_gemm_ceiling: f32, TF32, bf16, fp16);
 #  4. resnet18 on Fashion-MNIST, batch 256, lr 0.1, --epochs E: mxbench --device cuda next to
 #     PyTorch eager (bench/torch_gpu_epoch.py, the same model, recipe and data) in f32, TF32,
@@ -11,13 +12,25 @@
 #  5. a sweep --gpus 1,2 --oversubscribe (lenet, one epoch), recorded as not a scaling result;
 #  6. resnet18 for 40 steps with --record and --trace: the phases on the device's clock (OUT/phases.h5);
 #  7. with --long-epochs N: resnet18 in f32 for N epochs, mxbench then PyTorch (accuracy after
-#     a real training, seconds per epoch once warm).
-# --parts 1,2,... runs only those parts (default 1-6).
+#     a real training, seconds per epoch once warm);
+#  8. gpt2-124m at context 1024 under --amp bf16, batch --gpt-batch B (default 8), --gpt-steps S
+#     (default 30, the first 5 left out of the timing), AdamW with --clip-norm 1 on synthetic
+#     tokens: mxbench train --device cuda next to bench/torch_gpt.py (the same model in PyTorch,
+#     bf16 autocast, flash attention through SDPA) in ROUNDS interleaved rounds; tokens/s and
+#     MFU for each: FLOPs per token as mxbench counts them (its GFLOP/s over its tokens/s), over
+#     --peak-tflops P (default: the GPU's dense bf16 datasheet figure, 989 for H100 and H200,
+#     312 for A100; other GPUs need the option). Needs PyTorch with CUDA for its half.
+# --parts 1,2,... runs only those parts (default 1-6 and 8). With a few minutes of GPU time:
+# --parts 2,8 --rounds 1 (the tests, then one round of the GPT comparison: about 6 minutes).
 # Every command has a time limit so that one hang costs only its own step; the log is OUT/log.
-# usage: scripts/bench-gpu.sh [--bundle DIR] [--data DIR] [--epochs E] [--rounds R] [--long-epochs N] [--parts LIST] OUT
+# usage: scripts/bench-gpu.sh [--bundle DIR] [--data DIR] [--epochs E] [--rounds R] [--long-epochs N] [--parts LIST]
+#                             [--gpt-batch B] [--gpt-steps S] [--peak-tflops P] OUT
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
-B=$here/bundle data=/usr/share/datasets/fashion-mnist epochs=1 rounds=2 long=0 parts=1,2,3,4,5,6 out=
+B=$here/bundle data=/usr/share/datasets/fashion-mnist epochs=1 rounds=2 long=0 parts=1,2,3,4,5,6,8 out=
+gpt_batch=8 gpt_steps=30 peak=
+isnum() { [[ $2 =~ ^[0-9]+([.][0-9]+)?$ ]] && [ "$(awk -v v="$2" 'BEGIN { print (v > 0) }')" = 1 ] ||
+    { echo "bench-gpu.sh: $1 '$2': accepted a number above 0" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
     case $1 in
         --bundle) B=${2:?}; shift 2 ;;
@@ -26,6 +39,11 @@ while [ $# -gt 0 ]; do
         --rounds) rounds=${2:?}; shift 2 ;;
         --long-epochs) long=${2:?}; shift 2 ;;
         --parts) parts=${2:?}; shift 2 ;;
+        --gpt-batch) gpt_batch=${2:?}; isnum "$1" "$2"; shift 2 ;;
+        --gpt-steps) gpt_steps=${2:?}; isnum "$1" "$2"; [ "$gpt_steps" -gt 5 ] 2>/dev/null ||
+            { echo "bench-gpu.sh: --gpt-steps '$gpt_steps': accepted a whole number above 5 (5 warm-up steps)" >&2; exit 2; }
+            shift 2 ;;
+        --peak-tflops) peak=${2:?}; isnum "$1" "$2"; shift 2 ;;
         -h|--help) sed -n '2,/^# usage/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "bench-gpu.sh: unknown option '$1'" >&2; exit 2 ;;
         *) out=$1; shift ;;
@@ -54,6 +72,8 @@ if part 2; then
 step "2. tests"
 timeout 180 "$B/bin/test_cuda_ops"
 echo "test_cuda_ops: exit $?"
+timeout 120 "$B/bin/test_cuda_seq"
+echo "test_cuda_seq: exit $?"
 MXBENCH_DATA=$data timeout 300 bash "$B/bin/test_cuda_train.sh" "$MX" "$here" "$B/bin"
 echo "test_cuda_train: exit $?"
 fi
@@ -104,5 +124,41 @@ timeout 400 "$MX" train --device cuda --workload resnet18 --data "$data" --batch
     grep -v '^mxbench: ' | sed 's/^/MX f32 long: /'
 timeout 400 python3 "$here/bench/torch_gpu_epoch.py" --data "$data" --batch 256 --lr 0.1 --epochs "$long" 2>&1 |
     sed 's/^/TORCH f32 long: /'
+fi
+if part 8; then
+step "8. gpt2-124m, context 1024, bf16, batch $gpt_batch, $gpt_steps steps, $rounds round(s)"
+if [ -z "$peak" ]; then
+    case $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) in
+        *H100* | *H200* | *GH200*) peak=989 ;;
+        *A100*) peak=312 ;;
+        *) echo "part 8: no datasheet peak for this GPU: MFU needs --peak-tflops" ;;
+    esac
+fi
+fpt= # FLOPs per token, mxbench's count, from its first run
+gpt_one() { # gpt_one FRAMEWORK ROUND
+    local line tps
+    if [ "$1" = mxbench ]; then
+        line=$(timeout 300 "$MX" train --device cuda --workload gpt2-124m --dataset synthetic --amp bf16 \
+            --batch "$gpt_batch" --steps "$gpt_steps" --warmup-steps 5 --optimizer adamw --lr 3e-4 --clip-norm 1 \
+            2>&1 | grep -v '^mxbench: ' | tail -1)
+        echo "MX gpt2-124m r$2: $line"
+        tps=$(sed -n 's/.* \([0-9.]*\) tokens\/s.*/\1/p' <<<"$line")
+        local gf
+        gf=$(sed -n 's/.* tokens\/s, \([0-9.]*\) GFLOP\/s.*/\1/p' <<<"$line")
+        [ -z "$fpt" ] && [ -n "$tps" ] && [ -n "$gf" ] && fpt=$(awk -v g="$gf" -v t="$tps" 'BEGIN { print g * 1e9 / t }')
+    else
+        line=$(timeout 300 python3 "$here/bench/torch_gpt.py" --device cuda --workload gpt2-124m --data synthetic \
+            --amp bf16 --sdpa flash --batch "$gpt_batch" --steps "$gpt_steps" --warmup 5 --optimizer adamw --lr 3e-4 \
+            --clip-norm 1 --measure 2>&1 | tail -2 | grep '^GPTPEER')
+        echo "TORCH gpt2-124m r$2: ${line:-no GPTPEER line (PyTorch with CUDA missing, or the run failed)}"
+        tps=$(sed -n 's/.*tokens_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
+    fi
+    [ -n "$tps" ] && [ -n "$fpt" ] && [ -n "$peak" ] &&
+        awk -v f="$1" -v t="$tps" -v p="$fpt" -v k="$peak" -v r="$2" \
+            'BEGIN { printf "GPT %s r%s: %.0f tokens/s, MFU %.1f%% (%.3g FLOPs/token of %g TFLOP/s bf16)\n", f, r, t, 100 * t * p / (k * 1e12), p, k }'
+}
+for ((r = 0; r < rounds; r++)); do
+    if ((r % 2)); then gpt_one torch "$r"; gpt_one mxbench "$r"; else gpt_one mxbench "$r"; gpt_one torch "$r"; fi
+done
 fi
 step "done"

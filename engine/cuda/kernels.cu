@@ -11,20 +11,7 @@
 
 namespace {
 
-const int THREADS = 256;
-
-/* Enough blocks to cover n with a grid-stride loop, capped so huge tensors reuse threads. */
-unsigned blocks_for(size_t n)
-{
-    size_t b = (n + THREADS - 1) / THREADS;
-    if (b > 65535u * 4u) b = 65535u * 4u;
-    return b ? (unsigned)b : 1u;
-}
-
-int launched() { return (int)cudaGetLastError(); }
-
-#define GRID_STRIDE(i, n) \
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+#include "kernels_common.cuh"
 
 __global__ void bias_fwd(size_t total, int c, int inner, float *y, const float *b)
 {

@@ -10,15 +10,7 @@
 
 namespace {
 
-const int THREADS = 256;
-
-int launched() { return (int)cudaGetLastError(); }
-
-__device__ float warp_sum(float s)
-{
-    for (int w = 16; w > 0; w /= 2) s += __shfl_xor_sync(0xffffffffu, s, w);
-    return s;
-}
+#include "kernels_common.cuh"
 
 __device__ float warp_max(float m)
 {

@@ -13,25 +13,7 @@
 
 namespace {
 
-const int THREADS = 256;
-
-unsigned blocks_for(size_t n)
-{
-    size_t b = (n + THREADS - 1) / THREADS;
-    if (b > 65535u * 4u) b = 65535u * 4u;
-    return b ? (unsigned)b : 1u;
-}
-
-int launched() { return (int)cudaGetLastError(); }
-
-#define GRID_STRIDE(i, n) \
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
-
-__device__ float warp_sum(float s)
-{
-    for (int w = 16; w > 0; w /= 2) s += __shfl_xor_sync(0xffffffffu, s, w);
-    return s;
-}
+#include "kernels_common.cuh"
 
 /* ---- embedding */
 

@@ -332,8 +332,9 @@ def run(a):
     return torch.__version__, n_train, vocab, times, losses
 
 
-def main():
-    ap = argparse.ArgumentParser(description="mxbench's GPT workloads in PyTorch: parity runs and timing")
+def add_run_args(ap):
+    """The options of a training run that this twin and its distributed peers
+    (torch_gpt_dist.py) share: the workload, data, initial weights, length and optimizer."""
     ap.add_argument("--workload", choices=sorted(SIZES), default="gpt-mini")
     ap.add_argument("--data", default=DEFAULT_TEXT, help="token or text file (default %(default)s)")
     ap.add_argument("--init", help="initial weights (mxbench train --save-init); default GPT-2's initialisation")
@@ -347,9 +348,14 @@ def main():
     ap.add_argument("--beta1", type=float, default=0.9)
     ap.add_argument("--beta2", type=float, default=0.999)
     ap.add_argument("--eps", type=float, default=1e-8)
-    ap.add_argument("--clip-norm", type=float, default=0.0)
     ap.add_argument("--lr-schedule", choices=("constant", "cosine"), default="cosine")
     ap.add_argument("--seed", type=int, default=1, help="mxbench's --seed: the order of the batches")
+
+
+def main():
+    ap = argparse.ArgumentParser(description="mxbench's GPT workloads in PyTorch: parity runs and timing")
+    add_run_args(ap)
+    ap.add_argument("--clip-norm", type=float, default=0.0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--amp", choices=("off", "bf16"), default="off", help="bf16: forward under autocast")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the model trains")

@@ -9,31 +9,13 @@
 #include "engine/cuda/cuda.h"
 #include "base/status.h"
 
+#define CUDA_CHECK_SEED 88172645463325252ull
+#include "tests/cuda_check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-static mx_backend *cpu, *gpu;
-
-#define CHECK(cond, ...)                            \
-    do {                                            \
-        if (!(cond)) {                              \
-            failures++;                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                    \
-            printf("\n");                           \
-        }                                           \
-    } while (0)
-
-static unsigned long long rng = 88172645463325252ull;
-static float uniform(void) /* in [-1, 1], never exactly 0 */
-{
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    float v = (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
-    return v == 0 ? 0.5f : v;
-}
 
 /* x rounded to values of type t, in place (AMP's operands are such values) */
 static void round_all(mx_dtype t, float *x, size_t n)
@@ -47,43 +29,6 @@ static float *host_random(size_t n)
     float *h = malloc(sizeof(float) * (n ? n : 1));
     for (size_t i = 0; i < n; i++) h[i] = uniform();
     return h;
-}
-
-/* A device copy of host values (bytes), and a poisoned device buffer of n bytes. */
-static void *up(const void *h, size_t bytes)
-{
-    void *d = gpu->ops->alloc(gpu, bytes ? bytes : 4);
-    gpu->ops->copy(gpu, d, h, bytes, MX_COPY_H2D);
-    return d;
-}
-
-static void *poisoned(size_t bytes)
-{
-    unsigned char *h = malloc(bytes ? bytes : 4);
-    memset(h, 0xff, bytes ? bytes : 4); /* NaN as f32, f16 and bf16 */
-    void *d = up(h, bytes);
-    free(h);
-    return d;
-}
-
-static float *down(const void *d, size_t bytes)
-{
-    float *h = malloc(bytes ? bytes : 4);
-    gpu->ops->copy(gpu, h, d, bytes, MX_COPY_D2H);
-    return h;
-}
-
-/* max |got - want| / max |want|, NaN when got holds a NaN the reference does not */
-static double rel_err(const float *got, const float *want, size_t n)
-{
-    double diff = 0, mag = 1e-30;
-    for (size_t i = 0; i < n; i++) {
-        if (isnan(got[i]) != isnan(want[i])) return NAN;
-        if (isnan(want[i])) continue;
-        diff = fmax(diff, fabs((double)got[i] - want[i]));
-        mag = fmax(mag, fabs((double)want[i]));
-    }
-    return diff / mag;
 }
 
 /* The device buffer d (n floats) against the host reference ref. */
@@ -368,7 +313,6 @@ static void test_more(void)
     CHECK(rc < 0 && strstr(mx_last_error(), "gemm_ex"), "a refused gemm_ex surfaces at sync: %d %s", rc,
           mx_last_error());
 }
-
 
 int main(void)
 {

@@ -16,31 +16,13 @@
 #include "engine/cuda/cuda.h"
 #include "base/status.h"
 
+#define CUDA_CHECK_SEED 0x9e3779b97f4a7c15ull
+#include "tests/cuda_check.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-static mx_backend *cpu, *gpu;
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            failures++;                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-        }                                               \
-    } while (0)
-
-static unsigned long long rng = 0x9e3779b97f4a7c15ull;
-static float uniform(void) /* in [-1, 1], never exactly 0 */
-{
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    float v = (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
-    return v == 0 ? 0.5f : v;
-}
 
 static float *host_random(size_t n, float scale)
 {
@@ -54,46 +36,6 @@ static float *host_copy(const float *x, size_t n)
     float *h = malloc(sizeof(float) * (n ? n : 1));
     memcpy(h, x, sizeof(float) * n);
     return h;
-}
-
-static void *up_on(mx_backend *be, const void *h, size_t bytes)
-{
-    void *d = be->ops->alloc(be, bytes ? bytes : 4);
-    be->ops->copy(be, d, h, bytes, MX_COPY_H2D);
-    return d;
-}
-
-static void *up(const void *h, size_t bytes) { return up_on(gpu, h, bytes); }
-
-static void *poisoned_on(mx_backend *be, size_t bytes)
-{
-    unsigned char *h = malloc(bytes ? bytes : 4);
-    memset(h, 0xff, bytes ? bytes : 4); /* NaN as f32 */
-    void *d = up_on(be, h, bytes);
-    free(h);
-    return d;
-}
-
-static void *poisoned(size_t bytes) { return poisoned_on(gpu, bytes); }
-
-static float *down_on(mx_backend *be, const void *d, size_t bytes)
-{
-    float *h = malloc(bytes ? bytes : 4);
-    be->ops->copy(be, h, d, bytes, MX_COPY_D2H);
-    return h;
-}
-
-/* max |got - want| / max |want|, NaN when got holds a NaN the reference does not */
-static double rel_err(const float *got, const float *want, size_t n)
-{
-    double diff = 0, mag = 1e-30;
-    for (size_t i = 0; i < n; i++) {
-        if (isnan(got[i]) != isnan(want[i])) return NAN;
-        if (isnan(want[i])) continue;
-        diff = fmax(diff, fabs((double)got[i] - want[i]));
-        mag = fmax(mag, fabs((double)want[i]));
-    }
-    return diff / mag;
 }
 
 static void expect_on(mx_backend *be, const char *what, const void *d, const float *ref, size_t n, double tol)

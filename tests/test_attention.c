@@ -6,12 +6,16 @@
  * finite differences of the input gradient through a net (the checking rule of
  * tests/gradcheck.h); causality (changing row t's q, k and v leaves the outputs of rows before
  * t unchanged, bit for bit); results independent of the thread count; and the setups it
- * refuses. */
+ * refuses. Under AMP bf16's math on a CPU with avx512_bf16 (heads a multiple of 32 wide), the
+ * bf16 kernels against the same reference on the inputs rounded to bf16, on shapes that end
+ * blocks and tiles on odd positions, and the same bits on 1 and 2 threads. */
 #include "check.h"
 #include "gradcheck.h"
 #include "engine/core/backends.h"
 #include "engine/core/net.h"
 #include "engine/cpu/cpu.h"
+#include "engine/cpu/kernels.h"
+#include "engine/backend/dtype.h"
 #include "base/status.h"
 
 #include <math.h>
@@ -149,6 +153,46 @@ static void check_kernels(shape s)
     free(qkv), free(dout), free(out), free(lse), free(dqkv), free(rout), free(rlse), free(rdqkv);
 }
 
+/* The bf16 forms (engine/cpu/attention_bf16.c): every product's operands rounded to bf16 and
+ * summed in f32, so against the double reference on the inputs rounded to bf16 they are off by
+ * the roundings of P, dS and dO (8 bits each): out within 1e-2, dqkv within 3e-2 (relative to
+ * max(1, |x|)); lse comes from exact products of the rounded inputs summed in f32: 1e-5. */
+static void check_bf16(shape s)
+{
+    const size_t ni = in_count(s), no = out_count(s), nl = (size_t)s.n * s.heads * s.t;
+    float *qkv = malloc(sizeof(float) * ni), *dout = malloc(sizeof(float) * no), *r16 = malloc(sizeof(float) * ni);
+    float *out = malloc(sizeof(float) * no), *lse = malloc(sizeof(float) * nl), *dqkv = malloc(sizeof(float) * ni);
+    float *rout = malloc(sizeof(float) * no), *rlse = malloc(sizeof(float) * nl), *rdqkv = malloc(sizeof(float) * ni);
+    check_fill(qkv, ni, &seed);
+    for (size_t i = 0; i < ni; i++) qkv[i] *= 2, r16[i] = mx_bf16_to_f32(mx_f32_to_bf16(qkv[i]));
+    check_fill(dout, no, &seed);
+    be->math = MX_BF16;
+    be->ops->attention_forward(be, s.n, s.t, s.heads, s.hs, out, lse, qkv);
+    be->ops->attention_backward(be, s.n, s.t, s.heads, s.hs, dqkv, dout, qkv, out, lse);
+    be->math = MX_F32;
+    ref_forward(s, r16, rout, rlse);
+    ref_backward(s, r16, dout, rdqkv);
+    const double eo = max_err(out, rout, no), el = max_err(lse, rlse, nl), eg = max_err(dqkv, rdqkv, ni);
+    CHECK(eo <= 1e-2 && el <= 1e-5 && eg <= 3e-2,
+          "bf16 n %d T %d H %d hs %d: out off by %.2g (<= 1e-2), lse by %.2g (<= 1e-5), dqkv by %.2g (<= 3e-2)", s.n,
+          s.t, s.heads, s.hs, eo, el, eg);
+    mx_backend *be2;
+    if (mx_backend_create(&be2, "cpu", 1, 2) == MX_OK) {
+        float *out2 = malloc(sizeof(float) * no), *lse2 = malloc(sizeof(float) * nl);
+        float *dqkv2 = malloc(sizeof(float) * ni);
+        be2->math = MX_BF16;
+        be2->ops->attention_forward(be2, s.n, s.t, s.heads, s.hs, out2, lse2, qkv);
+        be2->ops->attention_backward(be2, s.n, s.t, s.heads, s.hs, dqkv2, dout, qkv, out2, lse2);
+        CHECK(!memcmp(out, out2, sizeof(float) * no) && !memcmp(lse, lse2, sizeof(float) * nl) &&
+                  !memcmp(dqkv, dqkv2, sizeof(float) * ni),
+              "bf16 T %d H %d hs %d: 2 threads give other bits than 1", s.t, s.heads, s.hs);
+        free(out2), free(lse2), free(dqkv2);
+        mx_backend_destroy(be2);
+    }
+    printf("bf16 n %d T %-3d H %d hs %-3d   out %.1e lse %.1e dqkv %.1e\n", s.n, s.t, s.heads, s.hs, eo, el, eg);
+    free(qkv), free(dout), free(r16), free(out), free(lse), free(dqkv), free(rout), free(rlse), free(rdqkv);
+}
+
 /* Rows before t keep their outputs, bit for bit, when row t's q, k and v change; row t's change. */
 static void check_causal(shape s, int t)
 {
@@ -222,6 +266,16 @@ int main(void)
                             /* GPT-2's head size, and one taking every column path of the kernels (64, 16, 1) */
                             {1, 200, 2, 64}, {1, 67, 2, 84}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) check_kernels(shapes[i]);
+    if (mx_cpu_bf16_native()) {
+        /* odd lengths end blocks of queries and tiles of keys on odd positions (a pair's second
+         * position is padding), 4-row groups past the last key; 256: gpt-bench's; heads of 32
+         * (gpt-mini's) and 96 take the 32-column sums */
+        const shape b16[] = {{2, 1, 1, 64}, {1, 67, 2, 64}, {2, 99, 1, 128}, {1, 130, 3, 64}, {1, 256, 1, 64},
+                             {2, 67, 2, 32}, {1, 33, 1, 96}};
+        for (size_t i = 0; i < sizeof b16 / sizeof *b16; i++) check_bf16(b16[i]);
+    } else {
+        printf("bf16 kernels: skipped, this CPU lacks avx512_bf16 (or MXBENCH_BF16=emulate)\n");
+    }
     check_causal((shape){2, 67, 3, 8}, 40);
     check_causal((shape){1, 67, 1, 4}, 64);
     check_causal((shape){1, 5, 3, 4}, 1);

@@ -15,6 +15,7 @@
  * arrays (the score tile, four query rows at a time, stays in registers while it sums over the
  * head's dimensions), products fused (fmaf) where the target has FMA, and exp as a polynomial
  * (libm's expf does not vectorise). */
+#include "attention_tiles.h"
 #include "kernels.h"
 
 #include <omp.h>
@@ -30,8 +31,8 @@
 #endif
 
 enum {
-    BQ = 32, /* query rows a block: a multiple of 4 (the score tile takes four at a time) */
-    BK = 64, /* keys a tile: a multiple of BQ, so that every row of a block has a key in every tile */
+    BQ = MX_ATT_BQ, /* query rows a block: a multiple of 4 (the score tile takes four at a time) */
+    BK = MX_ATT_BK, /* keys a tile: a multiple of BQ, so that every row of a block has a key in every tile */
     LANES = 16
 };
 
@@ -69,6 +70,10 @@ static inline float exp_shifted(float x)
  * scores, bit for bit. */
 static void tile_product(float *restrict s, const float *restrict a, const float *restrict bt, size_t ldb, int hs)
 {
+    if (mx_cpu_gemm_own()) {
+        mx_att_tile_product_f32(s, a, bt, ldb, hs);
+        return;
+    }
     for (int r = 0; r < BQ; r += 4) {
         float acc0[BK] = {0}, acc1[BK] = {0}, acc2[BK] = {0}, acc3[BK] = {0};
         const float *a0 = a + (size_t)r * hs, *a1 = a0 + hs, *a2 = a1 + hs, *a3 = a2 + hs;
@@ -134,12 +139,13 @@ static void row_accumulate(float *restrict o, int len, const float *restrict p, 
 static void tile_accumulate(float *restrict o, size_t ors, int nr, int hs, const float *restrict p, size_t prs,
                             size_t pks, int kn, int lo, int hi, const float *restrict v, size_t vs)
 {
+    const int own = mx_cpu_gemm_own();
     int i = 0;
     for (; i + 4 <= nr; i += 4) {
         const int ka = i + lo > 0 ? i + lo : 0, kb = i + 3 + hi < kn ? i + 3 + hi : kn;
         float *o0 = o + i * ors, *o1 = o0 + ors, *o2 = o1 + ors, *o3 = o2 + ors;
         const float *p0 = p + i * prs, *p1 = p0 + prs, *p2 = p1 + prs, *p3 = p2 + prs;
-        int d = 0;
+        int d = own ? mx_att_accumulate4_f32(o0, ors, hs, p0, prs, pks, ka, kb, v, vs) : 0;
         for (; d + 64 <= hs; d += 64) {
             float a0[64], a1[64], a2[64], a3[64];
             memcpy(a0, o0 + d, sizeof a0), memcpy(a1, o1 + d, sizeof a1);
@@ -258,6 +264,37 @@ static float dot(const float *restrict a, const float *restrict b, int len)
     return s;
 }
 
+void mx_att_softmax_tile(float *s, int nq, int i0, int j0, int nk, float *m, float *l, float *acc, int hs)
+{
+    for (int r = 0; r < nq; r++) {
+        const int lim = i0 + r - j0 + 1 < nk ? i0 + r - j0 + 1 : nk; /* keys j0 .. i0 + r */
+        float *sr = s + (size_t)r * BK;
+        for (int c = lim; c < BK; c++) sr[c] = -INFINITY;
+        const float mt = tile_max(sr), mnew = mt > m[r] ? mt : m[r];
+        for (int c = 0; c < BK; c++) sr[c] = exp_shifted(sr[c] - mnew);
+        const float alpha = exp_shifted(m[r] - mnew); /* 0 on the first tile (m = -inf) */
+        l[r] = l[r] * alpha + tile_sum(sr);
+        m[r] = mnew;
+        float *ar = acc + (size_t)r * hs;
+        if (alpha != 1.0f)
+            for (int d = 0; d < hs; d++) ar[d] *= alpha;
+    }
+}
+
+void mx_att_probs_tile(float *p, float *dp, int nq, int i0, int j0, int nk, const float *lse, const float *dd)
+{
+    for (int r = 0; r < nq; r++) {
+        const int lim = i0 + r - j0 + 1 < nk ? i0 + r - j0 + 1 : nk;
+        float *pr = p + (size_t)r * BK, *dr = dp + (size_t)r * BK;
+        for (int c = lim; c < BK; c++) pr[c] = -INFINITY;
+        for (int c = 0; c < BK; c++) {
+            const float pc = exp_shifted(pr[c] - lse[r]);
+            pr[c] = pc;
+            dr[c] = pc * (dr[c] - dd[r]);
+        }
+    }
+}
+
 /* Floats of one thread's workspace, each part a whole number of cache lines. */
 static size_t part(size_t floats) { return (floats + 15) / 16 * 16; }
 static size_t fwd_floats(int t, int hs)
@@ -266,7 +303,7 @@ static size_t fwd_floats(int t, int hs)
 }
 static size_t bwd_floats(int t, int hs)
 {
-    return 3 * part((size_t)BQ * hs) + 2 * part(hs * padded_t(t)) + 2 * part(BQ * BK) + 2 * part(BQ);
+    return 3 * part((size_t)BQ * hs) + 2 * part(hs * padded_t(t)) + 2 * part(BQ * BK) + part(BQ);
 }
 
 /* Threads for n*heads pairs of t x t x hs work: one below the size where forking costs more. */
@@ -294,19 +331,7 @@ static void forward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t out
         for (int j0 = 0; j0 < i1; j0 += BK) {
             const int nk = i1 - j0 < BK ? i1 - j0 : BK;
             tile_product(s, qs, kt + j0, ld, hs);
-            for (int r = 0; r < nq; r++) {
-                const int lim = i0 + r - j0 + 1 < nk ? i0 + r - j0 + 1 : nk; /* keys j0 .. i0 + r */
-                float *sr = s + (size_t)r * BK;
-                for (int c = lim; c < BK; c++) sr[c] = -INFINITY;
-                const float mt = tile_max(sr), mnew = mt > m[r] ? mt : m[r];
-                for (int c = 0; c < BK; c++) sr[c] = exp_shifted(sr[c] - mnew);
-                const float alpha = exp_shifted(m[r] - mnew); /* 0 on the first tile (m = -inf) */
-                l[r] = l[r] * alpha + tile_sum(sr);
-                m[r] = mnew;
-                float *ar = acc + (size_t)r * hs;
-                if (alpha != 1.0f)
-                    for (int d = 0; d < hs; d++) ar[d] *= alpha;
-            }
+            mx_att_softmax_tile(s, nq, i0, j0, nk, m, l, acc, hs);
             /* row r's keys j0 .. i0 + r */
             tile_accumulate(acc, hs, nq, hs, s, BK, 1, nk, -BK, i0 - j0 + 1, v + j0 * qkv_stride, qkv_stride);
         }
@@ -318,19 +343,47 @@ static void forward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t out
     }
 }
 
+/* The forms of a pair's work: f32, or AMP bf16's on the CPU's bf16 dot products
+ * (attention_bf16.c) where the device's math is bf16, the CPU has them and heads are a multiple
+ * of 32 wide (the products' vectors hold 16 pairs). */
+typedef void (*forward_fn)(float *ws, int t, int hs, size_t qkv_stride, size_t out_stride, float *o, float *lse,
+                           const float *q, const float *k, const float *v);
+typedef void (*backward_fn)(float *ws, int t, int hs, size_t qkv_stride, size_t out_stride, float *dq, float *dk,
+                            float *dv, const float *dout, const float *o, const float *lse, const float *q,
+                            const float *k, const float *v);
+typedef struct {
+    size_t (*fwd_floats)(int t, int hs);
+    forward_fn forward;
+    size_t (*bwd_floats)(int t, int hs);
+    backward_fn backward;
+} pair_form;
+
+static void backward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t out_stride, float *dq, float *dk,
+                          float *dv, const float *dout, const float *o, const float *lse, const float *q,
+                          const float *k, const float *v);
+static const pair_form form_f32 = {fwd_floats, forward_pair, bwd_floats, backward_pair},
+                       form_bf16 = {mx_att_bf16_fwd_floats, mx_att_forward_pair_bf16, mx_att_bf16_bwd_floats,
+                                    mx_att_backward_pair_bf16};
+
+static const pair_form *form_of(const mx_backend *be, int hs)
+{
+    return be->math == MX_BF16 && hs % 32 == 0 && mx_cpu_bf16_native() ? &form_bf16 : &form_f32;
+}
+
 void mx_cpu_attention_forward(mx_backend *be, int n, int t, int heads, int hs, float *out, float *lse,
                               const float *qkv)
 {
+    const pair_form *f = form_of(be, hs);
     const int pairs = n * heads, T = pair_team(be, pairs, t, hs);
-    const size_t c = (size_t)heads * hs, per = fwd_floats(t, hs);
+    const size_t c = (size_t)heads * hs, per = f->fwd_floats(t, hs);
     float *ws = mx_backend_scratch(be, sizeof(float) * per * T);
     if (!ws) return;
 #pragma omp parallel for num_threads(T) schedule(static)
     for (int p = 0; p < pairs; p++) {
         const int b = p / heads, h = p % heads;
         const float *q = qkv + (size_t)b * t * 3 * c + (size_t)h * hs;
-        forward_pair(ws + per * omp_get_thread_num(), t, hs, 3 * c, c, out + (size_t)b * t * c + (size_t)h * hs,
-                     lse ? lse + (size_t)p * t : NULL, q, q + c, q + 2 * c);
+        f->forward(ws + per * omp_get_thread_num(), t, hs, 3 * c, c, out + (size_t)b * t * c + (size_t)h * hs,
+                   lse ? lse + (size_t)p * t : NULL, q, q + c, q + 2 * c);
     }
 }
 
@@ -344,7 +397,7 @@ static void backward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t ou
 {
     float *qs = ws, *dob = qs + part((size_t)BQ * hs), *dqa = dob + part((size_t)BQ * hs);
     float *kt = dqa + part((size_t)BQ * hs), *vt = kt + part(hs * padded_t(t)), *pt = vt + part(hs * padded_t(t));
-    float *ds = pt + part(BQ * BK), *dd = ds + part(BQ * BK), *lr = dd + part(BQ);
+    float *ds = pt + part(BQ * BK), *dd = ds + part(BQ * BK);
     const float scale = 1.0f / sqrtf((float)hs);
     const size_t ld = padded_t(t);
     load_transposed(kt, k, qkv_stride, t, hs);
@@ -358,24 +411,12 @@ static void backward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t ou
         load_rows(qs, q + i0 * qkv_stride, qkv_stride, nq, hs, scale);
         load_rows(dob, dout + i0 * out_stride, out_stride, nq, hs, 1.0f);
         memset(dqa, 0, sizeof(float) * (size_t)BQ * hs);
-        for (int r = 0; r < nq; r++) {
-            dd[r] = dot(dob + (size_t)r * hs, o + (i0 + r) * out_stride, hs);
-            lr[r] = lse[i0 + r];
-        }
+        for (int r = 0; r < nq; r++) dd[r] = dot(dob + (size_t)r * hs, o + (i0 + r) * out_stride, hs);
         for (int j0 = 0; j0 < i1; j0 += BK) {
             const int nk = i1 - j0 < BK ? i1 - j0 : BK;
             tile_product(pt, qs, kt + j0, ld, hs);
             tile_product(ds, dob, vt + j0, ld, hs);
-            for (int r = 0; r < nq; r++) {
-                const int lim = i0 + r - j0 + 1 < nk ? i0 + r - j0 + 1 : nk;
-                float *pr = pt + (size_t)r * BK, *dr = ds + (size_t)r * BK;
-                for (int c = lim; c < BK; c++) pr[c] = -INFINITY;
-                for (int c = 0; c < BK; c++) {
-                    const float p = exp_shifted(pr[c] - lr[r]);
-                    pr[c] = p;
-                    dr[c] = p * (dr[c] - dd[r]);
-                }
-            }
+            mx_att_probs_tile(pt, ds, nq, i0, j0, nk, lse + i0, dd);
             /* query row r's keys j0 .. i0 + r; key j0 + c's rows from j0 + c - i0 */
             tile_accumulate(dqa, hs, nq, hs, ds, BK, 1, nk, -BK, i0 - j0 + 1, k + j0 * qkv_stride, qkv_stride);
             tile_accumulate(dv + j0 * qkv_stride, qkv_stride, nk, hs, pt, 1, BK, nq, j0 - i0, BQ, dob, hs);
@@ -389,8 +430,9 @@ static void backward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t ou
 void mx_cpu_attention_backward(mx_backend *be, int n, int t, int heads, int hs, float *dqkv, const float *dout,
                                const float *qkv, const float *out, const float *lse)
 {
+    const pair_form *f = form_of(be, hs);
     const int pairs = n * heads, T = pair_team(be, pairs, t, hs);
-    const size_t c = (size_t)heads * hs, per = bwd_floats(t, hs);
+    const size_t c = (size_t)heads * hs, per = f->bwd_floats(t, hs);
     float *ws = mx_backend_scratch(be, sizeof(float) * per * T);
     if (!ws) return;
 #pragma omp parallel for num_threads(T) schedule(static)
@@ -399,7 +441,7 @@ void mx_cpu_attention_backward(mx_backend *be, int n, int t, int heads, int hs, 
         const size_t in_at = (size_t)b * t * 3 * c + (size_t)h * hs, out_at = (size_t)b * t * c + (size_t)h * hs;
         const float *q = qkv + in_at;
         float *dq = dqkv + in_at;
-        backward_pair(ws + per * omp_get_thread_num(), t, hs, 3 * c, c, dq, dq + c, dq + 2 * c, dout + out_at,
-                      out + out_at, lse + (size_t)p * t, q, q + c, q + 2 * c);
+        f->backward(ws + per * omp_get_thread_num(), t, hs, 3 * c, c, dq, dq + c, dq + 2 * c, dout + out_at,
+                    out + out_at, lse + (size_t)p * t, q, q + c, q + 2 * c);
     }
 }

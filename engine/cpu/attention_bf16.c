@@ -41,8 +41,8 @@ static void pair_rows(uint32_t *dst, const float *x, size_t stride, int n, int p
 {
     for (int m = 0; m < pairs; m++) {
         const int r = 2 * m;
-        mx_att_words_of_rows(dst + (size_t)m * hs, r < n ? x + r * stride : NULL, r + 1 < n ? x + (r + 1) * stride : NULL,
-                             hs, 1.0f);
+        mx_att_words_of_rows(dst + (size_t)m * hs, r < n ? x + r * stride : NULL,
+                             r + 1 < n ? x + (r + 1) * stride : NULL, hs, 1.0f);
     }
 }
 

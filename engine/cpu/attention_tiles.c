@@ -191,7 +191,8 @@ MX_AVX512_TARGET void mx_att_words_of_row(uint32_t *restrict dst, const float *r
 {
     const __m512 sc = _mm512_set1_ps(scale);
     for (int i = 0; i + 32 <= n; i += 32) {
-        const __m512 lo = _mm512_mul_ps(_mm512_loadu_ps(x + i), sc), hi = _mm512_mul_ps(_mm512_loadu_ps(x + i + 16), sc);
+        const __m512 lo = _mm512_mul_ps(_mm512_loadu_ps(x + i), sc),
+                     hi = _mm512_mul_ps(_mm512_loadu_ps(x + i + 16), sc);
         _mm512_storeu_si512((void *)(dst + i / 2), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
     }
 }

@@ -46,6 +46,9 @@ def build(nn):
 
 def main():
     a = synthetic_steps.parse(__doc__, ("resnet18",))
+    if a.amp != "off":
+        sys.exit("mxnet_models: --amp %s: not run here (MXNet's bf16 AMP needs its contrib converter); "
+                 "accepted: off" % a.amp)
     os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
     import mxnet as mx
     from mxnet import autograd, gluon

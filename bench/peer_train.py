@@ -13,6 +13,8 @@
 #   timing     every step from its batch assembly until its loss is known; the throughput is
 #              the samples trained over the summed step times (mxbench's aggregate figure),
 #              evaluation left out; test accuracy after every epoch.
+#   --amp bf16 (PyTorch): forward, loss and evaluation under CPU autocast (bf16 convolutions
+#              and matrix products, f32 weights), the peer of mxbench's --amp bf16.
 # Optimizers differ in one detail: MXNet's SGD (as mxbench) folds the lr into the momentum
 # (m = 0.9 m - lr g; w += m), PyTorch's applies it after (b = 0.9 b + g; w -= lr b), which
 # differ only while the lr changes.
@@ -108,14 +110,15 @@ def run_torch(a, data):
             for g in opt.param_groups:
                 g["lr"] = lr_at(a.lr, epoch + at / n, a.epochs)
             opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x), y)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.amp == "bf16"):
+                loss = F.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
             loss.item()
             train_s += time.perf_counter() - t0
             samples += len(idx)
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.amp == "bf16"):
             correct = sum((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item()
                           for i in range(0, xte.shape[0], 1000))
         accs.append(correct / xte.shape[0])
@@ -184,7 +187,11 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--amp", choices=("off", "bf16"), default="off",
+                    help="bf16: forward, loss and evaluation under PyTorch's CPU autocast (torch only)")
     a = ap.parse_args()
+    if a.amp != "off" and a.framework != "torch":
+        sys.exit("peer_train: --amp %s: PyTorch only (--framework torch)" % a.amp)
     data = load(a.data)
     run = run_torch if a.framework == "torch" else run_mxnet
     version, accs, train_s, samples = run(a, data)

@@ -15,6 +15,8 @@ def parse(description, models):
     ap.add_argument("--warmup", type=int, default=3, help="untimed leading steps")
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--amp", choices=("off", "bf16"), default="off",
+                    help="bf16: forward and loss under the framework's CPU autocast (PyTorch only)")
     return ap.parse_args()
 
 

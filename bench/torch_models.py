@@ -1,6 +1,8 @@
 # PyTorch twins of mxbench's lenet and resnet18 (workloads/workloads.c), trained on synthetic
 # data with the same batch, optimizer and thread count, so scripts/bench.sh can put mxbench's
-# training throughput next to PyTorch's. Prints one parseable TORCH line with every step time.
+# training throughput next to PyTorch's; --amp bf16 runs forward and loss under CPU autocast
+# (bf16 matrix products and convolutions, f32 weights), as mxbench's --amp bf16. Prints one
+# parseable TORCH line with every step time.
 import sys
 
 import synthetic_steps
@@ -94,7 +96,8 @@ def main():
     def step(idx):
         x, y = images[idx], labels[idx]
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.amp == "bf16"):
+            loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         loss.item()  # the step ends when its loss is known

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mxbench against PyTorch and MXNet on the same training (figures, never pass/fail): lenet on
 # Fashion-MNIST with one recipe (bench/peer_train.py says it in full), resnet18's steps on
-# synthetic data (bench/torch_models.py, bench/mxnet_models.py), or a GPT workload's steps on
+# synthetic data (bench/torch_models.py, bench/mxnet_models.py), each in f32 and (--precisions
+# f32,bf16) under bf16 AMP against PyTorch's CPU autocast, or a GPT workload's steps on
 # text in f32 and bf16 against PyTorch (bench/torch_gpt.py, the same model, data and optimizer),
 # or a GPT workload split over 2 CPU workers by --strategy layer (tensor parallelism; PyTorch's
 # DTensor, bench/torch_gpt_tp.py) or --strategy model (a pipeline; torch.distributed.pipelining,
@@ -68,13 +69,16 @@ options:
   --batch N         batch (default 128 for lenet, 32 for resnet18, 8 for gpt-*)
   --threads N       threads of every framework (default $THREADS; per device with --strategy: 1)
   --frameworks L    comma list of torch, mxnet (default $FRAMEWORKS)
+  --precisions L    lenet, resnet18: comma list of f32, bf16 (default $PRECISIONS); bf16 adds mxbench
+                    --amp bf16 and PyTorch under CPU autocast (configs mxbench-bf16, torch-bf16),
+                    compared with each other, and mxbench's bf16 over its f32 within each round
   --install         pip-install the missing frameworks into out/bench/
   --build DIR       CMake build directory (default $BUILD)
   -h, --help        this text
 EOF2
 }
 
-WORKLOAD=lenet ROUNDS=3 EPOCHS=3 STEPS=20 BATCH="" THREADS=2 FRAMEWORKS=torch,mxnet INSTALL=0
+WORKLOAD=lenet ROUNDS=3 EPOCHS=3 STEPS=20 BATCH="" THREADS=2 FRAMEWORKS=torch,mxnet INSTALL=0 PRECISIONS=f32
 BUILD=out/bench-peers/build
 STRATEGY=one GPUS=2 SCHEDULES=1f1b,gpipe MICRO="" THREADS_SET=0
 # shellcheck source=scripts/bench-lib.sh
@@ -92,6 +96,7 @@ while (($#)); do
     --schedules) SCHEDULES=${2:?--schedules needs a list}; shift ;;
     --micro-batches) need_int --micro-batches "${2-}" 1; MICRO=$2; shift ;;
     --frameworks) FRAMEWORKS=${2:?--frameworks needs a list}; shift ;;
+    --precisions) PRECISIONS=${2:?--precisions needs a list}; shift ;;
     --install) INSTALL=1 ;;
     --build) BUILD=${2:?--build needs a directory}; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -144,6 +149,19 @@ for s in ${SCHEDULES//,/ }; do
     [[ $s == 1f1b || $s == gpipe ]] ||
         { echo "bench-peers.sh: --schedules: '$s' is not accepted; choose from 1f1b, gpipe" >&2; exit 2; }
 done
+BF16=0
+for p in ${PRECISIONS//,/ }; do
+    case $p in
+    f32) ;;
+    bf16) BF16=1 ;;
+    *) echo "bench-peers.sh: --precisions: '$p' is not accepted; choose from f32, bf16" >&2; exit 2 ;;
+    esac
+done
+[[ ,$PRECISIONS, == *,f32,* ]] ||
+    { echo "bench-peers.sh: --precisions $PRECISIONS: f32 is needed (bf16 is compared with it)" >&2; exit 2; }
+((BF16)) && ((GPT)) &&
+    { echo "bench-peers.sh: --precisions: gpt-* runs f32 and bf16 always; the option is for lenet and resnet18" >&2
+        exit 2; }
 
 bench_start bench-peers 0
 
@@ -177,8 +195,8 @@ for f in ${FRAMEWORKS//,/ }; do
     fi
 done
 if [[ $WORKLOAD == lenet ]]; then
-    echo "lenet, Fashion-MNIST, $EPOCHS epoch(s), batch $BATCH, $THREADS thread(s), cosine lr from 0.05;" \
-        "$ROUNDS round(s)"
+    echo "lenet, Fashion-MNIST, $EPOCHS epoch(s), batch $BATCH, $THREADS thread(s), cosine lr from 0.05," \
+        "${PRECISIONS//,/ and }; $ROUNDS round(s)"
 elif [[ $STRATEGY != one ]]; then
     echo "$WORKLOAD, --strategy $STRATEGY on $GPUS CPU workers of $THREADS thread(s), text as bytes, $STEPS timed" \
         "steps after 3, batch $BATCH, f32$([[ $STRATEGY == model ]] && echo ", $MICRO micro-batches"); $ROUNDS round(s)"
@@ -186,13 +204,15 @@ elif ((GPT)); then
     echo "$WORKLOAD, text as bytes, $STEPS timed steps after 3, batch $BATCH, $THREADS thread(s), f32 and bf16;" \
         "$ROUNDS round(s)"
 else
-    echo "resnet18, synthetic, $STEPS timed steps after 3, batch $BATCH, $THREADS thread(s), lr 0.01; $ROUNDS round(s)"
+    echo "resnet18, synthetic, $STEPS timed steps after 3, batch $BATCH, $THREADS thread(s), lr 0.01," \
+        "${PRECISIONS//,/ and }; $ROUNDS round(s)"
 fi
 declare -A PEER_SCRIPT=([torch]=bench/torch_models.py [mxnet]=bench/mxnet_models.py)
 
 # ---- the runs: one line per run in $TMP/<framework>: throughput, accuracy, load before
-run_one() { # framework
-    local f=$1 l line thr acc
+run_one() { # config: a framework, -bf16 for its AMP (lenet, resnet18)
+    local f=${1%-bf16} l line thr acc amp=off
+    [[ $1 == *-bf16 ]] && amp=bf16
     l=$(load1)
     if [[ $STRATEGY != one ]]; then
         run_gpt_parallel "$f" "$l"
@@ -202,25 +222,26 @@ run_one() { # framework
         return
     elif [[ $WORKLOAD == resnet18 && $f == mxbench ]]; then
         thr=$(train_throughput "$MX" --workload resnet18 --dataset synthetic --batch "$BATCH" --steps "$STEPS" \
-            --warmup-steps 3 --lr 0.01 --threads-per-device "$THREADS")
+            --warmup-steps 3 --lr 0.01 --threads-per-device "$THREADS" --amp "$amp")
     elif [[ $WORKLOAD == resnet18 ]]; then
         line=$(OMP_NUM_THREADS=$THREADS "${PY[$f]}" -W ignore "${PEER_SCRIPT[$f]}" --model resnet18 --batch "$BATCH" \
-            --threads "$THREADS" --steps "$STEPS" --warmup 3 --lr 0.01 2>>"$ERR" | grep -E '^(TORCH|MXNET)') || line=""
+            --threads "$THREADS" --steps "$STEPS" --warmup 3 --lr 0.01 --amp "$amp" 2>>"$ERR" |
+            grep -E '^(TORCH|MXNET)') || line=""
         thr=$(sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
     elif [[ $f == mxbench ]]; then
         line=$("$MX" train --workload lenet --epochs "$EPOCHS" --batch "$BATCH" --threads-per-device "$THREADS" \
-            --seed $((ROUND + 1)) --quiet 2>>"$ERR" | tail -1) || line=""
+            --seed $((ROUND + 1)) --amp "$amp" --quiet 2>>"$ERR" | tail -1) || line=""
         thr=$(sed -n 's/.* \([0-9.]*\) aggregate.*/\1/p' <<<"$line")
         acc=$(sed -n 's/.*test acc \([0-9.]*\).*/\1/p' <<<"$line")
     else
         line=$(OMP_NUM_THREADS=$THREADS "${PY[$f]}" -W ignore bench/peer_train.py --framework "$f" --epochs "$EPOCHS" \
-            --batch "$BATCH" --threads "$THREADS" --seed $((ROUND + 1)) 2>>"$ERR" | grep '^PEER') || line=""
+            --batch "$BATCH" --threads "$THREADS" --seed $((ROUND + 1)) --amp "$amp" 2>>"$ERR" | grep '^PEER') || line=""
         thr=$(sed -n 's/.*samples_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
         acc=$(sed -n 's/.*test_acc=\([0-9.]*\).*/\1/p' <<<"$line")
     fi
-    echo "${thr:-nan} ${acc:-nan} $l" >>"$TMP/$f"
-    printf 'round %d  %-8s %10s samples/s  test acc %s  (load %s)\n' $((ROUND + 1)) "$f" "$(fmt %.1f "${thr:-nan}")" \
-        "${acc:--}" "$l"
+    echo "${thr:-nan} ${acc:-nan} $l" >>"$TMP/$1"
+    printf 'round %d  %-13s %10s samples/s  test acc %s  (load %s)\n' $((ROUND + 1)) "$1" \
+        "$(fmt %.1f "${thr:-nan}")" "${acc:--}" "$l"
 }
 # ---- a GPT workload: one line per run in $TMP/<config>: tokens/s, load before; mxbench and
 # torch each in f32 and bf16 (config mxbench-bf16, torch-bf16)
@@ -300,6 +321,9 @@ run_gpt_parallel() { # config load
 }
 
 CONFIGS=(mxbench "${PEERS[@]}")
+# bf16: mxbench --amp bf16 and PyTorch's autocast (MXNet's bf16 AMP is not run here)
+((BF16)) && [[ " ${PEERS[*]} " == *" torch "* ]] && CONFIGS+=(mxbench-bf16 torch-bf16)
+((BF16)) && [[ " ${PEERS[*]} " != *" torch "* ]] && CONFIGS+=(mxbench-bf16)
 ((GPT)) && CONFIGS=(mxbench mxbench-bf16 "${PEERS[@]}" "${PEERS[@]/%/-bf16}")
 if [[ $STRATEGY == model ]]; then
     CONFIGS=()
@@ -338,17 +362,24 @@ echo
 # accuracy: the mean over the rounds (seeds) and its range
 acc_stats() { awk '$2 != "nan" {s += $2; n++; lo = n == 1 || $2 < lo ? $2 : lo; hi = n == 1 || $2 > hi ? $2 : hi}
     END {if (n) printf "%.4f [%.4f, %.4f]", s / n, lo, hi; else printf "-"}' "$1"; }
-printf '%-8s %12s %-26s | %-24s\n' framework "samples/s" "test acc (mean, range)" "mxbench/framework (range)"
+# per-round ratios of config a over config b into $TMP/r-NAME; prints "median [lo, hi]"
+round_ratio() { # a b name
+    paste -d' ' "$TMP/$1" "$TMP/$2" | awk '$1 != "nan" && $4 != "nan" && $4 > 0 {print $1 / $4}' >"$TMP/r-$3"
+    printf '%s %s' "$(fmt %.2f "$(med "$TMP/r-$3" 1)")" \
+        "$(sort -g "$TMP/r-$3" | awk 'NR == 1 {lo = $1} {hi = $1} END {if (NR) printf "[%.2f, %.2f]", lo, hi}')"
+}
+printf '%-13s %12s %-26s | %-24s\n' config "samples/s" "test acc (mean, range)" "mxbench/config (range)"
 for f in "${CONFIGS[@]}"; do
-    ratio=- range=
-    if [[ $f != mxbench ]]; then
-        paste -d' ' "$TMP/mxbench" "$TMP/$f" | awk '$1 != "nan" && $4 != "nan" && $4 > 0 {print $1 / $4}' >"$TMP/r-$f"
-        ratio=$(fmt %.2f "$(med "$TMP/r-$f" 1)")
-        range=$(sort -g "$TMP/r-$f" | awk 'NR == 1 {lo = $1} {hi = $1} END {if (NR) printf "[%.2f, %.2f]", lo, hi}')
-    fi
-    printf '%-8s %12s %-26s | %s %s\n' "$f" "$(fmt %.1f "$(med "$TMP/$f" 1)")" "$(acc_stats "$TMP/$f")" \
-        "$ratio" "$range"
+    ratio=-
+    mine=mxbench
+    [[ $f == *-bf16 ]] && mine=mxbench-bf16
+    [[ $f != mxbench* ]] && ratio=$(round_ratio "$mine" "$f" "$f")
+    printf '%-13s %12s %-26s | %s\n' "$f" "$(fmt %.1f "$(med "$TMP/$f" 1)")" "$(acc_stats "$TMP/$f")" "$ratio"
 done
+if ((BF16)); then
+    echo "mxbench bf16 over its f32: $(round_ratio mxbench-bf16 mxbench bf16-f32); each ratio within a round, bf16" \
+        "against bf16 (mxbench --amp bf16: bf16 GEMMs and convolutions, f32 master weights; PyTorch: CPU autocast)"
+fi
 if [[ $WORKLOAD == lenet ]]; then
     echo "throughput: medians over the rounds; accuracy after the last epoch, mean over the rounds' seeds 1..$ROUNDS" \
         "(each framework draws from its own generator, so one seed is not the same draw across frameworks)"

@@ -9,7 +9,7 @@
 #include "engine/backend/backend.h"
 #include "engine/core/backends.h"
 #include "engine/cpu/kernels.h"
-#include "base/timer.h"
+#include "bench_args.h"
 
 #include <omp.h>
 #include <stdio.h>
@@ -17,28 +17,15 @@
 #include <string.h>
 #include <time.h>
 
-static int cpu_time;
-
-static double clock_now(void)
-{
-    if (!cpu_time) return mx_now();
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return ((double)t.tv_sec + 1e-9 * (double)t.tv_nsec) / cpu_time;
-}
-
-static int arg(int argc, char **argv, const char *name, int dflt)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], name) == 0) return atoi(argv[i + 1]);
-    return dflt;
-}
+static int cpu_time; /* --cpu-time: the thread count, else 0 */
 
 int main(int argc, char **argv)
 {
-    const int threads = arg(argc, argv, "--threads", omp_get_num_procs()), reps = arg(argc, argv, "--reps", 10);
-    const int n = arg(argc, argv, "--n", 8), t = arg(argc, argv, "--t", 256), heads = arg(argc, argv, "--heads", 6);
-    const int hs = arg(argc, argv, "--hs", 64);
+    const int threads = bench_arg(argc, argv, "--threads", omp_get_num_procs()),
+              reps = bench_arg(argc, argv, "--reps", 10);
+    const int n = bench_arg(argc, argv, "--n", 8), t = bench_arg(argc, argv, "--t", 256),
+              heads = bench_arg(argc, argv, "--heads", 6);
+    const int hs = bench_arg(argc, argv, "--hs", 64);
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--cpu-time") == 0) cpu_time = threads;
     if (threads < 1 || reps < 1 || n < 1 || t < 1 || heads < 1 || hs < 1) {
@@ -64,12 +51,12 @@ int main(int argc, char **argv)
     for (int r = 0; r < reps; r++)
         for (int m = 0; m < nmath; m++) {
             be->math = maths[m];
-            double t0 = clock_now();
+            double t0 = bench_clock(cpu_time);
             mx_cpu_attention_forward(be, n, t, heads, hs, o, lse, qkv);
-            double t1 = clock_now();
+            double t1 = bench_clock(cpu_time);
             if (t1 - t0 < best[m][0]) best[m][0] = t1 - t0;
             mx_cpu_attention_backward(be, n, t, heads, hs, dqkv, dout, qkv, o, lse);
-            t0 = clock_now();
+            t0 = bench_clock(cpu_time);
             if (t0 - t1 < best[m][1]) best[m][1] = t0 - t1;
         }
     for (int m = 0; m < nmath; m++)

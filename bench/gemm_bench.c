@@ -9,7 +9,7 @@
 #include "engine/backend/backend.h"
 #include "engine/core/backends.h"
 #include "engine/cpu/kernels.h"
-#include "base/timer.h"
+#include "bench_args.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -26,41 +26,36 @@ typedef struct {
 } shape;
 
 static const shape shapes[] = {
-    {"lenet conv2 forward", 0, 0, 50, 960, 500},  {"lenet conv2 weight grad", 0, 1, 50, 500, 960},
-    {"lenet conv2 input grad", 1, 0, 500, 960, 50}, {"lenet dense1 forward", 0, 1, 128, 128, 800},
-    {"resnet18 64ch forward", 0, 0, 64, 2048, 576}, {"resnet18 64ch weight grad", 0, 1, 64, 576, 2048},
-    {"resnet18 64ch input grad", 1, 0, 576, 2048, 64}, {"resnet18 512ch forward", 0, 0, 512, 96, 4608},
+    {"lenet conv2 forward", 0, 0, 50, 960, 500},
+    {"lenet conv2 weight grad", 0, 1, 50, 500, 960},
+    {"lenet conv2 input grad", 1, 0, 500, 960, 50},
+    {"lenet dense1 forward", 0, 1, 128, 128, 800},
+    {"resnet18 64ch forward", 0, 0, 64, 2048, 576},
+    {"resnet18 64ch weight grad", 0, 1, 64, 576, 2048},
+    {"resnet18 64ch input grad", 1, 0, 576, 2048, 64},
+    {"resnet18 512ch forward", 0, 0, 512, 96, 4608},
     {"square 1024", 0, 0, 1024, 1024, 1024},
     /* gpt-bench at batch 8 (2048 rows of width 384): each linear's forward, weight and input gradients */
-    {"gpt qkv forward", 0, 1, 2048, 1152, 384}, {"gpt qkv weight grad", 1, 0, 1152, 384, 2048},
-    {"gpt qkv input grad", 0, 0, 2048, 384, 1152}, {"gpt proj forward", 0, 1, 2048, 384, 384},
-    {"gpt proj weight grad", 1, 0, 384, 384, 2048}, {"gpt proj input grad", 0, 0, 2048, 384, 384},
-    {"gpt fc forward", 0, 1, 2048, 1536, 384}, {"gpt fc weight grad", 1, 0, 1536, 384, 2048},
-    {"gpt fc input grad", 0, 0, 2048, 384, 1536}, {"gpt fcp forward", 0, 1, 2048, 384, 1536},
-    {"gpt fcp weight grad", 1, 0, 384, 1536, 2048}, {"gpt fcp input grad", 0, 0, 2048, 1536, 384},
+    {"gpt qkv forward", 0, 1, 2048, 1152, 384},
+    {"gpt qkv weight grad", 1, 0, 1152, 384, 2048},
+    {"gpt qkv input grad", 0, 0, 2048, 384, 1152},
+    {"gpt proj forward", 0, 1, 2048, 384, 384},
+    {"gpt proj weight grad", 1, 0, 384, 384, 2048},
+    {"gpt proj input grad", 0, 0, 2048, 384, 384},
+    {"gpt fc forward", 0, 1, 2048, 1536, 384},
+    {"gpt fc weight grad", 1, 0, 1536, 384, 2048},
+    {"gpt fc input grad", 0, 0, 2048, 384, 1536},
+    {"gpt fcp forward", 0, 1, 2048, 384, 1536},
+    {"gpt fcp weight grad", 1, 0, 384, 1536, 2048},
+    {"gpt fcp input grad", 0, 0, 2048, 1536, 384},
 };
 
-static int cpu_time;
-
-/* Seconds on the wall clock, or (--cpu-time) of this thread's CPU time. */
-static double clock_now(void)
-{
-    if (!cpu_time) return mx_now();
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return ((double)t.tv_sec + 1e-9 * (double)t.tv_nsec) / cpu_time;
-}
-
-static int arg(int argc, char **argv, const char *name, int dflt)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], name) == 0) return atoi(argv[i + 1]);
-    return dflt;
-}
+static int cpu_time; /* --cpu-time: the thread count, else 0 */
 
 int main(int argc, char **argv)
 {
-    const int threads = arg(argc, argv, "--threads", omp_get_num_procs()), reps = arg(argc, argv, "--reps", 20);
+    const int threads = bench_arg(argc, argv, "--threads", omp_get_num_procs()),
+              reps = bench_arg(argc, argv, "--reps", 20);
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--only") == 0) only = argv[i + 1];
@@ -92,23 +87,27 @@ int main(int argc, char **argv)
         for (int r = 0; r < reps; r++)
             for (int v = 0; v < 3; v++) {
                 if (v > 0 && !own[v - 1]) continue;
-                const double t0 = clock_now();
+                const double t0 = bench_clock(cpu_time);
                 if (v == 0)
                     cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans,
                                 s->m, s->n, s->k, 1.0f, a, lda, b, ldb, 0.0f, c, s->n);
                 else
                     (v == 1 ? mx_cpu_gemm_f32 : mx_cpu_gemm_bf16)(be, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, lda, b,
-                                                                 ldb, 0.0f, c, s->n);
-                const double t = clock_now() - t0;
+                                                                  ldb, 0.0f, c, s->n);
+                const double t = bench_clock(cpu_time) - t0;
                 if (t < best[v]) best[v] = t;
             }
         const double f = 2.0 * s->m * s->n * s->k * 1e-9;
         char g[3][16], x[2][16];
         for (int v = 0; v < 3; v++) {
-            if (v && !own[v - 1]) strcpy(g[v], "-");
-            else snprintf(g[v], sizeof g[v], "%.1f", f / best[v]);
-            if (v && !own[v - 1]) strcpy(x[v - 1], "-");
-            else if (v) snprintf(x[v - 1], sizeof x[v - 1], "%.2f", best[0] / best[v]);
+            if (v && !own[v - 1])
+                strcpy(g[v], "-");
+            else
+                snprintf(g[v], sizeof g[v], "%.1f", f / best[v]);
+            if (v && !own[v - 1])
+                strcpy(x[v - 1], "-");
+            else if (v)
+                snprintf(x[v - 1], sizeof x[v - 1], "%.2f", best[0] / best[v]);
         }
         printf("%-26s %5d %5d %5d %9s %9s %9s %7s %7s\n", s->name, s->m, s->n, s->k, g[0], g[1], g[2], x[0], x[1]);
     }

@@ -116,6 +116,27 @@ static double max_err(const float *a, const float *b, size_t n)
     return e;
 }
 
+/* On a second backend of 2 threads with the same math, the same bits as out, lse and dqkv. */
+static void check_two_threads(shape s, mx_dtype math, const float *qkv, const float *dout, const float *out,
+                              const float *lse, const float *dqkv)
+{
+    const size_t ni = in_count(s), no = out_count(s), nl = (size_t)s.n * s.heads * s.t;
+    mx_backend *be2;
+    if (mx_backend_create(&be2, "cpu", 1, 2) != MX_OK) {
+        CHECK(0, "a backend of 2 threads: %s", mx_last_error());
+        return;
+    }
+    float *out2 = malloc(sizeof(float) * no), *lse2 = malloc(sizeof(float) * nl), *dqkv2 = malloc(sizeof(float) * ni);
+    be2->math = math;
+    be2->ops->attention_forward(be2, s.n, s.t, s.heads, s.hs, out2, lse2, qkv);
+    be2->ops->attention_backward(be2, s.n, s.t, s.heads, s.hs, dqkv2, dout, qkv, out2, lse2);
+    CHECK(!memcmp(out, out2, sizeof(float) * no) && !memcmp(lse, lse2, sizeof(float) * nl) &&
+              !memcmp(dqkv, dqkv2, sizeof(float) * ni),
+          "%s T %d H %d hs %d: 2 threads give other bits than 1", mx_dtype_name(math), s.t, s.heads, s.hs);
+    free(out2), free(lse2), free(dqkv2);
+    mx_backend_destroy(be2);
+}
+
 /* Forward, log-sum-exp and backward of the backend's ops against the reference; on a second
  * backend of 2 threads, the same bits. */
 static void check_kernels(shape s)
@@ -137,18 +158,7 @@ static void check_kernels(shape s)
           "n %d T %d H %d hs %d: out off by %.2g, lse by %.2g (<= 1e-5), dqkv by %.2g (<= 1e-4)", s.n, s.t, s.heads,
           s.hs, eo, el, eg);
 
-    mx_backend *be2;
-    if (mx_backend_create(&be2, "cpu", 1, 2) == MX_OK) {
-        float *out2 = malloc(sizeof(float) * no), *lse2 = malloc(sizeof(float) * nl);
-        float *dqkv2 = malloc(sizeof(float) * ni);
-        be2->ops->attention_forward(be2, s.n, s.t, s.heads, s.hs, out2, lse2, qkv);
-        be2->ops->attention_backward(be2, s.n, s.t, s.heads, s.hs, dqkv2, dout, qkv, out2, lse2);
-        CHECK(!memcmp(out, out2, sizeof(float) * no) && !memcmp(lse, lse2, sizeof(float) * nl) &&
-                  !memcmp(dqkv, dqkv2, sizeof(float) * ni),
-              "T %d H %d hs %d: 2 threads give other bits than 1", s.t, s.heads, s.hs);
-        free(out2), free(lse2), free(dqkv2);
-        mx_backend_destroy(be2);
-    }
+    check_two_threads(s, MX_F32, qkv, dout, out, lse, dqkv);
     printf("kernels n %d T %-3d H %d hs %d   out %.1e lse %.1e dqkv %.1e\n", s.n, s.t, s.heads, s.hs, eo, el, eg);
     free(qkv), free(dout), free(out), free(lse), free(dqkv), free(rout), free(rlse), free(rdqkv);
 }
@@ -176,19 +186,7 @@ static void check_bf16(shape s)
     CHECK(eo <= 1e-2 && el <= 1e-5 && eg <= 3e-2,
           "bf16 n %d T %d H %d hs %d: out off by %.2g (<= 1e-2), lse by %.2g (<= 1e-5), dqkv by %.2g (<= 3e-2)", s.n,
           s.t, s.heads, s.hs, eo, el, eg);
-    mx_backend *be2;
-    if (mx_backend_create(&be2, "cpu", 1, 2) == MX_OK) {
-        float *out2 = malloc(sizeof(float) * no), *lse2 = malloc(sizeof(float) * nl);
-        float *dqkv2 = malloc(sizeof(float) * ni);
-        be2->math = MX_BF16;
-        be2->ops->attention_forward(be2, s.n, s.t, s.heads, s.hs, out2, lse2, qkv);
-        be2->ops->attention_backward(be2, s.n, s.t, s.heads, s.hs, dqkv2, dout, qkv, out2, lse2);
-        CHECK(!memcmp(out, out2, sizeof(float) * no) && !memcmp(lse, lse2, sizeof(float) * nl) &&
-                  !memcmp(dqkv, dqkv2, sizeof(float) * ni),
-              "bf16 T %d H %d hs %d: 2 threads give other bits than 1", s.t, s.heads, s.hs);
-        free(out2), free(lse2), free(dqkv2);
-        mx_backend_destroy(be2);
-    }
+    check_two_threads(s, MX_BF16, qkv, dout, out, lse, dqkv);
     printf("bf16 n %d T %-3d H %d hs %-3d   out %.1e lse %.1e dqkv %.1e\n", s.n, s.t, s.heads, s.hs, eo, el, eg);
     free(qkv), free(dout), free(r16), free(out), free(lse), free(dqkv), free(rout), free(rlse), free(rdqkv);
 }

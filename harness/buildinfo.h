@@ -24,6 +24,9 @@ void mx_mpi_version(char *buf, size_t n);
 
 int mx_cpu_cores(void);
 void mx_cpu_model(char *buf, size_t n);
+/* The instruction sets behind mxbench's CPU kernels and the cache sizes (the results file's
+ * cpu_features; results/SCHEMA.md). */
+void mx_cpu_features(char *buf, size_t n);
 
 void mx_buildinfo_meta(mx_results_meta *m, int argc, char **argv);
 void mx_buildinfo_print(FILE *f);

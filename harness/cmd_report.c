@@ -233,7 +233,8 @@ static void print_json(const char *path, const mx_results *res)
     const mx_results_meta *m = &res->meta;
     const struct { const char *name, *value; } meta[] = {
         {"mxbench_version", m->mxbench_version}, {"git_revision", m->git_revision}, {"host", m->host},
-        {"cpu_model", m->cpu_model},             {"gpu_model", m->gpu_model},       {"gpu_driver", m->gpu_driver},
+        {"cpu_model", m->cpu_model},             {"cpu_features", m->cpu_features},
+        {"gpu_model", m->gpu_model},             {"gpu_driver", m->gpu_driver},
         {"blas", m->blas},                       {"onednn", m->onednn},             {"cuda", m->cuda},
         {"cudnn", m->cudnn},                     {"nccl", m->nccl},                 {"mpi", m->mpi},
         {"hdf5", m->hdf5},                       {"start_time", m->start_time},     {"command_line", m->command_line},

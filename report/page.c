@@ -70,6 +70,7 @@ static void write_header(FILE *f, const char *results_path, const mx_results *re
     meta_row(f, "runs", runs);
     meta_row(f, "host", m->host);
     meta_row(f, "CPU", m->cpu_model);
+    meta_row(f, "CPU features", m->cpu_features);
     meta_row(f, "GPU", m->gpu_model);
     char version[128] = "";
     if (m->mxbench_version[0] || m->git_revision[0])

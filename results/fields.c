@@ -105,9 +105,10 @@ const mx_field_table *mx_summary_field_table(void)
 }
 
 const mx_field mx_meta_fields[] = {
-    MSTR(mxbench_version), MSTR(git_revision), MSTR(host),   MSTR(cpu_model),  MSTR(gpu_model),
-    MSTR(gpu_driver),      MSTR(blas),         MSTR(onednn), MSTR(cuda),       MSTR(cudnn),
-    MSTR(nccl),            MSTR(mpi),          MSTR(hdf5),   MSTR(start_time), MSTR(command_line),
+    MSTR(mxbench_version), MSTR(git_revision), MSTR(host),   MSTR(cpu_model),  MSTR(cpu_features),
+    MSTR(gpu_model),       MSTR(gpu_driver),   MSTR(blas),   MSTR(onednn),     MSTR(cuda),
+    MSTR(cudnn),           MSTR(nccl),         MSTR(mpi),    MSTR(hdf5),       MSTR(start_time),
+    MSTR(command_line),
 };
 const int mx_nmeta_fields = COUNT(mx_meta_fields);
 

@@ -15,6 +15,7 @@ typedef struct {
     char git_revision[64];
     char host[128];
     char cpu_model[128];
+    char cpu_features[160]; /* instruction sets and caches, as `mxbench info` prints them */
     char gpu_model[128];
     char gpu_driver[64];
     char blas[128];

@@ -274,6 +274,19 @@ MXBENCH_BF16=emulate expect 0 "mxbench info under MXBENCH_BF16=emulate" --stdout
 if [ $rc -eq 0 ] && ! grep -Eq "HDF5 +[0-9]+\.[0-9]+" "$T/out"; then
     fail "mxbench info: expected an HDF5 version number on the HDF5 line, saw: $(grep HDF5 "$T/out")"
 fi
+# the line under the CPU: the instruction sets that choose kernels, as /proc/cpuinfo lists them,
+# and the caches as sysfs gives them
+feat=$("$MX" info | sed -n '/^  cpu /{n;p;}' | sed 's/^ *//')
+want=""
+for w in avx2 fma avx512f avx512_bf16 avx512_fp16 amx_tile amx_bf16 avx512_vnni; do
+    grep -m1 '^flags' /proc/cpuinfo | grep -qw -- "$w" && want="$want${want:+ }$w"
+done
+[ "${feat%%;*}" = "${want:-none}" ] && pass "info: the CPU's instruction sets (${want:-none})" ||
+    fail "info: instruction sets '${feat%%;*}', /proc/cpuinfo has '$want'"
+l2=/sys/devices/system/cpu/cpu0/cache/index2
+if [ -r $l2/size ] && [ "$(cat $l2/level)" = 2 ]; then
+    case $feat in *"L2 $(cat $l2/size)"*) pass "info: L2 $(cat $l2/size)" ;; *) fail "info: no 'L2 $(cat $l2/size)' in '$feat'" ;; esac
+fi
 
 # ---- devices: --device, its default from MXBENCH_DEVICE (what sweep --device sets), the
 # CUDA-only options; without a GPU (CI) cuda is refused before anything runs
@@ -282,6 +295,9 @@ MXBENCH_DEVICE=gpu expect 2 "MXBENCH_DEVICE=gpu" --stderr "MXBENCH_DEVICE 'gpu'"
 expect 2 "sweep --device tpu" --stderr "'tpu'" --stderr "cpu|cuda|auto" -- "$MX" sweep --device tpu --dry-run
 expect 0 "sweep --device cpu" --stderr "devices are CPU workers" -- \
     "$MX" sweep --device cpu --workload mlp --dataset synthetic --gpus 1 --steps 20 --out "$T/cpu.h5"
+rec=$(h5dump -a /cpu_features "$T/cpu.h5" 2>/dev/null | sed -n 's/^ *(0): *"\(.*\)"$/\1/p' | head -1)
+[ -n "$feat" ] && [ "$rec" = "$feat" ] && pass "the record's cpu_features is info's: $rec" ||
+    fail "the record's cpu_features '$rec', info's '$feat'"
 expect 2 "train --tf32 on CPU workers" --stderr "--tf32 applies to CUDA devices" -- \
     "$MX" train --device cpu --tf32 --dataset synthetic --steps 1
 # a CUDA build on a machine without a GPU (CI), or a build without CUDA: each says which

@@ -8,6 +8,7 @@
 #include "harness/opts.h"
 #include "results/answer.h"
 #include "results/results.h"
+#include "results/store.h"
 #include "results/stats.h"
 #include "harness/report_table.h"
 #include "base/paths.h"
@@ -230,21 +231,14 @@ static void print_csv_ranks(const mx_results *res)
 
 static void print_json(const char *path, const mx_results *res)
 {
-    const mx_results_meta *m = &res->meta;
-    const struct { const char *name, *value; } meta[] = {
-        {"mxbench_version", m->mxbench_version}, {"git_revision", m->git_revision}, {"host", m->host},
-        {"cpu_model", m->cpu_model},             {"cpu_features", m->cpu_features},
-        {"gpu_model", m->gpu_model},             {"gpu_driver", m->gpu_driver},
-        {"blas", m->blas},                       {"onednn", m->onednn},             {"cuda", m->cuda},
-        {"cudnn", m->cudnn},                     {"nccl", m->nccl},                 {"mpi", m->mpi},
-        {"hdf5", m->hdf5},                       {"start_time", m->start_time},     {"command_line", m->command_line},
-    };
+    /* every file attribute, by the fields table the file is written from (all strings) */
+    const char *m = (const char *)&res->meta;
     printf("{\n  \"file\": ");
     mx_json_string(path);
     printf(",\n  \"schema_version\": %d,\n  \"meta\": {", res->schema_version);
-    for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++) {
-        printf("%s\n    \"%s\": ", i ? "," : "", meta[i].name);
-        mx_json_string(meta[i].value);
+    for (int i = 0; i < mx_nmeta_fields; i++) {
+        printf("%s\n    \"%s\": ", i ? "," : "", mx_meta_fields[i].name);
+        mx_json_string(m + mx_meta_fields[i].off);
     }
     printf("\n  },\n  \"runs\": [");
     column data_cols[MAX_DATA_COLS];

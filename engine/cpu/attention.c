@@ -14,7 +14,9 @@
  * The inner loops are plain C written for GCC's vectoriser: fixed-width tiles held in local
  * arrays (the score tile, four query rows at a time, stays in registers while it sums over the
  * head's dimensions), products fused (fmaf) where the target has FMA, and exp as a polynomial
- * (libm's expf does not vectorise). */
+ * (libm's expf does not vectorise). On AVX-512 CPUs the tile products run instead in
+ * attention_tiles.c's register kernels (the same sums in the same order), and under AMP bf16 on
+ * CPUs with bf16 units a pair's whole forward and backward in attention_bf16.c (form_of). */
 #include "attention_tiles.h"
 #include "kernels.h"
 

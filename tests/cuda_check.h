@@ -1,5 +1,5 @@
 /* What the CUDA backend's tests share (test_cuda_ops.c, test_cuda_seq.c): the two backends
- * compared, a CHECK that counts failures and goes on, random values never exactly zero,
+ * compared and their opening, a CHECK that counts failures and goes on, random values never exactly zero,
  * device buffers filled from the host or poisoned with NaN bytes (so an op that leaves an
  * element unwritten fails), copies back, and the error measure every bound is stated in.
  * A test defines CUDA_CHECK_SEED (its random stream) before including this. */
@@ -7,6 +7,9 @@
 #define MX_TESTS_CUDA_CHECK_H
 
 #include "engine/backend/backend.h"
+#include "engine/core/backends.h"
+#include "engine/cuda/cuda.h"
+#include "base/status.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -57,6 +60,21 @@ static float *down_on(mx_backend *be, const void *d, size_t bytes)
     float *h = malloc(bytes ? bytes : 4);
     be->ops->copy(be, h, d, bytes, MX_COPY_D2H);
     return h;
+}
+
+/* Opens gpu (CUDA device 0) and cpu, one thread each: 0 when both are open, else the test's
+ * exit code (1 for a table the registry refuses, 77, skipped, where there is no GPU). */
+static int open_backends(void)
+{
+    if (mx_backend_register(&mx_cuda_backend_ops) < 0) { /* built only where mx_cuda is */
+        printf("FAIL: the cuda backend's table: %s\n", mx_last_error());
+        return 1;
+    }
+    if (mx_backend_create(&gpu, "cuda", 0, 1) < 0) {
+        printf("skip: %s\n", mx_last_error());
+        return 77;
+    }
+    return mx_backend_create(&cpu, "cpu", 0, 1) < 0 ? 1 : 0;
 }
 
 static inline void *up(const void *h, size_t bytes) { return up_on(gpu, h, bytes); }

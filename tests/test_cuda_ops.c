@@ -316,15 +316,8 @@ static void test_more(void)
 
 int main(void)
 {
-    if (mx_backend_register(&mx_cuda_backend_ops) < 0) { /* built only where mx_cuda is */
-        printf("FAIL: the cuda backend's table: %s\n", mx_last_error());
-        return 1;
-    }
-    if (mx_backend_create(&gpu, "cuda", 0, 1) < 0) {
-        printf("skip: %s\n", mx_last_error());
-        return 77;
-    }
-    if (mx_backend_create(&cpu, "cpu", 0, 1) < 0) return 1;
+    const int rc = open_backends();
+    if (rc) return rc;
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) test_gemm(ta, tb, 37, 29, 53, ta ? 0.0f : 0.5f, 0, MX_F32);
     test_gemm(0, 0, 256, 256, 256, 0, 1, MX_F32);

@@ -316,15 +316,8 @@ static void test_softmax(int n, int classes)
 
 int main(void)
 {
-    if (mx_backend_register(&mx_cuda_backend_ops) < 0) {
-        printf("FAIL: the cuda backend's table: %s\n", mx_last_error());
-        return 1;
-    }
-    if (mx_backend_create(&gpu, "cuda", 0, 1) < 0) {
-        printf("skip: %s\n", mx_last_error());
-        return 77;
-    }
-    if (mx_backend_create(&cpu, "cpu", 0, 1) < 0) return 1;
+    const int rc = open_backends();
+    if (rc) return rc;
     test_embedding(3, 37, 48, 100);  /* vocabulary not a multiple of 64 */
     test_embedding(2, 70, 130, 257); /* columns past a block of 128 */
     test_embedding(1, 1100, 64, 70); /* more rows than a tile of ids (1024) */

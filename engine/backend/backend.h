@@ -357,6 +357,10 @@ int mx_backend_error(const mx_backend *be);
  * f32; otherwise records the sticky error (naming the bad type) and returns its code. */
 int mx_backend_check_gemm_types(mx_backend *be, mx_dtype a, mx_dtype b, mx_dtype c, mx_dtype compute);
 
+/* For the ops that take a half type (AMP's roundings and updates): MX_OK for f16 and bf16;
+ * otherwise records the sticky error (naming op and the type) and returns MX_EINVAL. */
+int mx_backend_check_half(mx_backend *be, mx_dtype t, const char *op);
+
 /* Whether backends created from now on may run f32 GEMMs and convolutions as TF32 (the
  * user's --tf32; off by default). Set it before the run's backends are created. */
 void mx_backend_set_tf32_default(int on);

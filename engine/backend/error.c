@@ -52,6 +52,13 @@ int mx_backend_check_gemm_types(mx_backend *be, mx_dtype a, mx_dtype b, mx_dtype
     return MX_OK;
 }
 
+int mx_backend_check_half(mx_backend *be, mx_dtype t, const char *op)
+{
+    if (t == MX_F16 || t == MX_BF16) return MX_OK;
+    mx_backend_fail(be, MX_EINVAL, "%s: dtype %d; accepted %d (f16), %d (bf16)", op, (int)t, MX_F16, MX_BF16);
+    return MX_EINVAL;
+}
+
 void mx_backend_set_range_hook(mx_backend *be, mx_range_hook hook, void *user)
 {
     be->range_hook = hook;

@@ -24,14 +24,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* a * b + c, fused where the target has FMA: the build is ISO C, where GCC does not contract
- * a * b + c itself, and fmaf without the instruction would be a library call. */
-#ifdef __FMA__
-#define MADD(a, b, c) fmaf(a, b, c)
-#else
-#define MADD(a, b, c) ((a) * (b) + (c))
-#endif
-
 enum {
     BQ = MX_ATT_BQ, /* query rows a block: a multiple of 4 (the score tile takes four at a time) */
     BK = MX_ATT_BK, /* keys a tile: a multiple of BQ, so that every row of a block has a key in every tile */
@@ -51,11 +43,11 @@ static inline float exp_shifted(float x)
     const float n = t - shifter;
     const float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
-    p = MADD(p, r, 1.3981999507e-3f);
-    p = MADD(p, r, 8.3334519073e-3f);
-    p = MADD(p, r, 4.1665795894e-2f);
-    p = MADD(p, r, 1.6666665459e-1f);
-    p = MADD(p, r, 5.0000001201e-1f);
+    p = MX_MADD(p, r, 1.3981999507e-3f);
+    p = MX_MADD(p, r, 8.3334519073e-3f);
+    p = MX_MADD(p, r, 4.1665795894e-2f);
+    p = MX_MADD(p, r, 1.6666665459e-1f);
+    p = MX_MADD(p, r, 5.0000001201e-1f);
     const float y = p * r * r + r + 1.0f;
     int32_t tb, nb;
     memcpy(&tb, &t, sizeof tb);
@@ -84,10 +76,10 @@ static void tile_product(float *restrict s, const float *restrict a, const float
             const float *b = bt + d * ldb;
 #pragma GCC unroll 64
             for (int c = 0; c < BK; c++) {
-                acc0[c] = MADD(x0, b[c], acc0[c]);
-                acc1[c] = MADD(x1, b[c], acc1[c]);
-                acc2[c] = MADD(x2, b[c], acc2[c]);
-                acc3[c] = MADD(x3, b[c], acc3[c]);
+                acc0[c] = MX_MADD(x0, b[c], acc0[c]);
+                acc1[c] = MX_MADD(x1, b[c], acc1[c]);
+                acc2[c] = MX_MADD(x2, b[c], acc2[c]);
+                acc3[c] = MX_MADD(x3, b[c], acc3[c]);
             }
         }
         memcpy(s + (size_t)r * BK, acc0, sizeof acc0);
@@ -109,7 +101,7 @@ static void row_accumulate(float *restrict o, int len, const float *restrict p, 
         for (int k = 0; k < cnt; k++) {
             const float pk = p[k * pstride];
             const float *vr = v + k * vstride + d;
-            for (int e = 0; e < 64; e++) acc[e] = MADD(pk, vr[e], acc[e]);
+            for (int e = 0; e < 64; e++) acc[e] = MX_MADD(pk, vr[e], acc[e]);
         }
         memcpy(o + d, acc, sizeof acc);
     }
@@ -119,13 +111,13 @@ static void row_accumulate(float *restrict o, int len, const float *restrict p, 
         for (int k = 0; k < cnt; k++) {
             const float pk = p[k * pstride];
             const float *vr = v + k * vstride + d;
-            for (int e = 0; e < 16; e++) acc[e] = MADD(pk, vr[e], acc[e]);
+            for (int e = 0; e < 16; e++) acc[e] = MX_MADD(pk, vr[e], acc[e]);
         }
         memcpy(o + d, acc, sizeof acc);
     }
     for (; d < len; d++) {
         float acc = o[d];
-        for (int k = 0; k < cnt; k++) acc = MADD(p[k * pstride], v[k * vstride + d], acc);
+        for (int k = 0; k < cnt; k++) acc = MX_MADD(p[k * pstride], v[k * vstride + d], acc);
         o[d] = acc;
     }
 }
@@ -157,10 +149,10 @@ static void tile_accumulate(float *restrict o, size_t ors, int nr, int hs, const
                 const float *vr = v + k * vs + d;
 #pragma GCC unroll 64
                 for (int e = 0; e < 64; e++) {
-                    a0[e] = MADD(x0, vr[e], a0[e]);
-                    a1[e] = MADD(x1, vr[e], a1[e]);
-                    a2[e] = MADD(x2, vr[e], a2[e]);
-                    a3[e] = MADD(x3, vr[e], a3[e]);
+                    a0[e] = MX_MADD(x0, vr[e], a0[e]);
+                    a1[e] = MX_MADD(x1, vr[e], a1[e]);
+                    a2[e] = MX_MADD(x2, vr[e], a2[e]);
+                    a3[e] = MX_MADD(x3, vr[e], a3[e]);
                 }
             }
             memcpy(o0 + d, a0, sizeof a0), memcpy(o1 + d, a1, sizeof a1);
@@ -174,10 +166,10 @@ static void tile_accumulate(float *restrict o, size_t ors, int nr, int hs, const
                 const float x0 = p0[k * pks], x1 = p1[k * pks], x2 = p2[k * pks], x3 = p3[k * pks];
                 const float *vr = v + k * vs + d;
                 for (int e = 0; e < 16; e++) {
-                    a0[e] = MADD(x0, vr[e], a0[e]);
-                    a1[e] = MADD(x1, vr[e], a1[e]);
-                    a2[e] = MADD(x2, vr[e], a2[e]);
-                    a3[e] = MADD(x3, vr[e], a3[e]);
+                    a0[e] = MX_MADD(x0, vr[e], a0[e]);
+                    a1[e] = MX_MADD(x1, vr[e], a1[e]);
+                    a2[e] = MX_MADD(x2, vr[e], a2[e]);
+                    a3[e] = MX_MADD(x3, vr[e], a3[e]);
                 }
             }
             memcpy(o0 + d, a0, sizeof a0), memcpy(o1 + d, a1, sizeof a1);
@@ -196,8 +188,6 @@ static void tile_accumulate(float *restrict o, size_t ors, int nr, int hs, const
 /* bt[d][j] = rows[j][d] for j < t, 0 for t <= j < padded_t(t): a head's keys (or values)
  * turned once per (sample, head), so that tile_product runs along keys; the zeros fill the
  * last tile. */
-static size_t padded_t(int t) { return (size_t)(t + BK - 1) / BK * BK; }
-
 static void load_transposed(float *restrict bt, const float *restrict rows, size_t stride, int t, int hs)
 {
     const size_t ld = padded_t(t);
@@ -255,17 +245,6 @@ static float tile_max(const float *restrict x)
     return lane[0];
 }
 
-/* One running sum in d order: summed in 16 lanes it ran faster (a fifth of backward's own time
- * beside the tile products, under perf) but moved gpt-mini's 20 AdamW steps from PyTorch's
- * from about 5e-5 to 1.5e-4 (test_gpt_parity, twice each; AdamW magnifies rounding differences
- * in gradients near zero), for about 0.2% of gpt-bench's step. */
-static float dot(const float *restrict a, const float *restrict b, int len)
-{
-    float s = 0;
-    for (int d = 0; d < len; d++) s += a[d] * b[d];
-    return s;
-}
-
 void mx_att_softmax_tile(float *s, int nq, int i0, int j0, int nk, float *m, float *l, float *acc, int hs)
 {
     for (int r = 0; r < nq; r++) {
@@ -298,7 +277,6 @@ void mx_att_probs_tile(float *p, float *dp, int nq, int i0, int j0, int nk, cons
 }
 
 /* Floats of one thread's workspace, each part a whole number of cache lines. */
-static size_t part(size_t floats) { return (floats + 15) / 16 * 16; }
 static size_t fwd_floats(int t, int hs)
 {
     return 2 * part((size_t)BQ * hs) + part(hs * padded_t(t)) + part(BQ * BK) + 2 * part(BQ);
@@ -413,7 +391,7 @@ static void backward_pair(float *ws, int t, int hs, size_t qkv_stride, size_t ou
         load_rows(qs, q + i0 * qkv_stride, qkv_stride, nq, hs, scale);
         load_rows(dob, dout + i0 * out_stride, out_stride, nq, hs, 1.0f);
         memset(dqa, 0, sizeof(float) * (size_t)BQ * hs);
-        for (int r = 0; r < nq; r++) dd[r] = dot(dob + (size_t)r * hs, o + (i0 + r) * out_stride, hs);
+        for (int r = 0; r < nq; r++) dd[r] = mx_att_dot(dob + (size_t)r * hs, o + (i0 + r) * out_stride, hs);
         for (int j0 = 0; j0 < i1; j0 += BK) {
             const int nk = i1 - j0 < BK ? i1 - j0 : BK;
             tile_product(pt, qs, kt + j0, ld, hs);

@@ -18,8 +18,6 @@
 
 enum { BQ = MX_ATT_BQ, BK = MX_ATT_BK, BW = MX_ATT_BK / 2 /* words in a tile's row of probabilities */ };
 
-static size_t padded_t(int t) { return (size_t)(t + BK - 1) / BK * BK; }
-static size_t part(size_t n) { return (n + 15) / 16 * 16; } /* whole cache lines */
 
 size_t mx_att_bf16_fwd_floats(int t, int hs)
 {
@@ -53,6 +51,24 @@ static void word_rows(uint32_t *dst, const float *x, size_t stride, int n, int h
     memset(dst + (size_t)n * (hs / 2), 0, sizeof(uint32_t) * (size_t)(BQ - n) * (hs / 2));
 }
 
+/* o[r] += sum over the tile's keys of p[r] x, for the block's query rows r < nq (hs wide, BQ rows
+ * of o and p): row r's keys run from j0 to i0 + r, its later ones masked (p 0). pw: the tile's
+ * probabilities (or their gradients) as words along the keys, BW a row; xw: the tile's values (or
+ * keys) interleaved two keys a word, hs words a pair. Rows from nq to the group's end are zeros
+ * in p and unused in o. */
+static void accumulate_queries(float *o, const uint32_t *pw, int nq, int i0, int j0, int nk, const uint32_t *xw,
+                               int hs)
+{
+    for (int i = 0; i < nq; i += 4) {
+        const int kb = i0 + i + 4 - j0 < nk ? i0 + i + 4 - j0 : nk; /* row i + 3's keys end */
+        float *const or[4] = {o + (size_t)i * hs, o + (size_t)(i + 1) * hs, o + (size_t)(i + 2) * hs,
+                              o + (size_t)(i + 3) * hs};
+        const uint32_t *const pr[4] = {pw + (size_t)i * BW, pw + (size_t)(i + 1) * BW, pw + (size_t)(i + 2) * BW,
+                                       pw + (size_t)(i + 3) * BW};
+        mx_att_accumulate4_bf16(or, pr, 1, 0, (kb + 1) / 2, xw, hs, hs);
+    }
+}
+
 void mx_att_forward_pair_bf16(float *ws, int t, int hs, size_t qkv_stride, size_t out_stride, float *o, float *lse,
                               const float *q, const float *k, const float *v)
 {
@@ -78,14 +94,7 @@ void mx_att_forward_pair_bf16(float *ws, int t, int hs, size_t qkv_stride, size_
             mx_att_tile_product_bf16(s, q16, kt + j0, ld, hw, scale);
             mx_att_softmax_tile(s, nq, i0, j0, nk, m, l, acc, hs);
             for (int r = 0; r < nq; r++) mx_att_words_of_row(p16 + (size_t)r * BW, s + (size_t)r * BK, BK, 1.0f);
-            for (int i = 0; i < nq; i += 4) {
-                const int kb = i0 + i + 4 - j0 < nk ? i0 + i + 4 - j0 : nk; /* row i + 3's keys end */
-                float *const or[4] = {acc + (size_t)i * hs, acc + (size_t)(i + 1) * hs, acc + (size_t)(i + 2) * hs,
-                                      acc + (size_t)(i + 3) * hs};
-                const uint32_t *const pr[4] = {p16 + (size_t)i * BW, p16 + (size_t)(i + 1) * BW,
-                                               p16 + (size_t)(i + 2) * BW, p16 + (size_t)(i + 3) * BW};
-                mx_att_accumulate4_bf16(or, pr, 1, 0, (kb + 1) / 2, vp + (size_t)j0 / 2 * hs, hs, hs);
-            }
+            accumulate_queries(acc, p16, nq, i0, j0, nk, vp + (size_t)j0 / 2 * hs, hs); /* P V */
         }
         for (int r = 0; r < nq; r++) {
             const float inv = 1.0f / l[r];
@@ -142,12 +151,7 @@ void mx_att_backward_pair_bf16(float *ws, int t, int hs, size_t qkv_stride, size
         pair_rows(qp, q + i0 * qkv_stride, qkv_stride, nq, BQ / 2, hs);
         pair_rows(dop, dout + i0 * out_stride, out_stride, nq, BQ / 2, hs);
         memset(dqa, 0, sizeof(float) * (size_t)BQ * hs);
-        for (int r = 0; r < nq; r++) {
-            const float *dor = dout + (i0 + r) * out_stride, *orow = o + (i0 + r) * out_stride;
-            float sum = 0; /* one running sum in d order, as attention.c's dot */
-            for (int d = 0; d < hs; d++) sum += dor[d] * orow[d];
-            dd[r] = sum;
-        }
+        for (int r = 0; r < nq; r++) dd[r] = mx_att_dot(dout + (i0 + r) * out_stride, o + (i0 + r) * out_stride, hs);
         for (int j0 = 0; j0 < i1; j0 += BK) {
             const int nk = i1 - j0 < BK ? i1 - j0 : BK;
             /* rows from nq on: q16 and do16 are zeros there, so their scores and dP are 0 */
@@ -160,14 +164,7 @@ void mx_att_backward_pair_bf16(float *ws, int t, int hs, size_t qkv_stride, size
                 mx_att_words_of_rows(ptp + (size_t)mm * BK, pt + a, pt + a + BK, BK, 1.0f);
                 mx_att_words_of_rows(dsp + (size_t)mm * BK, ds + a, ds + a + BK, BK, scale); /* dK's 1/sqrt(hs) */
             }
-            for (int i = 0; i < nq; i += 4) { /* dQ += dS K, query row r's keys j0 .. i0 + r */
-                const int kb = i0 + i + 4 - j0 < nk ? i0 + i + 4 - j0 : nk;
-                float *const or[4] = {dqa + (size_t)i * hs, dqa + (size_t)(i + 1) * hs, dqa + (size_t)(i + 2) * hs,
-                                      dqa + (size_t)(i + 3) * hs};
-                const uint32_t *const pr[4] = {ds16 + (size_t)i * BW, ds16 + (size_t)(i + 1) * BW,
-                                               ds16 + (size_t)(i + 2) * BW, ds16 + (size_t)(i + 3) * BW};
-                mx_att_accumulate4_bf16(or, pr, 1, 0, (kb + 1) / 2, kp + (size_t)j0 / 2 * hs, hs, hs);
-            }
+            accumulate_queries(dqa, ds16, nq, i0, j0, nk, kp + (size_t)j0 / 2 * hs, hs); /* dS K */
             accumulate_keys(dv + j0 * qkv_stride, qkv_stride, spare, nk, nq, i0, j0, ptp, dop, hs); /* P^T dO */
             accumulate_keys(dk + j0 * qkv_stride, qkv_stride, spare, nk, nq, i0, j0, dsp, qp, hs); /* dS^T Q */
         }

@@ -189,14 +189,6 @@ void mx_cpu_layernorm_backward(mx_backend *be, int rows, int w, float *din, floa
 #define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_A 0.044715f
 
-/* a * b + c, fused where the target has FMA (the build is ISO C, where GCC does not contract
- * a * b + c itself): GELU forward and backward ran 30% faster fused (docs/performance.md) */
-#ifdef __FMA__
-#define MADD(a, b, c) fmaf(a, b, c)
-#else
-#define MADD(a, b, c) ((a) * (b) + (c))
-#endif
-
 /* e^z for z in [-87, 87] (the caller clamps): z = k ln2 + r, |r| <= ln2/2, e^r by its Taylor
  * series to r^7 (relative error below 1e-8 there, so within float's rounding), 2^k built in
  * the exponent bits. k is rounded by adding 1.5 * 2^23, which leaves it in the low bits of
@@ -205,16 +197,16 @@ void mx_cpu_layernorm_backward(mx_backend *be, int rows, int w, float *din, floa
 #define EXP_ROUND 12582912.0f /* 1.5 * 2^23: its float's bits are 0x4b400000 */
 static inline float exp_clamped(float z)
 {
-    const float kb = MADD(z, 1.4426950408889634f, EXP_ROUND), k = kb - EXP_ROUND;
-    const float r = MADD(-k, 1.428606765330187e-6f, MADD(-k, 0.693145751953125f, z)); /* ln2 in two parts */
+    const float kb = MX_MADD(z, 1.4426950408889634f, EXP_ROUND), k = kb - EXP_ROUND;
+    const float r = MX_MADD(-k, 1.428606765330187e-6f, MX_MADD(-k, 0.693145751953125f, z)); /* ln2 in two parts */
     float p = 1.0f / 5040;
-    p = MADD(p, r, 1.0f / 720);
-    p = MADD(p, r, 1.0f / 120);
-    p = MADD(p, r, 1.0f / 24);
-    p = MADD(p, r, 1.0f / 6);
-    p = MADD(p, r, 0.5f);
-    p = MADD(p, r, 1.0f);
-    p = MADD(p, r, 1.0f);
+    p = MX_MADD(p, r, 1.0f / 720);
+    p = MX_MADD(p, r, 1.0f / 120);
+    p = MX_MADD(p, r, 1.0f / 24);
+    p = MX_MADD(p, r, 1.0f / 6);
+    p = MX_MADD(p, r, 0.5f);
+    p = MX_MADD(p, r, 1.0f);
+    p = MX_MADD(p, r, 1.0f);
     int32_t bits;
     memcpy(&bits, &kb, sizeof bits);
     bits = (bits - 0x4b400000 + 127) * (1 << 23); /* k + 127 in [1, 253]: a normal float's exponent */
@@ -233,7 +225,7 @@ static inline float exp_clamped(float z)
  * NaN x a NaN result through the x that multiplies s. */
 static inline float gelu_s(float x, float *e)
 {
-    float z = -2.0f * GELU_C * MADD(GELU_A * x, x * x, x);
+    float z = -2.0f * GELU_C * MX_MADD(GELU_A * x, x * x, x);
     z = z > -87.0f ? z : -87.0f;
     z = z < 87.0f ? z : 87.0f;
     *e = exp_clamped(z);

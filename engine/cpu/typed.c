@@ -108,10 +108,7 @@ static void round_range(float *x, mx_dtype t, uint16_t *h, size_t lo, size_t hi)
 
 void mx_cpu_round_half(mx_backend *be, size_t n, float *x, mx_dtype t, void *half)
 {
-    if (t != MX_F16 && t != MX_BF16) {
-        mx_backend_fail(be, MX_EINVAL, "round_half: dtype %d; accepted %d (f16), %d (bf16)", (int)t, MX_F16, MX_BF16);
-        return;
-    }
+    if (mx_backend_check_half(be, t, "round_half") < 0) return;
     const int T = team(be->nthreads, n);
     if (T == 1) {
         round_range(x, t, half, 0, n);
@@ -131,11 +128,7 @@ void mx_cpu_round_half(mx_backend *be, size_t n, float *x, mx_dtype t, void *hal
 void mx_cpu_sgd_update_amp(mx_backend *be, size_t n, float *master, float *mom, const float *g, float lr,
                            float momentum, float wd, float rescale, mx_dtype t, void *half, float *w)
 {
-    if (t != MX_F16 && t != MX_BF16) {
-        mx_backend_fail(be, MX_EINVAL, "sgd_update_amp: dtype %d; accepted %d (f16), %d (bf16)", (int)t, MX_F16,
-                        MX_BF16);
-        return;
-    }
+    if (mx_backend_check_half(be, t, "sgd_update_amp") < 0) return;
 #pragma omp parallel num_threads(mx_cpu_team(be, n))
     {
         const size_t i = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
@@ -152,11 +145,7 @@ void mx_cpu_sgd_update_amp(mx_backend *be, size_t n, float *master, float *mom, 
 void mx_cpu_adamw_update_amp(mx_backend *be, size_t n, float *master, float *m, float *v, const float *g,
                              const mx_adamw_step *a, mx_dtype t, void *half, float *w)
 {
-    if (t != MX_F16 && t != MX_BF16) {
-        mx_backend_fail(be, MX_EINVAL, "adamw_update_amp: dtype %d; accepted %d (f16), %d (bf16)", (int)t, MX_F16,
-                        MX_BF16);
-        return;
-    }
+    if (mx_backend_check_half(be, t, "adamw_update_amp") < 0) return;
 #pragma omp parallel num_threads(mx_cpu_team(be, n))
     {
         const size_t i = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();

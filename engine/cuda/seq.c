@@ -109,11 +109,7 @@ void mx_cuda_adamw_update(mx_backend *be, size_t n, float *w, float *m, float *v
 void mx_cuda_adamw_update_amp(mx_backend *be, size_t n, float *master, float *m, float *v, const float *g,
                               const mx_adamw_step *a, mx_dtype t, void *half, float *w)
 {
-    if (t != MX_F16 && t != MX_BF16) {
-        mx_backend_fail(be, MX_EINVAL, "adamw_update_amp: dtype %d; accepted %d (f16), %d (bf16)", (int)t, MX_F16,
-                        MX_BF16);
-        return;
-    }
+    if (mx_backend_check_half(be, t, "adamw_update_amp") < 0) return;
     if (n) LAUNCH(be, mx_cuk_adamw_amp(mx_cuda_bind(be), n, master, m, v, g, a, t, half, w), "adamw_update_amp kernel");
 }
 

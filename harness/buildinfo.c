@@ -1,5 +1,7 @@
 /* Library versions and machine description (see buildinfo.h). */
 #include "buildinfo.h"
+#include "cluster/slurm.h"
+#include "base/status.h"
 #include "engine/backend/backend.h"
 #include "engine/cpu/cpu.h"
 
@@ -141,4 +143,10 @@ void mx_buildinfo_print(FILE *f)
         fprintf(f, "  cuda     %d x %s (driver %s)\n", cu.count, cu.model, cu.driver);
     else
         fprintf(f, "  cuda     none (%s): devices are CPU workers\n", cu.driver);
+    /* where a sweep's dist_* rows start their ranks (sweep_mpi.h) */
+    mx_slurm s;
+    char job[400];
+    if (mx_slurm_read(&s) < 0) snprintf(job, sizeof job, "%s", mx_last_error());
+    else mx_slurm_describe(&s, job, sizeof job);
+    fprintf(f, "  slurm    %s%s\n", job, s.inside ? ": a sweep's dist_* rows are srun steps" : "");
 }

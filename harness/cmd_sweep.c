@@ -47,7 +47,7 @@ typedef struct {
     int force, resume, retry_failed, dry_run, oversubscribe;
     int threads_per_device;        /* resolved: cores / largest device count unless given */
     /* dist_* rows */
-    const char *mpirun, *hostfile, *mpirun_args;
+    const char *launcher, *mpirun, *hostfile, *mpirun_args, *srun_args;
     int servers;                   /* 0: as many as the row's workers */
     double bucket_mb;              /* 0: the child's default */
 } sweep_args;
@@ -66,12 +66,14 @@ static const char *help_text =
     "Runs a scaling study: every combination of the comma-list axes below, each as its own\n"
     "child process, every outcome appended to one HDF5 results file as soon as it ends.\n"
     "Combinations this build cannot run are recorded as skipped with the reason.\n"
-    "A dist_* row of G devices is its own mpirun job: G worker ranks of one device each, each\n"
+    "A dist_* row of G devices is its own MPI job: G worker ranks of one device each, each\n"
     "training global batch / G samples per step, plus S server ranks for dist_sync,\n"
     "dist_device_sync and dist_async (S = --servers, else G, as MXNet; dist_allreduce has none);\n"
     "1 thread per device unless --threads-per-device. On one machine (no --hostfile) mpirun gets\n"
     "--oversubscribe --bind-to none --mca btl self,tcp (TCP, as between hosts); rows whose ranks\n"
-    "x threads exceed the cores are warned of once and recorded oversubscribed.\n"
+    "x threads exceed the cores are warned of once and recorded oversubscribed. Inside a Slurm\n"
+    "allocation (salloc, sbatch) each such row is an srun step instead (--launcher), its ranks\n"
+    "on the allocation's nodes, counted against its tasks and CPUs.\n"
     "A sweep plans at most 10000 rows (the product of the lists' lengths); more is refused.\n"
     "Example: mxbench sweep --strategies data --gpus 1,2 --workload lenet --epochs 1";
 _Static_assert(MX_SWEEP_MAX_ROWS == 10000, "the help text states the bound on a sweep's rows");
@@ -116,7 +118,8 @@ static int build_opts(sweep_args *a, mx_opt *opts)
         {"retry-failed", MX_OPT_FLAG, &a->retry_failed, NULL,
          "with --resume: run the configurations recorded failed again, each replacing its row (same id)", NULL, 0, 0},
         {"dry-run", MX_OPT_FLAG, &a->dry_run, NULL,
-         "print the planned runs and exit (a dist_* row with its mpirun -np, workers and servers)", NULL, 0, 0},
+         "print the planned runs and exit (a dist_* row with its mpirun -np or srun --ntasks, workers and servers)",
+         NULL, 0, 0},
         {"device", MX_OPT_STRING, &a->device, "KIND",
          "cpu, cuda or auto: the rows' devices, as train --device; the runs read it as their default --device through "
          "MXBENCH_DEVICE, which a user may also set for train (default auto: CUDA where present)",
@@ -131,6 +134,15 @@ static int build_opts(sweep_args *a, mx_opt *opts)
         {"bucket-mb", MX_OPT_DOUBLE, &a->bucket_mb, "X",
          "dist_allreduce rows: bucket size in MiB, > 0, passed to each rank as train --bucket-mb X (default 25)", NULL,
          0, MX_MAX_BUCKET_MB},
+        {"launcher", MX_OPT_STRING, &a->launcher, "L",
+         "dist_* rows: how their ranks start: mpirun (Open MPI's), srun (a Slurm job step; inside an allocation "
+         "only), or auto: srun inside a Slurm allocation where srun is on PATH and no mpirun option is given, else "
+         "mpirun (default auto)",
+         "auto|mpirun|srun", 0, 0},
+        {"srun-args", MX_OPT_STRING, &a->srun_args, "ARGS",
+         "dist_* rows under srun: more srun options, split on spaces (--ntasks and --nodes are the sweep's; "
+         "--mpi=PLUGIN replaces the default --mpi=pmix)",
+         NULL, 0, 0},
         {"hostfile", MX_OPT_STRING, &a->hostfile, "FILE",
          "dist_* rows: Open MPI host file, ranks across machines (default: all on this one)", NULL, 0, 0},
         {"mpirun-args", MX_OPT_STRING, &a->mpirun_args, "ARGS",
@@ -353,17 +365,20 @@ static int existing_row(const mx_results *existing, const mx_run_record *r)
     return -1;
 }
 
-static void print_plan(mx_run_record *runs, int n)
+static void print_plan(const mx_sweep_mpi *mpi, mx_run_record *runs, int n)
 {
     for (int i = 0; i < n; i++) {
         char label[256];
         mx_sweep_run_label(&runs[i], label, sizeof label);
         if (strcmp(runs[i].status, "skipped") == 0)
             printf("%3d  %s  [skipped: %s]\n", i + 1, label, runs[i].reason);
-        else if (mx_kv_name_has(runs[i].kvstore, MX_KV_DIST))
-            printf("%3d  %s  [mpirun -np %d: %d worker(s) + %d server(s), %d thread(s) each%s]\n", i + 1, label,
-                   mx_sweep_mpi_ranks(&runs[i]), runs[i].workers, runs[i].servers, runs[i].threads_per_device,
+        else if (mx_kv_name_has(runs[i].kvstore, MX_KV_DIST)) {
+            char ranks[64];
+            snprintf(ranks, sizeof ranks, mpi->launcher->ranks, mx_sweep_mpi_ranks(&runs[i]));
+            printf("%3d  %s  [%s: %d worker(s) + %d server(s), %d thread(s) each%s]\n", i + 1, label, ranks,
+                   runs[i].workers, runs[i].servers, runs[i].threads_per_device,
                    runs[i].oversubscribed ? ", oversubscribed" : "");
+        }
         else
             printf("%3d  %s%s\n", i + 1, label, runs[i].oversubscribed ? "  [oversubscribed]" : "");
     }
@@ -455,9 +470,14 @@ static int check_dist_options(const sweep_args *a, const mx_sweep_axes *ax)
     if (a->bucket_mb > 0 && !allreduce)
         return mx_usage_error(cmd, "--bucket-mb %g applies to dist_allreduce rows, and --kvstore %s has none",
                               a->bucket_mb, list);
-    const char *given = a->hostfile ? "--hostfile" : a->mpirun_args ? "--mpirun-args" : a->mpirun ? "--mpirun" : NULL;
+    const char *given = a->hostfile      ? "--hostfile"
+                        : a->mpirun_args ? "--mpirun-args"
+                        : a->mpirun      ? "--mpirun"
+                        : a->srun_args   ? "--srun-args"
+                        : a->launcher    ? "--launcher"
+                                         : NULL;
     if (given && !dist)
-        return mx_usage_error(cmd, "%s applies to the dist_* rows (mpirun jobs), and --kvstore %s has none", given,
+        return mx_usage_error(cmd, "%s applies to the dist_* rows (MPI jobs), and --kvstore %s has none", given,
                               list);
     return MX_OPTS_OK;
 }
@@ -509,13 +529,14 @@ int mx_cmd_sweep(int argc, char **argv)
     for (int i = 0; i < n; i++)
         ndist += mx_kv_name_has(runs[i].kvstore, MX_KV_DIST) && strcmp(runs[i].status, "skipped") != 0;
     static mx_sweep_mpi mpi;
+    const mx_sweep_mpi_opts mopts = {a.launcher, a.mpirun, a.hostfile, a.mpirun_args, a.srun_args, a.bucket_mb};
     mx_cuda_info cu;
     mx_cuda_probe(&cu);
     if ((rc = mx_sweep_check_runs(runs, n)) != 0) {
-    } else if ((rc = mx_sweep_mpi_setup(&mpi, a.mpirun, a.hostfile, a.mpirun_args, a.bucket_mb, ndist > 0)) != 0) {
+    } else if ((rc = mx_sweep_mpi_setup(&mpi, &mopts, ndist > 0)) != 0) {
     } else if (a.dry_run) {
         prepare_rows(&mpi, runs, n, gpus_in_use(&cu), 1);
-        print_plan(runs, n);
+        print_plan(&mpi, runs, n);
     } else {
         mx_results existing;
         rc = prepare_file(&a, argc, argv, &existing);
@@ -527,10 +548,19 @@ int mx_cmd_sweep(int argc, char **argv)
             else
                 fprintf(stderr, "mxbench sweep: %d runs into %s; no CUDA device in use (%s): devices are CPU workers, "
                         "%d thread(s) each\n", n, a.out, cu.driver, a.threads_per_device);
-            if (ndist)
+            if (ndist) {
+                char where[400];
+                if (mpi.launcher == &mx_launcher_srun || mpi.slurm.inside) {
+                    char job[300];
+                    mx_slurm_describe(&mpi.slurm, job, sizeof job);
+                    snprintf(where, sizeof where, "on the nodes of Slurm %s", job);
+                } else {
+                    snprintf(where, sizeof where, "%s",
+                             mpi.hostfile ? "on the hosts of --hostfile" : "on this machine over TCP");
+                }
                 fprintf(stderr, "mxbench sweep: %d dist_* row(s), each its own %s job of one worker rank per device "
-                        "(%d thread(s) each) and its servers, %s\n", ndist, mpi.mpirun, ax.dist_threads,
-                        mpi.hostfile ? "on the hosts of --hostfile" : "on this machine over TCP");
+                        "(%d thread(s) each) and its servers, %s\n", ndist, mpi.prog, ax.dist_threads, where);
+            }
             prepare_rows(&mpi, runs, n, gpus_in_use(&cu), 1);
             signal(SIGINT, on_signal);
             signal(SIGTERM, on_signal);

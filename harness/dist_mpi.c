@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "base/status.h"
 #include "results/stats.h"
+#include "cluster/slurm.h"
 #include "kvstore/ps.h"
 
 #include <math.h>
@@ -14,7 +15,8 @@ int mx_dist_local_ranks(void)
 {
     const char *v = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     if (!v) v = getenv("MPI_LOCALNRANKS");
-    const int n = v ? atoi(v) : 1;
+    /* ranks started by srun (Open MPI's direct launch) have Slurm's count instead */
+    const int n = v ? atoi(v) : mx_slurm_step_local_tasks();
     return n > 0 ? n : 1;
 }
 

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#define MX_CHILD_MARKS 4
+#define MX_CHILD_MARKS 5
 
 typedef struct {
     int exit_status;     /* 0 ok; 128+signal when killed; -1 could not start */

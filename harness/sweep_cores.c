@@ -6,12 +6,15 @@
 #include <string.h>
 
 /* What a row asks of this machine, in the unit it is short of: CPU threads (devices or ranks
- * x threads per device) against cores, or devices against GPUs. */
+ * x threads per device) against cores, or devices against GPUs. A dist_* row across machines
+ * asks nothing that can be counted here, unless srun places it in a Slurm allocation, whose
+ * CPUs are mpi->cores. */
 static int asks(const mx_sweep_mpi *mpi, const mx_run_record *r, int gpus)
 {
     if (gpus > 0) return r->gpus;
     if (mx_kv_name_has(r->kvstore, MX_KV_DIST))
-        return mpi->one_machine ? mx_sweep_mpi_ranks(r) * r->threads_per_device : 0;
+        return mpi->one_machine || mpi->launcher == &mx_launcher_srun ? mx_sweep_mpi_ranks(r) * r->threads_per_device
+                                                                       : 0;
     return r->gpus * r->threads_per_device;
 }
 
@@ -48,8 +51,10 @@ void mx_sweep_warn_oversubscribed(const mx_sweep_mpi *mpi, const mx_run_record *
         shown++;
     }
     if (!nover) return;
-    fprintf(stderr, "mxbench sweep: warning: %d of %d rows ask for more than this machine's %d %s: row%s %s%s. "
+    const int slurm = gpus == 0 && mpi->launcher == &mx_launcher_srun;
+    fprintf(stderr, "mxbench sweep: warning: %d of %d rows ask for more than %s %d %s: row%s %s%s. "
             "Their timings are not a scaling result: each is recorded oversubscribed and drawn apart in the plots "
-            "(use them for correctness)\n", nover, n, gpus > 0 ? gpus : mpi->cores, gpus > 0 ? "GPUs" : "cores",
-            nover == 1 ? "" : "s", list, nover > shown ? ", ..." : "");
+            "(use them for correctness)\n", nover, n, slurm ? "the Slurm allocation's" : "this machine's",
+            gpus > 0 ? gpus : mpi->cores, gpus > 0 ? "GPUs" : slurm ? "CPUs" : "cores", nover == 1 ? "" : "s", list,
+            nover > shown ? ", ..." : "");
 }

@@ -3,6 +3,7 @@
 #include "buildinfo.h"
 #include "sweep_child.h"
 #include "base/config.h"
+#include "base/status.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -147,69 +148,143 @@ static void version_of(const char *prog, char *buf, size_t n)
     buf[strcspn(buf, "\n")] = 0;
 }
 
-static int split_args(mx_sweep_mpi *m, const char *args)
+/* --mpirun-args or --srun-args (flag) split on spaces into m->extra, with the words the
+ * sweep sets itself refused. */
+static int split_args(mx_sweep_mpi *m, const char *flag, const char *args)
 {
     const char *cmd = "mxbench sweep";
+    const int srun = m->launcher == &mx_launcher_srun;
     if (strlen(args) >= sizeof m->extra_store) {
-        fprintf(stderr, "%s: --mpirun-args: longer than %zu characters\n", cmd, sizeof m->extra_store - 1);
+        fprintf(stderr, "%s: %s: longer than %zu characters\n", cmd, flag, sizeof m->extra_store - 1);
         return 2;
     }
     snprintf(m->extra_store, sizeof m->extra_store, "%s", args);
     for (char *save = NULL, *t = strtok_r(m->extra_store, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
         if (m->nextra == MX_SWEEP_MPI_ARGS) {
-            fprintf(stderr, "%s: --mpirun-args '%s': more than %d words\n", cmd, args, MX_SWEEP_MPI_ARGS);
+            fprintf(stderr, "%s: %s '%s': more than %d words\n", cmd, flag, args, MX_SWEEP_MPI_ARGS);
             return 2;
         }
         static const char *const np[] = {"-np", "--np", "-n", "--n", "-c"};
+        static const char *const srun_np[] = {"-n", "--ntasks", "-N", "--nodes"};
         static const char *const hf[] = {"-hostfile", "--hostfile", "-machinefile", "--machinefile",
                                          "-default-hostfile", "--default-hostfile"};
-        for (size_t i = 0; i < sizeof np / sizeof *np; i++)
-            if (strcmp(t, np[i]) == 0) {
-                fprintf(stderr, "%s: --mpirun-args '%s': %s is set by the sweep for each row (its workers and "
-                        "servers); accepted: any other mpirun option\n", cmd, args, t);
+        const char *const *set = srun ? srun_np : np;
+        const size_t nset = srun ? sizeof srun_np / sizeof *srun_np : sizeof np / sizeof *np;
+        for (size_t i = 0; i < nset; i++) {
+            const size_t len = strlen(set[i]);
+            /* srun's long options also come as --ntasks=N */
+            if (strcmp(t, set[i]) == 0 || (srun && strncmp(t, set[i], len) == 0 && t[len] == '=')) {
+                fprintf(stderr, "%s: %s '%s': %s is set by the sweep for each row (its workers and servers%s); "
+                        "accepted: any other %s option\n", cmd, flag, args, t,
+                        srun ? ", over the allocation's nodes" : "", m->launcher->name);
                 return 2;
             }
-        for (size_t i = 0; i < sizeof hf / sizeof *hf; i++)
+        }
+        for (size_t i = 0; i < sizeof hf / sizeof *hf && !srun; i++)
             if (strcmp(t, hf[i]) == 0) {
-                fprintf(stderr, "%s: --mpirun-args '%s': give the host file as the sweep's --hostfile FILE "
-                        "(checked before any run), not as %s\n", cmd, args, t);
+                fprintf(stderr, "%s: %s '%s': give the host file as the sweep's --hostfile FILE (checked before any "
+                        "run), not as %s\n", cmd, flag, args, t);
                 return 2;
             }
         if (strcmp(t, "--host") == 0 || strcmp(t, "-host") == 0 || strcmp(t, "-H") == 0) m->one_machine = 0;
         if (strcmp(t, "btl") == 0 || strcmp(t, "pml") == 0) m->add_btl = 0; /* --mca btl ..., --mca pml ... */
         if (strcmp(t, "--bind-to") == 0 || strcmp(t, "-bind-to") == 0) m->add_bind = 0;
+        if (strncmp(t, "--mpi=", 6) == 0 || strcmp(t, "--mpi") == 0) m->add_mpi = 0;
         m->extra[m->nextra++] = t;
     }
     return 0;
 }
 
-int mx_sweep_mpi_setup(mx_sweep_mpi *m, const char *mpirun, const char *hostfile, const char *args,
-                       double bucket_mb, int need_mpirun)
+static int hostfile_note(const char *hostfile)
+{
+    const char *cmd = "mxbench sweep";
+    int nhosts;
+    char first[256], me[256] = "";
+    if (mx_hostfile_check(cmd, hostfile, &nhosts, first, sizeof first) != 0) return 2;
+    gethostname(me, sizeof me - 1);
+    const size_t mel = strcspn(me, ".");
+    if (strcmp(first, "localhost") != 0 && strncmp(first, "127.", 4) != 0 && strcmp(first, me) != 0 &&
+        !(strncmp(first, me, mel) == 0 && (first[mel] == '.' || !first[mel])))
+        fprintf(stderr, "%s: note: --hostfile %s lists %s first: rank 0 (worker 0, which writes each dist_* "
+                "row's record) runs there; unless the results file's directory is shared with it, list this "
+                "machine (%s) first\n", cmd, hostfile, first, me);
+    return 0;
+}
+
+/* --launcher: the one named, or for auto srun inside a Slurm allocation where srun is on PATH
+ * and no mpirun option was given. Returns 0, or 2 after printing why the choice cannot be. */
+static int choose_launcher(mx_sweep_mpi *m, const mx_sweep_mpi_opts *o)
+{
+    const char *cmd = "mxbench sweep", *name = o->launcher ? o->launcher : "auto";
+    const char *mpirun_opt = o->hostfile ? "--hostfile" : o->mpirun_args ? "--mpirun-args" : o->mpirun ? "--mpirun"
+                                                                                                          : NULL;
+    char srun[4096];
+    if (strcmp(name, "auto") == 0)
+        m->launcher = m->slurm.inside && !mpirun_opt && mx_find_program("srun", srun, sizeof srun) == 0
+                          ? &mx_launcher_srun
+                          : &mx_launcher_mpirun;
+    else if (strcmp(name, "mpirun") == 0) m->launcher = &mx_launcher_mpirun;
+    else if (strcmp(name, "srun") == 0) m->launcher = &mx_launcher_srun;
+    else {
+        fprintf(stderr, "%s: --launcher '%s': accepted: auto, mpirun, srun\n", cmd, name);
+        return 2;
+    }
+    if (m->launcher == &mx_launcher_srun && !m->slurm.inside) {
+        fprintf(stderr, "%s: --launcher srun: not inside a Slurm allocation (SLURM_JOB_ID is unset); run the sweep "
+                "under salloc or in an sbatch script, or take --launcher mpirun\n", cmd);
+        return 2;
+    }
+    if (m->launcher == &mx_launcher_srun && mpirun_opt) {
+        fprintf(stderr, "%s: %s applies to --launcher mpirun, and the dist_* rows are launched by srun%s; accepted "
+                "with srun: --srun-args (the ranks go on the allocation's nodes)\n", cmd, mpirun_opt,
+                o->launcher ? "" : " (inside this Slurm allocation)");
+        return 2;
+    }
+    if (m->launcher == &mx_launcher_mpirun && o->srun_args) {
+        fprintf(stderr, "%s: --srun-args applies to --launcher srun, and the dist_* rows are launched by mpirun%s; "
+                "accepted with mpirun: --mpirun-args\n", cmd,
+                m->slurm.inside ? "" : " (not inside a Slurm allocation: SLURM_JOB_ID is unset)");
+        return 2;
+    }
+    return 0;
+}
+
+int mx_sweep_mpi_setup(mx_sweep_mpi *m, const mx_sweep_mpi_opts *o, int need_launcher)
 {
     const char *cmd = "mxbench sweep";
     memset(m, 0, sizeof *m);
-    m->hostfile = hostfile;
-    m->one_machine = !hostfile;
-    m->cores = mx_cpu_cores();
-    m->bucket_mb = bucket_mb;
-    m->add_btl = !getenv("OMPI_MCA_btl") && !getenv("OMPI_MCA_pml"); /* the user's transport, when set */
-    m->add_bind = 1;
-    if (hostfile) {
-        int nhosts;
-        char first[256], me[256] = "";
-        if (mx_hostfile_check(cmd, hostfile, &nhosts, first, sizeof first) != 0) return 2;
-        gethostname(me, sizeof me - 1);
-        const size_t mel = strcspn(me, ".");
-        if (strcmp(first, "localhost") != 0 && strncmp(first, "127.", 4) != 0 && strcmp(first, me) != 0 &&
-            !(strncmp(first, me, mel) == 0 && (first[mel] == '.' || !first[mel])))
-            fprintf(stderr, "%s: note: --hostfile %s lists %s first: rank 0 (worker 0, which writes each dist_* "
-                    "row's record) runs there; unless the results file's directory is shared with it, list this "
-                    "machine (%s) first\n", cmd, hostfile, first, me);
+    if (mx_slurm_read(&m->slurm) < 0) {
+        fprintf(stderr, "%s: %s\n", cmd, mx_last_error());
+        return 2;
     }
-    if (args && split_args(m, args) != 0) return 2;
+    if (choose_launcher(m, o) != 0) return 2;
+    const int srun = m->launcher == &mx_launcher_srun;
+    m->hostfile = o->hostfile;
+    /* mpirun inside an allocation starts its ranks on the allocation's nodes too */
+    m->one_machine = !o->hostfile && (!m->slurm.inside || m->slurm.nodes == 1);
+    m->cores = srun && m->slurm.cpus > 0 ? m->slurm.cpus : mx_cpu_cores();
+    m->bucket_mb = o->bucket_mb;
+    m->add_btl = !getenv("OMPI_MCA_btl") && !getenv("OMPI_MCA_pml"); /* the user's transport, when set */
+    m->add_bind = m->add_mpi = 1;
+    if (o->hostfile && hostfile_note(o->hostfile) != 0) return 2;
+    const char *args = srun ? o->srun_args : o->mpirun_args;
+    if (args && split_args(m, srun ? "--srun-args" : "--mpirun-args", args) != 0) return 2;
     if (!m->one_machine) m->add_btl = m->add_bind = 0;
-    if (!need_mpirun) return 0;
-    if (mx_find_program(mpirun ? mpirun : "mpirun", m->mpirun, sizeof m->mpirun) != 0) {
+    if (!need_launcher) return 0;
+    if (m->launcher->find(m, srun ? NULL : o->mpirun) != 0) return 2;
+    const ssize_t len = readlink("/proc/self/exe", m->exe, sizeof m->exe - 1);
+    if (len <= 0) {
+        fprintf(stderr, "%s: cannot tell this program's path (/proc/self/exe): %s\n", cmd, strerror(errno));
+        return 2;
+    }
+    m->exe[len] = 0;
+    return 0;
+}
+
+static int find_mpirun(mx_sweep_mpi *m, const char *mpirun)
+{
+    const char *cmd = "mxbench sweep";
+    if (mx_find_program(mpirun ? mpirun : "mpirun", m->prog, sizeof m->prog) != 0) {
         if (mpirun)
             fprintf(stderr, "%s: --mpirun %s: not found or not executable; accepted: the path of Open MPI's mpirun "
                     "(or a name on PATH)\n", cmd, mpirun);
@@ -219,19 +294,13 @@ int mx_sweep_mpi_setup(mx_sweep_mpi *m, const char *mpirun, const char *hostfile
         return 2;
     }
     char version[256];
-    version_of(m->mpirun, version, sizeof version);
+    version_of(m->prog, version, sizeof version);
     if (!strstr(version, "Open MPI") && !strstr(version, "OpenRTE")) {
         fprintf(stderr, "%s: %s%s: '%s --version' says '%s', not Open MPI; accepted: Open MPI's mpirun (the sweep "
                 "passes its options: --oversubscribe, --mca, --bind-to)\n", cmd, mpirun ? "--mpirun " : "",
-                m->mpirun, m->mpirun, version);
+                m->prog, m->prog, version);
         return 2;
     }
-    const ssize_t len = readlink("/proc/self/exe", m->exe, sizeof m->exe - 1);
-    if (len <= 0) {
-        fprintf(stderr, "%s: cannot tell this program's path (/proc/self/exe): %s\n", cmd, strerror(errno));
-        return 2;
-    }
-    m->exe[len] = 0;
     return 0;
 }
 
@@ -243,14 +312,27 @@ void mx_sweep_mpi_role(const mx_run_record *r, int rank, char *buf, size_t n)
     else snprintf(buf, n, "server %d", rank - r->gpus);
 }
 
-void mx_sweep_mpi_argv(const mx_sweep_mpi *m, const mx_run_record *r, char **train_argv, char *store, size_t n,
-                       char **argv)
+void mx_sweep_mpi_tail(const mx_sweep_mpi *m, const mx_run_record *r, char **train_argv, char *store, size_t n,
+                       size_t *used, char **argv, int k)
+{
+    argv[k++] = (char *)m->exe;
+    for (int i = 1; train_argv[i] && k < 124; i++) argv[k++] = train_argv[i];
+    /* the sweep's --bucket-mb is the dist_* rows' (device rows of one process keep each key alone) */
+    if (mx_kv_name_has(r->kvstore, MX_KV_DIST | MX_KV_BUCKETS) && m->bucket_mb > 0) {
+        argv[k++] = "--bucket-mb";
+        argv[k++] = store + *used;
+        *used += (size_t)snprintf(store + *used, n - *used, "%.17g", m->bucket_mb) + 1;
+    }
+    argv[k] = NULL;
+}
+
+static void mpirun_argv(const mx_sweep_mpi *m, const mx_run_record *r, char **train_argv, char *store, size_t n,
+                        char **argv)
 {
     int k = 0;
     size_t used = 0;
 #define PUT(s) (argv[k++] = (s))
-#define FMT(...) (argv[k++] = store + used, used += (size_t)snprintf(store + used, n - used, __VA_ARGS__) + 1)
-    PUT((char *)m->mpirun);
+    PUT((char *)m->prog);
     if (m->one_machine) {
         /* slots are counted in cores by Open MPI: let every row start; the sweep warns of
          * the rows whose ranks and threads exceed the cores, and each records it */
@@ -260,13 +342,16 @@ void mx_sweep_mpi_argv(const mx_sweep_mpi *m, const mx_run_record *r, char **tra
     }
     if (m->hostfile) PUT("--hostfile"), PUT((char *)m->hostfile);
     for (int i = 0; i < m->nextra; i++) PUT(m->extra[i]);
-    PUT("-np"), FMT("%d", mx_sweep_mpi_ranks(r));
-    PUT((char *)m->exe);
-    for (int i = 1; train_argv[i] && k < 124; i++) PUT(train_argv[i]);
-    /* the sweep's --bucket-mb is the dist_* rows' (device rows of one process keep each key alone) */
-    if (mx_kv_name_has(r->kvstore, MX_KV_DIST | MX_KV_BUCKETS) && m->bucket_mb > 0)
-        PUT("--bucket-mb"), FMT("%.17g", m->bucket_mb);
-    argv[k] = NULL;
+    PUT("-np"), argv[k++] = store + used;
+    used += (size_t)snprintf(store + used, n - used, "%d", mx_sweep_mpi_ranks(r)) + 1;
 #undef PUT
-#undef FMT
+    mx_sweep_mpi_tail(m, r, train_argv, store, n, &used, argv, k);
+}
+
+const mx_sweep_launcher mx_launcher_mpirun = {"mpirun", "mpirun -np %d", find_mpirun, mpirun_argv};
+
+void mx_sweep_mpi_argv(const mx_sweep_mpi *m, const mx_run_record *r, char **train_argv, char *store, size_t n,
+                       char **argv)
+{
+    m->launcher->argv(m, r, train_argv, store, n, argv);
 }

@@ -127,11 +127,13 @@ static void adopt(mx_run_record *r, mx_run_record *got)
     mx_record_derive(r);
 }
 
-/* Open MPI's and the ranks' own lines that name a failed rank, most telling first: a rank
- * killed by a signal, a rank's own error, an abort (maybe by a rank that saw another fail),
- * the first rank to exit non-zero. */
+/* Open MPI's, Slurm's and the ranks' own lines that name a failed rank, most telling first: a
+ * rank killed by a signal, a rank's own error, an abort (maybe by a rank that saw another
+ * fail), the first rank to exit non-zero (mpirun's, then srun's "srun: error: HOST: task N:
+ * Exited with exit code C"). */
 static const char *const rank_marks[MX_CHILD_MARKS] = {
     "mpirun noticed that process rank", "mxbench train: rank ", "MPI_ABORT was invoked on rank", "Process name: [[",
+    ": task ",
 };
 
 /* "rank 1 (worker 1): <the line>" from the first mark found, or "" */
@@ -149,7 +151,7 @@ static void rank_note(const mx_run_record *r, const mx_child_result *cr, char *b
         char role[32];
         mx_sweep_mpi_role(r, (int)rank, role, sizeof role);
         while (*line == ' ') line++;
-        snprintf(buf, n, "rank %ld (%s)%s: %s", rank, role, i == 3 ? " exited first with an error" : "", line);
+        snprintf(buf, n, "rank %ld (%s)%s: %s", rank, role, i >= 3 ? " exited first with an error" : "", line);
         return;
     }
 }

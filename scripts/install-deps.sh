@@ -3,13 +3,19 @@
 # As root it runs apt-get; otherwise it prints the exact command to run and fails.
 # --browser adds Chromium, for tests/test_browser.sh (the HTML report rendered headless; the
 # test is skipped without it, so neither CI nor the demo installs it).
-# usage: install-deps.sh [--browser]
+# --slurm adds Slurm's controller, node daemon and client, for tests/test_sweep_slurm.sh (the
+# sweep inside an allocation of a one-node Slurm the test starts with a configuration of its
+# own); scripts/test.sh passes it, the demo does not. Where systemd runs services, Debian's
+# packages enable slurmd, slurmctld and munge, which start idle without a cluster's
+# configuration: `systemctl disable --now slurmd slurmctld` if that is unwanted.
+# usage: install-deps.sh [--browser] [--slurm]
 set -euo pipefail
-browser=0
+browser=0 slurm=0
 for arg in "$@"; do
   case $arg in
     --browser) browser=1 ;;
-    *) echo "install-deps.sh: unknown argument '$arg'; accepted: --browser" >&2; exit 2 ;;
+    --slurm) slurm=1 ;;
+    *) echo "install-deps.sh: unknown argument '$arg'; accepted: --browser, --slurm" >&2; exit 2 ;;
   esac
 done
 
@@ -30,6 +36,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev libomp-14-dev llvm-14
 )
 ((browser)) && PACKAGES+=(chromium) # headless rendering of the HTML report (tests/test_browser.sh)
+((slurm)) && PACKAGES+=(slurmctld slurmd slurm-client) # a one-node Slurm (tests/test_sweep_slurm.sh)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

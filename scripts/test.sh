@@ -14,7 +14,7 @@
 # runs: a narrowed run is for a developer, the whole one for CI.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh || exit 1
+scripts/install-deps.sh --slurm || exit 1 # the Slurm test's daemons too
 scripts/build.sh -DMXBENCH_WERROR=ON || { echo "test.sh: the build failed: nothing was tested" >&2; exit 1; }
 
 failed=()

@@ -19,7 +19,7 @@ static long whole(const char *s)
 long mx_slurm_count_list(const char *list, int node)
 {
     if (!list || !*list || strlen(list) > 4096) return -1;
-    long sum = 0, at = 0;
+    long sum = 0, at = 0, entry = -1; /* the whole list is checked before an entry is returned */
     for (const char *p = list;;) {
         char *end;
         if (!isdigit((unsigned char)*p)) return -1;
@@ -33,13 +33,13 @@ long mx_slurm_count_list(const char *list, int node)
             p = end + 1;
         }
         if (v > 10000000 || times > 100000) return -1;
-        if (node >= 0 && node < at + times) return v;
+        if (node >= at && node < at + times) entry = v;
         sum += v * times;
         at += times;
         if (!*p) break;
         if (*p++ != ',') return -1;
     }
-    return node >= 0 ? -1 : sum;
+    return node >= 0 ? entry : sum;
 }
 
 /* The variable as a whole number, 0 when unset; -1 after mx_error when set and malformed. */

@@ -50,11 +50,18 @@ int mx_cmd_info(int argc, char **argv)
            mx_cpu_gemm_own() ? "own AVX-512 kernel (MXBENCH_GEMM=blas: the BLAS's sgemm)"
                              : "the BLAS's sgemm (this CPU lacks avx512f, or MXBENCH_GEMM=blas)");
     const int dnnl = mx_cpu_dnnl_available();
-    if (mx_cpu_bf16_native())
+    /* "--amp bf16: " is followed by the record's amp_kernels */
+    if (mx_cpu_bf16_native() && mx_cpu_gemm_bf16_dnnl())
+        printf("  %-10s --amp bf16: %s (the GEMMs on oneDNN's matmul, its %s kernels, f32 sums; MXBENCH_BF16=own: "
+               "mxbench's avx512_bf16 kernels; the one-channel direct convolution on avx512_bf16 and oneDNN's "
+               "convolutions; MXBENCH_BF16=emulate: emulated)",
+               "", mx_cpu_amp_kernels(MX_BF16), mx_cpu_dnnl_isa());
+    else if (mx_cpu_bf16_native())
         printf(
             "  %-10s --amp bf16: avx512_bf16 (vdpbf16ps, f32 sums: the GEMMs%s the one-channel direct convolution%s; "
-            "MXBENCH_BF16=emulate: emulated)",
-            "", dnnl ? "," : " and", dnnl ? " and oneDNN's convolutions" : "");
+            "MXBENCH_BF16=emulate: emulated%s)",
+            "", dnnl ? "," : " and", dnnl ? " and oneDNN's convolutions" : "",
+            dnnl ? ", dnnl: the GEMMs on oneDNN's matmul" : "");
     else
         printf("  %-10s --amp bf16: emulated (f32 GEMM on bf16 values: this CPU lacks avx512_bf16, or "
                "MXBENCH_BF16=emulate)", "");

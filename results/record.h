@@ -108,9 +108,9 @@ typedef struct {
     double host_others, host_load, host_steal;
     int noisy;
     char counted_by[16];   /* "cachegrind" or "perf": a run of `mxbench count` (counts, no timings); else "" */
-    char amp_kernels[16];  /* how AMP's GEMMs ran: "avx512_bf16" on the CPU's bf16 units, "emulated"
-                            * (f32 arithmetic on half values), "tensor_cores" (CUDA); "" with amp off
-                            * (engine/backend/backend.h) */
+    char amp_kernels[16];  /* how AMP's GEMMs ran: "amx_bf16" (oneDNN's on AMX tiles), "avx512_bf16"
+                            * on the CPU's bf16 units, "emulated" (f32 arithmetic on half values),
+                            * "tensor_cores" (CUDA); "" with amp off (engine/backend/backend.h) */
     int ndevices;          /* strategies that report per device (model, layer, data): one row each */
     mx_device_row *devices;/* [ndevices] */
     int nlayers;           /* the model's top-level layers, where the strategy reports them */

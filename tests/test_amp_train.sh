@@ -23,7 +23,8 @@ awk_ok() { awk "BEGIN { exit !($1) }"; }
 
 # ---- 1. the record
 # what this CPU runs bf16 on, as `mxbench info` says: the record must say the same
-case $("$MX" info | grep -m1 -- '--amp bf16') in *"bf16: avx512_bf16"*) bf16_kernels=avx512_bf16 ;; *) bf16_kernels=emulated ;; esac
+# the word after "--amp bf16: " is what the record's amp_kernels says (amx_bf16, avx512_bf16, emulated)
+bf16_kernels=$("$MX" info | grep -m1 -- '--amp bf16: ' | sed 's/.*--amp bf16: \([a-z0-9_]*\).*/\1/')
 for amp in off fp16 bf16; do
     run "rec-$amp" "$MX" train --workload lenet --dataset synthetic --steps 12 --gpus 2 --amp "$amp" \
         --record "$T/rec-$amp.h5" || continue

@@ -12,11 +12,13 @@
  * forced (MXBENCH_GEMM=blas); with the backend's math at MX_BF16 it takes the bf16 kernel
  * where the CPU has avx512_bf16, and with that forced off (MXBENCH_BF16=emulate) it gives the
  * emulation's results, bit-equal to the f32 GEMM's. A kind the CPU lacks is skipped with a
- * message (the whole test, 77, when it has neither). */
+ * message (the whole test, 77, when it has neither). Last, oneDNN's bf16 matmul (the AMX
+ * path) forced on, against the own bf16 kernel, and the default rule (dnnl_path). */
 #include "engine/backend/backend.h"
 #include "engine/core/backends.h"
 #include "engine/cpu/kernels.h"
 #include "engine/backend/dtype.h"
+#include "engine/backend/switches.h"
 #include "tests/check.h"
 
 #include <math.h>
@@ -109,9 +111,75 @@ static void run_case(mx_backend *be[3], int bf16, int trial)
     free(a), free(b), free(c0), free(c[0]), free(c[1]), free(want);
 }
 
-/* What mx_cpu_gemm runs, on AMP's operands (bf16 values). */
+/* oneDNN's matmul (engine/cpu/gemm_dnnl.c), forced where it is not the default: against the own
+ * bf16 kernel on the same bf16 values, both summing exact products in f32, so they may differ
+ * by the sums' order only: within 1e-5 of the sum of |products| (and |beta C|). Random shapes
+ * in the four transpose cases, beta 0 and 1, C wider than n, 1 and 2 threads; alpha 2 (which
+ * oneDNN's path leaves to the own kernel) bit-equal to the own kernel. */
+static void dnnl_path(mx_backend **be)
+{
+    mx_cpu_gemm_force_dnnl(1);
+    CHECK(mx_cpu_gemm_bf16_dnnl(), "forced on, the bf16 GEMMs go to oneDNN");
+    for (int trial = 0; trial < 24; trial++) {
+        const int ta = trial & 1, tb = trial >> 1 & 1, t = 1 + (trial >> 2 & 1);
+        const int m = 1 + (int)(check_uniform(&rng) * 300), n = 1 + (int)(check_uniform(&rng) * 300);
+        const int k = 1 + (int)(check_uniform(&rng) * 700), ldc = n + (trial % 3 == 0 ? 5 : 0);
+        const float beta = trial % 4 < 2 ? 0.0f : 1.0f, alpha = trial == 23 ? 2.0f : 1.0f;
+        const int lda = ta ? m : k, ldb = tb ? k : n;
+        float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
+        float *got = malloc(sizeof(float) * m * ldc), *want = malloc(sizeof(float) * m * ldc);
+        for (int i = 0; i < m * k; i++) a[i] = bf(rand_val());
+        for (int i = 0; i < k * n; i++) b[i] = bf(rand_val());
+        for (int i = 0; i < m * ldc; i++) got[i] = want[i] = rand_val();
+        be[t]->math = MX_BF16;
+        CHECK(mx_cpu_gemm_kind(be[t]) == MX_GEMM_DNNL_BF16 && mx_cpu_gemm_packed_a_bytes(MX_GEMM_DNNL_BF16, m, k) == 0,
+              "the kind is oneDNN's, which takes nothing packed ahead");
+        /* oneDNN takes alpha 1 (it ran: 1) and leaves alpha 2 to the own kernel (0, nothing written) */
+        const int ran = mx_cpu_gemm_dnnl(be[t], ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, got, ldc);
+        CHECK(ran == (alpha == 1.0f), "trial %d: oneDNN's matmul ran %d", trial, ran);
+        if (!ran) mx_cpu_gemm(be[t], ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, got, ldc);
+        mx_cpu_gemm_bf16(be[t], ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, want, ldc);
+        be[t]->math = MX_F32;
+        long bad = 0;
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < ldc; j++) {
+                const size_t at = (size_t)i * ldc + j;
+                if (j >= n) { /* past n: untouched */
+                    bad += got[at] != want[at];
+                    continue;
+                }
+                double mag = fabs(beta * want[at]);
+                for (int p = 0; p < k; p++)
+                    mag += fabs((double)(ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p]) *
+                                (tb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j]));
+                bad += alpha == 1.0f ? !(fabs((double)got[at] - want[at]) <= 1e-5 * mag + 1e-30) : got[at] != want[at];
+            }
+        CHECK(bad == 0,
+              "oneDNN trial %d: %c%c m %d n %d k %d ldc %d alpha %g beta %g, %d thread(s): %ld of %d elements "
+              "off the own kernel's",
+              trial, ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, ldc, alpha, beta, t, bad, m * ldc);
+        free(a), free(b), free(got), free(want);
+    }
+    mx_cpu_gemm_force_dnnl(0);
+    CHECK(!mx_cpu_gemm_bf16_dnnl() && strcmp(be[1]->ops->amp_kernels(MX_BF16), "avx512_bf16") == 0,
+          "forced off (MXBENCH_BF16=own), the own kernels: %s", be[1]->ops->amp_kernels(MX_BF16));
+    mx_cpu_gemm_force_dnnl(-1);
+    /* the switch's rule (by default oneDNN where its kernels are AMX tiles), and the record says
+     * which ran */
+    const int amx = strcmp(mx_cpu_dnnl_isa(), "avx512_core_amx") == 0, sw = mx_switch_value(MX_SWITCH_BF16);
+    const int on = sw == MX_SW_BF16_DNNL || (sw == MX_SW_BF16_NATIVE && amx);
+    CHECK(mx_cpu_gemm_bf16_dnnl() == on &&
+              strcmp(be[1]->ops->amp_kernels(MX_BF16), on && amx ? "amx_bf16" : "avx512_bf16") == 0,
+          "MXBENCH_BF16=%s: oneDNN's matmul %s (its ISA here: %s); amp_kernels %s",
+          mx_switches[MX_SWITCH_BF16].values[sw], on ? "runs" : "does not run", mx_cpu_dnnl_isa(),
+          be[1]->ops->amp_kernels(MX_BF16));
+}
+
+/* What mx_cpu_gemm runs, on AMP's operands (bf16 values); the own kernels whatever the CPU's
+ * tiles (oneDNN's path: dnnl_path). */
 static void dispatch(mx_backend *be)
 {
+    mx_cpu_gemm_force_dnnl(0);
     const int m = 37, n = 70, k = 300;
     float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
     float *got = malloc(sizeof(float) * m * n), *want = malloc(sizeof(float) * m * n);
@@ -155,6 +223,7 @@ static void dispatch(mx_backend *be)
         CHECK(worst < 1e-5, "native and emulated agree to the f32 sums' rounding: %.3g", worst);
         be->math = MX_F32;
     }
+    mx_cpu_gemm_force_dnnl(-1);
     free(a), free(b), free(got), free(want);
 }
 
@@ -180,6 +249,9 @@ int main(void)
         for (int trial = 0; trial < 96; trial++) run_case(be, bf16, trial);
     }
     dispatch(be[1]);
+    if (mx_cpu_bf16_native() && mx_cpu_dnnl_available()) dnnl_path(be);
+    else printf("test_gemm: oneDNN's bf16 matmul skipped: %s\n",
+                mx_cpu_bf16_native() ? "this build has no oneDNN" : "no avx512_bf16 here (or MXBENCH_BF16=emulate)");
     CHECK(be[1]->ops->sync(be[1]) == 0 && be[2]->ops->sync(be[2]) == 0, "no backend error");
     mx_backend_destroy(be[1]);
     mx_backend_destroy(be[2]);

@@ -17,10 +17,15 @@ const mx_switch_info mx_switches[MX_NSWITCHES] = {
                         {"own", "blas"},
                         {"f32 GEMMs on mxbench's own AVX-512 kernel where the CPU has avx512f",
                          "f32 GEMMs on the BLAS's sgemm"}},
-    [MX_SWITCH_BF16] = {"MXBENCH_BF16",
-                        {"native", "emulate"},
-                        {"AMP bf16 products on the CPU's bf16 units (avx512_bf16) where it has them",
-                         "AMP bf16 emulated: operands rounded to bf16, products in f32"}},
+    [MX_SWITCH_BF16] =
+        {"MXBENCH_BF16",
+         {"native", "emulate", "own", "dnnl"},
+         {"AMP bf16 products on the CPU's bf16 units where it has them: the GEMMs on AMX tiles through "
+          "oneDNN's matmul where oneDNN runs them, else on mxbench's avx512_bf16 kernels",
+          "AMP bf16 emulated: operands rounded to bf16, products in f32",
+          "AMP bf16 GEMMs on mxbench's avx512_bf16 kernels, AMX tiles or not (to measure what they bring)",
+          "AMP bf16 GEMMs on oneDNN's matmul on any CPU with bf16 units (its avx512_bf16 kernels where "
+          "there are no tiles)"}},
     [MX_SWITCH_FUSE] = {"MXBENCH_FUSE",
                         {"on", "off"},
                         {"a relu run inside its neighbour's pass, AMP skipping roundings that change nothing",

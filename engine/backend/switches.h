@@ -10,7 +10,7 @@ typedef enum { MX_SWITCH_CONV, MX_SWITCH_GEMM, MX_SWITCH_BF16, MX_SWITCH_FUSE, M
 /* Each switch's values, by index; 0 is the default (the variable unset, empty or set to its name). */
 enum { MX_SW_CONV_AUTO, MX_SW_CONV_GEMM, MX_SW_CONV_NODNNL, MX_SW_CONV_NOWINOGRAD };
 enum { MX_SW_GEMM_OWN, MX_SW_GEMM_BLAS };
-enum { MX_SW_BF16_NATIVE, MX_SW_BF16_EMULATE };
+enum { MX_SW_BF16_NATIVE, MX_SW_BF16_EMULATE, MX_SW_BF16_OWN, MX_SW_BF16_DNNL };
 enum { MX_SW_FUSE_ON, MX_SW_FUSE_OFF };
 
 #define MX_SWITCH_MAX_VALUES 4

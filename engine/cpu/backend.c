@@ -75,6 +75,8 @@ void mx_cpu_gemm(mx_backend *be, int ta, int tb, int m, int n, int k, float alph
                  const float *b, int ldb, float beta, float *c, int ldc)
 {
     if (be->math == MX_BF16 && mx_cpu_bf16_native()) {
+        if (mx_cpu_gemm_bf16_dnnl() && mx_cpu_gemm_dnnl(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+            return;
         mx_cpu_gemm_bf16(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }

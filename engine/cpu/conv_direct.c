@@ -242,7 +242,7 @@ static void din_sample(const mx_conv_desc *d, const float *dout, const float *w,
 
 /* Under AMP bf16 on a CPU with bf16 dot products (where the GEMMs take the bf16 kernel), the
  * forward and the weight gradient run there. */
-static int on_bf16_units(const mx_backend *be) { return mx_cpu_gemm_kind(be) == MX_GEMM_OWN_BF16; }
+static int on_bf16_units(const mx_backend *be) { return be->math == MX_BF16 && mx_cpu_bf16_native(); }
 
 void mx_cpu_conv_direct_forward(mx_backend *be, const mx_conv_desc *d, int n, float *out, const float *in,
                                 const float *w)

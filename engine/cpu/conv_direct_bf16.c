@@ -58,8 +58,8 @@ static size_t plane_elems(const mx_conv_desc *d, int with_grad)
     return in + (with_grad ? (size_t)d->oc * d->oh * g.gw : 0);
 }
 
-/* n f32 values to bf16 at dst (16 at a time), rounded as the GEMM's packing rounds */
-TARGET static void to_bf16(uint16_t *dst, const float *src, int n)
+/* n f32 values to bf16 at dst (16 at a time), rounded as the GEMM's packing rounds (kernels.h) */
+TARGET void mx_cpu_to_bf16(uint16_t *dst, const float *src, int n)
 {
     for (int i = 0; i < n; i += 16) {
         const __mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
@@ -72,7 +72,8 @@ TARGET static void to_bf16(uint16_t *dst, const float *src, int n)
 TARGET static void input_plane(const mx_conv_desc *d, const geom *g, const float *x, uint16_t *p)
 {
     memset(p, 0, sizeof(uint16_t) * (size_t)g->ph * g->pw);
-    for (int y = 0; y < d->h; y++) to_bf16(p + (size_t)(y + d->pad) * g->pw + d->pad, x + (size_t)y * d->w, d->w);
+    for (int y = 0; y < d->h; y++)
+        mx_cpu_to_bf16(p + (size_t)(y + d->pad) * g->pw + d->pad, x + (size_t)y * d->w, d->w);
 }
 
 /* The weights as pairs of kernel columns, [block of OBB channels][ky][pair][OBB] dwords (low
@@ -86,7 +87,7 @@ TARGET static void weight_pairs(const mx_conv_desc *d, const float *w, uint32_t 
             float row[2 * MX_DIRECT_MAX_K] = {0};
             memcpy(row, w + ((size_t)c * k + ky) * k, sizeof(float) * k);
             uint16_t h[2 * MX_DIRECT_MAX_K];
-            to_bf16(h, row, 2 * kp);
+            mx_cpu_to_bf16(h, row, 2 * kp);
             for (int j = 0; j < kp; j++)
                 wp[(((size_t)(c / OBB) * k + ky) * kp + j) * OBB + c % OBB] = h[2 * j] | (uint32_t)h[2 * j + 1] << 16;
         }
@@ -204,7 +205,7 @@ TARGET static void grad_plane(const mx_conv_desc *d, const geom *g, const float 
 {
     for (int r = 0; r < d->oc * d->oh; r++) {
         uint16_t *row = gb + (size_t)r * g->gw;
-        to_bf16(row, dout + (size_t)r * d->ow, d->ow);
+        mx_cpu_to_bf16(row, dout + (size_t)r * d->ow, d->ow);
         memset(row + d->ow, 0, sizeof(uint16_t) * (g->gw - d->ow));
     }
 }

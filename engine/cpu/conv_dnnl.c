@@ -27,7 +27,7 @@
 #include "base/status.h"
 
 #ifdef MXBENCH_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
+#include "dnnl_common.h"
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -75,12 +75,6 @@ typedef struct {
     entry e[MAX_ENTRIES];
 } cache;
 
-static dnnl_engine_t engine;
-static int engine_ok;
-static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
-
-static void engine_init(void) { engine_ok = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success; }
-
 static size_t align64(size_t b) { return (b + 63) / 64 * 64; }
 
 static int md(dnnl_memory_desc_t *m, int64_t a, int64_t b, int64_t c, int64_t d, dnnl_data_type_t t,
@@ -93,28 +87,7 @@ static int md(dnnl_memory_desc_t *m, int64_t a, int64_t b, int64_t c, int64_t d,
 /* A memory object with no buffer yet: handles are set per call. */
 static int memory(dnnl_memory_t *m, const dnnl_memory_desc_t *d)
 {
-    return dnnl_memory_create(m, d, engine, DNNL_MEMORY_NONE) == dnnl_success;
-}
-
-static dnnl_primitive_attr_t user_scratch_attr(int sum)
-{
-    dnnl_primitive_attr_t a;
-    if (dnnl_primitive_attr_create(&a) != dnnl_success) return NULL;
-    int ok = dnnl_primitive_attr_set_scratchpad_mode(a, dnnl_scratchpad_mode_user) == dnnl_success;
-    if (ok && sum) {
-        dnnl_post_ops_t po;
-        ok = dnnl_post_ops_create(&po) == dnnl_success;
-        if (ok) {
-            ok = dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success &&
-                 dnnl_primitive_attr_set_post_ops(a, po) == dnnl_success;
-            dnnl_post_ops_destroy(po);
-        }
-    }
-    if (!ok) {
-        dnnl_primitive_attr_destroy(a);
-        return NULL;
-    }
-    return a;
+    return dnnl_memory_create(m, d, mx_dnnl_engine(), DNNL_MEMORY_NONE) == dnnl_success;
 }
 
 /* The scratchpad a primitive asks for, placed at *bytes of the workspace. */
@@ -153,10 +126,11 @@ static int boundary_init(boundary *b, const dnnl_memory_desc_t *user_md, const d
         b->n = (int)user_md->dims[0], b->c = (int)user_md->dims[1], b->hw = (int)(user_md->dims[2] * user_md->dims[3]);
         return 1;
     }
-    dnnl_primitive_attr_t a = user_scratch_attr(sum);
+    dnnl_primitive_attr_t a = mx_dnnl_user_scratch_attr(sum);
     dnnl_primitive_desc_t rpd;
-    const int ok = a && (input ? dnnl_reorder_primitive_desc_create(&rpd, user_md, engine, prim_md, engine, a)
-                               : dnnl_reorder_primitive_desc_create(&rpd, prim_md, engine, user_md, engine, a)) ==
+    const dnnl_engine_t eng = mx_dnnl_engine();
+    const int ok = a && (input ? dnnl_reorder_primitive_desc_create(&rpd, user_md, eng, prim_md, eng, a)
+                               : dnnl_reorder_primitive_desc_create(&rpd, prim_md, eng, user_md, eng, a)) ==
                             dnnl_success;
     if (a) dnnl_primitive_attr_destroy(a);
     if (!ok) return 0;
@@ -236,8 +210,8 @@ static int shapes_init(shapes *s, const mx_conv_desc *d, int n)
  * for a backward. */
 static int pd_create(dnnl_primitive_desc_t *pd, const void *cd, const_dnnl_primitive_desc_t hint)
 {
-    dnnl_primitive_attr_t a = user_scratch_attr(0);
-    const int ok = a && dnnl_primitive_desc_create(pd, cd, a, engine, hint) == dnnl_success;
+    dnnl_primitive_attr_t a = mx_dnnl_user_scratch_attr(0);
+    const int ok = a && dnnl_primitive_desc_create(pd, cd, a, mx_dnnl_engine(), hint) == dnnl_success;
     if (a) dnnl_primitive_attr_destroy(a);
     return ok;
 }
@@ -385,9 +359,8 @@ static entry *lookup(mx_backend *be, const mx_conv_desc *d, int n)
 {
     cache *c = be->ctx;
     if (!c) {
-        pthread_once(&engine_once, engine_init);
-        if (!engine_ok || !(c = calloc(1, sizeof *c))) return NULL;
-        if (dnnl_stream_create(&c->stream, engine, dnnl_stream_default_flags) != dnnl_success) {
+        if (!mx_dnnl_engine() || !(c = calloc(1, sizeof *c))) return NULL;
+        if (dnnl_stream_create(&c->stream, mx_dnnl_engine(), dnnl_stream_default_flags) != dnnl_success) {
             free(c);
             return NULL;
         }

@@ -43,13 +43,14 @@
 
 /* ---- which kernels run: cpuid, unless an environment variable or a test forces the
  * reference; cpuid and the variables are read once, not on every GEMM */
-static int f32_off, bf16_off, has_base, has_bf16;
+static int f32_off, bf16_off, bf16_mode, has_base, has_bf16, force_dnnl = -1;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static void read_env(void)
 {
     f32_off = mx_switch_value(MX_SWITCH_GEMM) == MX_SW_GEMM_BLAS;
-    bf16_off = mx_switch_value(MX_SWITCH_BF16) == MX_SW_BF16_EMULATE;
+    bf16_mode = mx_switch_value(MX_SWITCH_BF16);
+    bf16_off = bf16_mode == MX_SW_BF16_EMULATE;
 #if HAVE_KERNELS
     /* What both kinds' kernels are compiled for (TARGET), bf16 aside: every AVX-512 CPU from
      * Skylake-SP on has it; the f32 kernels hold no bf16 instruction. */
@@ -83,7 +84,27 @@ int mx_cpu_gemm_own(void)
     return !f32_off && has_base;
 }
 
-const char *mx_cpu_amp_kernels(mx_dtype t) { return t == MX_BF16 && mx_cpu_bf16_native() ? "avx512_bf16" : "emulated"; }
+void mx_cpu_gemm_force_dnnl(int on)
+{
+    pthread_once(&env_once, read_env);
+    force_dnnl = on < 0 ? -1 : on != 0;
+}
+
+/* oneDNN's matmul where its kernels are AMX's (gemm_dnnl.c says why), unless the switch or a
+ * test says otherwise; oneDNN's ISA is read from cpuid, without starting oneDNN's engine. */
+int mx_cpu_gemm_bf16_dnnl(void)
+{
+    if (!mx_cpu_bf16_native() || !mx_cpu_dnnl_available()) return 0;
+    if (force_dnnl >= 0) return force_dnnl;
+    if (bf16_mode == MX_SW_BF16_DNNL) return 1;
+    return bf16_mode == MX_SW_BF16_NATIVE && strcmp(mx_cpu_dnnl_isa(), "avx512_core_amx") == 0;
+}
+
+const char *mx_cpu_amp_kernels(mx_dtype t)
+{
+    if (t != MX_BF16 || !mx_cpu_bf16_native()) return "emulated";
+    return mx_cpu_gemm_bf16_dnnl() && strcmp(mx_cpu_dnnl_isa(), "avx512_core_amx") == 0 ? "amx_bf16" : "avx512_bf16";
+}
 
 #if HAVE_KERNELS
 
@@ -456,13 +477,14 @@ void mx_cpu_gemm_f32(mx_backend *be, int ta, int tb, int m, int n, int k, float 
 
 int mx_cpu_gemm_kind(const mx_backend *be)
 {
-    if (be->math == MX_BF16 && mx_cpu_bf16_native()) return MX_GEMM_OWN_BF16;
+    if (be->math == MX_BF16 && mx_cpu_bf16_native())
+        return mx_cpu_gemm_bf16_dnnl() ? MX_GEMM_DNNL_BF16 : MX_GEMM_OWN_BF16;
     return mx_cpu_gemm_own() ? MX_GEMM_OWN_F32 : MX_GEMM_BLAS;
 }
 
 size_t mx_cpu_gemm_packed_a_bytes(int kind, int m, int k)
 {
-    if (kind == MX_GEMM_BLAS || m <= 0 || k <= 0) return 0;
+    if ((kind != MX_GEMM_OWN_F32 && kind != MX_GEMM_OWN_BF16) || m <= 0 || k <= 0) return 0;
     return sizeof(uint32_t) * mr_pad(m) * units(k, kind == MX_GEMM_OWN_BF16);
 }
 
@@ -477,7 +499,8 @@ void mx_cpu_gemm_pack_a(int kind, int ta, int m, int k, const float *a, int lda,
 #if HAVE_KERNELS
     /* share `part` of `parts`: whole panels of MR rows, which no other share writes */
     const int panels = (m + MR - 1) / MR, r0 = panels * part / parts * MR, r1 = panels * (part + 1) / parts * MR;
-    if (kind != MX_GEMM_BLAS && k > 0 && r0 < m) pack_a_all(dst, kind == MX_GEMM_OWN_BF16, ta, m, k, a, lda, r0, r1);
+    if ((kind == MX_GEMM_OWN_F32 || kind == MX_GEMM_OWN_BF16) && k > 0 && r0 < m)
+        pack_a_all(dst, kind == MX_GEMM_OWN_BF16, ta, m, k, a, lda, r0, r1);
 #endif
 }
 

@@ -53,7 +53,13 @@ void mx_cpu_set_gemm_hook(mx_cpu_gemm_hook fn);
 /* Per-thread buffers (engine/cpu/thread_buf.c): the slot's buffer of this thread, grown to at least
  * bytes (64-byte aligned; contents kept only while it does not grow); NULL when out of
  * memory. */
-typedef enum { MX_THREAD_BUF_PANELS, MX_THREAD_BUF_GEMM_A, MX_THREAD_BUF_GEMM_B, MX_THREAD_BUF_COUNT } mx_thread_buf;
+typedef enum {
+    MX_THREAD_BUF_PANELS,
+    MX_THREAD_BUF_GEMM_A,
+    MX_THREAD_BUF_GEMM_B,
+    MX_THREAD_BUF_DNNL, /* oneDNN's matmul: bf16 operands and scratchpad (gemm_dnnl.c) */
+    MX_THREAD_BUF_COUNT
+} mx_thread_buf;
 void *mx_cpu_thread_buffer(mx_thread_buf slot, size_t bytes);
 
 /* Own GEMMs (engine/cpu/gemm.c), as cblas_sgemm row-major, on AVX-512 CPUs:
@@ -70,17 +76,32 @@ int mx_cpu_bf16_native(void);
 /* Tests: on != 0 forces the BLAS / the emulation (as the variables do), 0 lets cpuid decide. */
 void mx_cpu_gemm_force_blas(int on);
 void mx_cpu_bf16_force_emulation(int on);
-/* The table's amp_kernels: "avx512_bf16" for MX_BF16 where native, else "emulated". */
+/* Where mx_cpu_bf16_native(), whether the bf16 GEMMs run on oneDNN's matmul (gemm_dnnl.c):
+ * where oneDNN runs AMX tiles (MXBENCH_BF16 native), always (dnnl), never (own). Tests force it
+ * with 1 or 0; -1 returns to the switch. */
+int mx_cpu_gemm_bf16_dnnl(void);
+void mx_cpu_gemm_force_dnnl(int on);
+/* oneDNN's bf16 matmul as mx_cpu_gemm under bf16 math: 1 when it ran (or failed, the sticky
+ * error set), 0 when oneDNN does not take the product (this build, the shape, alpha other than
+ * 1, beta other than 0 or 1): nothing was written and the own kernel must run it. */
+int mx_cpu_gemm_dnnl(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc);
+/* n f32 values to bf16 (nearest even, as the own GEMM's packing rounds); AVX-512 CPUs with
+ * avx512_bf16 only (conv_direct_bf16.c). */
+void mx_cpu_to_bf16(uint16_t *dst, const float *src, int n);
+/* The table's amp_kernels for MX_BF16: "amx_bf16" where the GEMMs run on oneDNN's AMX tiles,
+ * "avx512_bf16" where native otherwise, else "emulated" (every other type too). */
 const char *mx_cpu_amp_kernels(mx_dtype t);
 void mx_cpu_gemm_f32(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc);
 void mx_cpu_gemm_bf16(mx_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc);
-/* Which GEMM mx_cpu_gemm runs on be now (its math and this CPU): the BLAS, or an own kernel. */
-enum { MX_GEMM_BLAS = -1, MX_GEMM_OWN_F32 = 0, MX_GEMM_OWN_BF16 = 1 };
+/* Which GEMM mx_cpu_gemm runs on be now (its math and this CPU): the BLAS, an own kernel, or
+ * oneDNN's bf16 matmul (which, as the BLAS, takes no operand packed ahead). */
+enum { MX_GEMM_BLAS = -1, MX_GEMM_OWN_F32 = 0, MX_GEMM_OWN_BF16 = 1, MX_GEMM_DNNL_BF16 = 2 };
 int mx_cpu_gemm_kind(const mx_backend *be);
 /* Repeated products with one A (a convolution's weights over a batch's chunks): op(A), m x
- * k, packed once for an own kernel (kind not MX_GEMM_BLAS) into mx_cpu_gemm_packed_a_bytes
+ * k, packed once for an own kernel (kind MX_GEMM_OWN_*; 0 bytes for the others) into mx_cpu_gemm_packed_a_bytes
  * bytes at dst (64-byte aligned), then C = alpha * op(A) op(B) + beta * C from it, with the
  * same results as mx_cpu_gemm of that kind. The packing is split in `parts` shares that
  * threads may write at once, `part` being one of them (0 of 1: all). */

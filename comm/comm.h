@@ -20,8 +20,8 @@ typedef struct mx_comm mx_comm;
  *   those of `threads`; all-reduce is that plus an all-gather (MPI_Allgatherv in place);
  *   broadcast, send (synchronous) and recv, barrier map to MPI's. Each collective first
  *   agrees on (verb, count, dtype, root) with one small all-reduce.
- * - nccl: one member per GPU (several per process through ncclCommInitAll, or one
- *   per rank bootstrapped over MPI); buffers are device memory; verbs are the nccl calls of
+ * - nccl: one member per GPU (several per process through ncclCommInitAll; kind nccl_mpi:
+ *   one per rank of an MPI job, bootstrapped over MPI); buffers are device memory; verbs are the nccl calls of
  *   the same name enqueued on the member's stream, and "done" means done on that stream.
  *   ncclReduceScatter and ncclAllGather want equal shards, so uneven mx_comm_shard splits
  *   go through a buffer padded to n x shard (or grouped ncclReduce/ncclBroadcast calls);

@@ -7,6 +7,9 @@
 #include "comm.h"
 
 extern const mx_comm_ops mx_comm_nccl_ops;
+/* Kind nccl_mpi's table (one member per rank of an MPI job, bootstrapped over MPI), or NULL in
+ * a build without MPI. */
+const mx_comm_ops *mx_comm_nccl_mpi_ops(void);
 
 /* How long a call that waits (barrier) lets the GPUs run before it declares the
  * communicator stuck and aborts it (ncclCommAbort), in seconds; MXBENCH_NCCL_TIMEOUT, read

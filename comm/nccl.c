@@ -10,8 +10,13 @@
  * and every later verb fails with the first reason. The counts (mx_comm_counts) see only the
  * queueing, so the bandwidths computed from them mean nothing for this kind until its calls
  * are timed with events on the stream.
- * Across processes (one member per rank, its ncclUniqueId passed over MPI to
- * ncclCommInitRank) is not built: start() refuses it where the seam is. */
+ * Kind `nccl_mpi` (where the build has MPI): one member per rank of an MPI job (member ==
+ * rank in MPI_COMM_WORLD, as `mpi`), across machines too: rank 0's ncclUniqueId reaches every
+ * rank over MPI_Bcast, and each opens its communicator on its own GPU with ncclCommInitRank;
+ * the verbs are the same. Two ranks on one GPU are named before NCCL refuses them ("Duplicate
+ * GPU detected"): every rank's host and GPU are gathered first. A rank that dies before or
+ * during the start ends the job through its launcher (mpirun ends the others; the sweep's srun
+ * steps run with --kill-on-bad-exit); after it, the barrier's timeout aborts as above. */
 #include "comm_nccl.h"
 #include "engine/backend/backend.h"
 #include "engine/cuda/cuda.h"
@@ -122,6 +127,19 @@ static int nccl_create(mx_comm *c)
     return MX_OK;
 }
 
+/* Each local member's one zero float for the barrier. */
+static int scratch_floats(mx_comm *c)
+{
+    nccl_state *S = c->impl;
+    for (int l = 0; l < c->nlocal; l++) {
+        const int m = c->local_first + l;
+        MX_TRY(cuda_failed(c, m, cudaSetDevice(S->gpus[l]), "cudaSetDevice"));
+        MX_TRY(cuda_failed(c, m, cudaMalloc((void **)&S->scratch[l], sizeof(float)), "cudaMalloc"));
+        MX_TRY(cuda_failed(c, m, cudaMemset(S->scratch[l], 0, sizeof(float)), "cudaMemset"));
+    }
+    return MX_OK;
+}
+
 /* Opens the NCCL communicators once each member's GPU is known. One GPU per member: NCCL
  * refuses two ranks on one GPU, so logical devices sharing one (--oversubscribe) are named
  * here rather than left to NCCL's message. */
@@ -130,12 +148,9 @@ static int nccl_start(mx_comm *c)
     nccl_state *S = c->impl;
     if (S->started)
         return mx_error(MX_EINVAL, "comm nccl: the members' devices are already set (once per communicator)");
-    /* The seam for several processes: there, this process hosts member local_first only, and
-     * the communicator would come from ncclGetUniqueId on rank 0, MPI_Bcast, ncclCommInitRank. */
-    if (c->nlocal != c->n)
-        return mx_error(MX_EUNSUPPORTED, "comm nccl: members %d..%d of %d in this process: an nccl communicator across "
-                        "processes (bootstrapped over MPI) is not built; one process drives all its GPUs",
-                        c->local_first, c->local_first + c->nlocal - 1, c->n);
+    if (c->nlocal != c->n) /* mx_comm_create makes every member local for this kind */
+        return mx_error(MX_EINVAL, "comm nccl: members %d..%d of %d in this process: across processes, kind "
+                        "nccl_mpi (one rank a member)", c->local_first, c->local_first + c->nlocal - 1, c->n);
     for (int m = 0; m < c->n; m++) {
         const mx_backend *be = c->be[m];
         S->gpus[m] = mx_cuda_backend_gpu(be);
@@ -157,12 +172,7 @@ static int nccl_start(mx_comm *c)
                         S->gpus[0], ncclGetErrorString(r), last && *last ? ": " : "", last ? last : "");
     }
     S->started = 1; /* from here destroy releases the communicators */
-    for (int m = 0; m < c->n; m++) {
-        MX_TRY(cuda_failed(c, m, cudaSetDevice(S->gpus[m]), "cudaSetDevice"));
-        MX_TRY(cuda_failed(c, m, cudaMalloc((void **)&S->scratch[m], sizeof(float)), "cudaMalloc"));
-        MX_TRY(cuda_failed(c, m, cudaMemset(S->scratch[m], 0, sizeof(float)), "cudaMemset"));
-    }
-    return MX_OK;
+    return scratch_floats(c);
 }
 
 static void nccl_destroy(mx_comm *c)
@@ -397,3 +407,105 @@ const mx_comm_ops mx_comm_nccl_ops = {
     .barrier = nccl_barrier,
     .set_devices = nccl_start,
 };
+
+#ifdef MXBENCH_HAVE_MPI
+#include <mpi.h>
+#include <unistd.h>
+
+/* ---- nccl_mpi: one member per rank of an MPI job */
+
+static int ranks_create(mx_comm *c)
+{
+    int init = 0, size = 0, rank = 0;
+    MPI_Initialized(&init);
+    if (!init)
+        return mx_error(MX_EINVAL, "comm nccl_mpi: MPI is not initialised: every rank of an MPI job (mpirun, srun) "
+                        "makes it once MPI is");
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (size != c->n)
+        return mx_error(MX_EINVAL, "comm nccl_mpi: asked for %d members but the job has %d ranks", c->n, size);
+    c->local_first = rank;
+    c->nlocal = 1;
+    return nccl_create(c);
+}
+
+/* Where each rank runs: its host's name and its GPU, gathered so that two ranks on one GPU are
+ * named on every rank (each takes the same decision). */
+typedef struct {
+    char host[64];
+    int gpu;
+} placement;
+
+static int check_placement(mx_comm *c, int gpu)
+{
+    placement mine = {.gpu = gpu}, *all = calloc((size_t)c->n, sizeof *all);
+    if (!all) return mx_error(MX_ENOMEM, "comm nccl_mpi: out of memory for %d ranks' placements", c->n);
+    gethostname(mine.host, sizeof mine.host - 1);
+    int rc = MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, MPI_COMM_WORLD) == MPI_SUCCESS
+                 ? MX_OK
+                 : mx_error(MX_ERUNTIME, "comm nccl_mpi: MPI_Allgather of the ranks' GPUs failed");
+    for (int i = 0; i < c->n && rc == MX_OK; i++)
+        for (int j = 0; j < i && rc == MX_OK; j++)
+            if (all[i].gpu == all[j].gpu && strcmp(all[i].host, all[j].host) == 0)
+                rc = mx_error(MX_EINVAL, "comm nccl_mpi: ranks %d and %d are both on GPU %d of %s: NCCL takes one "
+                              "GPU per rank (the mpi communicator serves ranks sharing a GPU)",
+                              j, i, all[i].gpu, all[i].host);
+    free(all);
+    return rc;
+}
+
+static int ranks_start(mx_comm *c)
+{
+    nccl_state *S = c->impl;
+    const int me = c->local_first;
+    if (S->started)
+        return mx_error(MX_EINVAL, "comm nccl_mpi: the members' devices are already set (once per communicator)");
+    S->gpus[0] = mx_cuda_backend_gpu(c->be[me]);
+    if (S->gpus[0] < 0)
+        return mx_error(MX_EINVAL, "comm nccl_mpi: rank %d's device is not an open cuda backend: NCCL moves GPU "
+                        "memory only (use the mpi communicator)", me);
+    MX_TRY(check_placement(c, S->gpus[0]));
+    /* rank 0's id, or word that it has none: every rank learns the same */
+    struct {
+        int ok;
+        ncclUniqueId id;
+    } boot = {0};
+    if (me == 0) boot.ok = ncclGetUniqueId(&boot.id) == ncclSuccess;
+    if (MPI_Bcast(&boot, sizeof boot, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return mx_error(MX_ERUNTIME, "comm nccl_mpi: MPI_Bcast of rank 0's NCCL id failed on rank %d", me);
+    if (!boot.ok) {
+        const char *last = ncclGetLastError(NULL);
+        return mx_error(MX_ERUNTIME, "comm nccl_mpi: ncclGetUniqueId failed on rank 0%s%s", last && *last ? ": " : "",
+                        me == 0 && last ? last : "");
+    }
+    MX_TRY(cuda_failed(c, me, cudaSetDevice(S->gpus[0]), "cudaSetDevice"));
+    const ncclResult_t r = ncclCommInitRank(&S->comms[0], c->n, boot.id, me);
+    if (r != ncclSuccess) {
+        S->comms[0] = NULL;
+        const char *last = ncclGetLastError(NULL);
+        return mx_error(MX_ERUNTIME, "comm nccl_mpi: ncclCommInitRank on rank %d of %d (GPU %d) failed: %s%s%s", me,
+                        c->n, S->gpus[0], ncclGetErrorString(r), last && *last ? ": " : "", last ? last : "");
+    }
+    S->started = 1;
+    return scratch_floats(c);
+}
+
+static const mx_comm_ops nccl_mpi_ops = {
+    .name = "nccl_mpi",
+    .create = ranks_create,
+    .destroy = nccl_destroy,
+    .allreduce = nccl_allreduce,
+    .reduce_scatter = nccl_reduce_scatter,
+    .allgather = nccl_allgather,
+    .broadcast = nccl_broadcast,
+    .send = nccl_send,
+    .recv = nccl_recv,
+    .barrier = nccl_barrier,
+    .set_devices = ranks_start,
+};
+
+const mx_comm_ops *mx_comm_nccl_mpi_ops(void) { return &nccl_mpi_ops; }
+#else
+const mx_comm_ops *mx_comm_nccl_mpi_ops(void) { return NULL; }
+#endif

@@ -48,12 +48,16 @@ void mx_cuda_probe(mx_cuda_info *info)
     *info = cached;
 }
 
-/* The CUDA backend and, beside it, the nccl communicator: both live in libraries only a CUDA
- * build links, so the registries learn of them here. */
+/* The CUDA backend and, beside it, the nccl communicators (one process's GPUs; one per MPI
+ * rank where the build has MPI): they live in libraries only a CUDA build links, so the
+ * registries learn of them here. */
 void mx_register_device_backends(void)
 {
     if (mx_backend_register(&mx_cuda_backend_ops) < 0)
         fprintf(stderr, "mxbench: the cuda backend's table is incomplete: %s\n", mx_last_error());
     if (mx_comm_register(&mx_comm_nccl_ops) < 0)
         fprintf(stderr, "mxbench: the nccl communicator's table: %s\n", mx_last_error());
+    const mx_comm_ops *ranks = mx_comm_nccl_mpi_ops();
+    if (ranks && mx_comm_register(ranks) < 0)
+        fprintf(stderr, "mxbench: the nccl_mpi communicator's table: %s\n", mx_last_error());
 }

@@ -2,7 +2,7 @@
  * member (and at two where two GPUs exist), f32, f16 and bf16, in place and not, even and
  * uneven mx_comm_shard splits; then failures that must come back as errors naming the call
  * rather than hang: a NULL buffer, and (two GPUs) a member that never arrives, which the
- * timeout must end. Tolerance: at one member NCCL copies, so the bits must be equal; at
+ * timeout must end; run as the one rank of an MPI job, kind nccl_mpi instead. Tolerance: at one member NCCL copies, so the bits must be equal; at
  * several it sums in ring or tree order in the element type, so an element may differ from
  * the f32 member-order sum by tol x n x max(1, |value|), tol 2^-20 for f32, 2^-10 for f16 and
  * 2^-7 for bf16 (the inputs here are small multiples of 1/8, whose sums are exact anyway).
@@ -138,9 +138,13 @@ static void run_case(const job *j0)
     }
 }
 
+/* The kind under test: nccl (this process's GPUs), or nccl_mpi when the test runs as the one
+ * rank of an MPI job (mpirun -np 1: test_comm_nccl_mpi). */
+static const char *kind = "nccl";
+
 static int make_pair(int n, mx_comm **ref, mx_comm **nc)
 {
-    if (mx_comm_create(ref, "threads", n) < 0 || mx_comm_create(nc, "nccl", n) < 0) {
+    if (mx_comm_create(ref, "threads", n) < 0 || mx_comm_create(nc, kind, n) < 0) {
         printf("FAIL: create x%d: %s\n", n, mx_last_error());
         failures++;
         return -1;
@@ -273,6 +277,48 @@ static void test_setup(int gpus)
     mx_backend_destroy(same[1]);
 }
 
+#ifdef MXBENCH_HAVE_MPI
+#include <mpi.h>
+
+/* As the one rank of an MPI job: kind nccl_mpi (its ncclUniqueId over MPI_Bcast, then
+ * ncclCommInitRank) on every verb at one member against threads, and a second start refused. */
+static int mpi_rank_test(void)
+{
+    int provided = 0, size = 0;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        printf("FAIL: MPI_Init_thread\n");
+        return 1;
+    }
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 1) {
+        printf("FAIL: run this test as one rank (mpirun -np 1), not %d\n", size);
+        MPI_Finalize();
+        return 1;
+    }
+    if (mx_backend_register(&mx_cuda_backend_ops) < 0 || !mx_comm_nccl_mpi_ops() ||
+        mx_comm_register(mx_comm_nccl_mpi_ops()) < 0 || mx_backend_create(&gpu[0], "cuda", 0, 1) < 0) {
+        printf("FAIL: registering nccl_mpi or opening GPU 0: %s\n", mx_last_error());
+        MPI_Finalize();
+        return 1;
+    }
+    kind = "nccl_mpi";
+    mx_comm *nc = NULL;
+    CHECK(mx_comm_create(&nc, kind, 2) < 0 && strstr(mx_last_error(), "job has 1 ranks"),
+          "2 members in a job of 1 rank: %s", mx_last_error());
+    test_verbs(1);
+    if (mx_comm_create(&nc, kind, 1) == MX_OK) {
+        CHECK(mx_comm_set_devices(nc, gpu) == MX_OK && mx_comm_set_devices(nc, gpu) < 0 &&
+                  strstr(mx_last_error(), "already"),
+              "started once, a second start refused: %s", mx_last_error());
+        mx_comm_destroy(nc);
+    }
+    mx_backend_destroy(gpu[0]);
+    MPI_Finalize();
+    printf("test_comm_nccl (nccl_mpi at one rank): %d failures\n", failures);
+    return failures ? 1 : 0;
+}
+#endif
+
 int main(void)
 {
     int gpus = 0;
@@ -280,6 +326,9 @@ int main(void)
         printf("skip: no GPU\n");
         return 77;
     }
+#ifdef MXBENCH_HAVE_MPI
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK")) return mpi_rank_test();
+#endif
     if (mx_backend_register(&mx_cuda_backend_ops) < 0 || mx_comm_register(&mx_comm_nccl_ops) < 0) {
         printf("FAIL: registering: %s\n", mx_last_error());
         return 1;

@@ -2,8 +2,9 @@
  * member (and at two where two GPUs exist), f32, f16 and bf16, in place and not, even and
  * uneven mx_comm_shard splits; then failures that must come back as errors naming the call
  * rather than hang: a NULL buffer, and (two GPUs) a member that never arrives, which the
- * timeout must end; run as the one rank of an MPI job, kind nccl_mpi instead. Tolerance: at one member NCCL copies, so the bits must be equal; at
- * several it sums in ring or tree order in the element type, so an element may differ from
+ * timeout must end; run as the one rank of an MPI job, kind nccl_mpi instead. Tolerance: at
+ * one member NCCL copies, so the bits must be equal; at several it sums in ring or tree order
+ * in the element type, so an element may differ from
  * the f32 member-order sum by tol x n x max(1, |value|), tol 2^-20 for f32, 2^-10 for f16 and
  * 2^-7 for bf16 (the inputs here are small multiples of 1/8, whose sums are exact anyway).
  * Exits 77 where there is no GPU. */

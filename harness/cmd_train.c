@@ -35,6 +35,9 @@ typedef struct {
     int servers; /* --servers; -1: not given */
     int np;      /* --np: ranks to launch through mpirun; 0: none */
     int dry_run; /* --dry-run: check the configuration, run nothing */
+    /* --device auto on a GPU machine with a combination GPUs do not run: why this run's devices
+     * are CPU workers instead (the record's reason of an ok run); "" otherwise */
+    char device_note[256];
 } train_args;
 
 static const char *summary_text =
@@ -335,6 +338,28 @@ static int check_config(train_args *a, int launching)
     /* auto: CUDA where this build has it and a GPU is present, else the CPU */
     c->backend =
         want_cuda || (!(a->device && strcmp(a->device, "cpu") == 0) && have_cuda && cu.count > 0) ? "cuda" : "cpu";
+    /* What has run on a GPU: the data strategy over local or device kvstores. The others read
+     * gradients or activations in host memory (model stages' hand-offs, compressors, the MPI
+     * ranks' buffers) and wait for the nccl communicator: refused on --device cuda, not
+     * crashed; under auto the run takes CPU workers and says why (a sweep's rows on a GPU
+     * machine: the GPU rows where they run, the others still run) */
+    const char *untested = strcmp(c->backend, "cuda") != 0            ? NULL
+                           : c->strategy != MX_STRATEGY_DATA          ? "the model and layer strategies"
+                           : c->compression != MX_GC_NONE             ? "gradient compression"
+                           : dist                                     ? "the dist_* kvstores"
+                                                                      : NULL;
+    if (untested && want_cuda) {
+        fprintf(stderr, "mxbench train: --device cuda: %s do not run on GPUs yet (they move data through host memory, "
+                "and await the nccl communicator); accepted on GPUs: --strategy data, --kvstore local or device, "
+                "--compression none; or --device cpu (or auto: CPU workers, saying why)\n", untested);
+        return 2;
+    }
+    if (untested) {
+        snprintf(a->device_note, sizeof a->device_note, "on CPU workers (--device auto on a machine with %d GPU(s)): "
+                 "%s do not run on GPUs yet", cu.count, untested);
+        c->backend = "cpu";
+        if (!a->quiet) fprintf(stderr, "mxbench train: %s\n", a->device_note);
+    }
     const int gpu = strcmp(c->backend, "cuda") == 0;
     if (gpu && c->devices > cu.count && !a->oversubscribe && !a->oversubscribe_env) {
         fprintf(stderr, "mxbench train: --gpus %d: this machine has %d GPU(s) (%s); accepted: 1 to %d, or add "
@@ -346,20 +371,6 @@ static int check_config(train_args *a, int launching)
         fprintf(stderr, "mxbench train: --%s applies to CUDA devices, and this run's devices are CPU workers "
                 "(--device %s); CPU devices beyond the cores are always allowed\n", a->tf32 ? "tf32" : "oversubscribe",
                 a->device ? a->device : "auto");
-        return 2;
-    }
-    /* What has run on a GPU: the data strategy over local or device kvstores. The others read
-     * gradients or activations in host memory (model stages' hand-offs, compressors, the MPI
-     * ranks' buffers) and wait for the nccl communicator: refused, not crashed. */
-    const char *untested = !gpu                                      ? NULL
-                           : c->strategy != MX_STRATEGY_DATA         ? "the model and layer strategies"
-                           : c->compression != MX_GC_NONE            ? "gradient compression"
-                           : dist                                    ? "the dist_* kvstores"
-                                                                     : NULL;
-    if (untested) {
-        fprintf(stderr, "mxbench train: --device cuda (%s): %s do not run on GPUs yet (they move data through host "
-                "memory, and await the nccl communicator); accepted on GPUs: --strategy data, --kvstore local or "
-                "device, --compression none; or --device cpu\n", a->device ? a->device : "auto", untested);
         return 2;
     }
     mx_backend_set_tf32_default(a->tf32);
@@ -405,6 +416,7 @@ int mx_train_validate_argv(int argc, char **argv)
     mx_train_config_defaults(&a.c);
     int rc = parse(&a, argc, argv);
     if (rc != MX_OPTS_OK) return 2;
+    a.quiet = 1; /* the sweep's check of its rows: the run says where its devices are */
     return check_config(&a, 1);
 }
 
@@ -529,6 +541,8 @@ int mx_cmd_train(int argc, char **argv)
     snprintf(rec.id, sizeof rec.id, "r0000");
     rc = mx_train_run(&a.c, &rec);
     if (cl) rc = mx_dist_finish_worker(cl, rc, &rec); /* a failure ends the whole job there */
+    if (rc >= 0 && strcmp(rec.status, "ok") == 0 && a.device_note[0])
+        snprintf(rec.reason, sizeof rec.reason, "%s", a.device_note); /* why the devices are CPU workers */
     mx_cuda_info cu;
     mx_cuda_probe(&cu);
     if (strcmp(a.c.backend, "cuda") == 0)

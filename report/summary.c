@@ -141,10 +141,17 @@ static void fill_row(char (*row)[CELL], const mx_run_record *r, const mx_summary
         if (shown->counter[k]) mx_fmt_num(row[c++], r->metrics[k] * mx_counters[k].scale, mx_counters[k].fmt);
     if (mx_summary_not_ok(r))
         fmt_reason(row[c++], r->reason, 60);
-    else
-        snprintf(row[c++], CELL, "%s%s%s", r->oversubscribed ? "oversubscribed: timings not meaningful" : "",
-                 r->oversubscribed && r->noisy ? "; " : "",
-                 r->noisy ? "noisy: other programs competed for the cores" : "");
+    else { /* an ok run's notes: where its devices were, if not where asked; then its timings' caveats */
+        char *note = row[c++];
+        fmt_reason(note, r->reason, 60);
+        const char *const caveat[2] = {r->oversubscribed ? "oversubscribed: timings not meaningful" : NULL,
+                                       r->noisy ? "noisy: other programs competed for the cores" : NULL};
+        for (int k = 0; k < 2; k++) {
+            if (!caveat[k]) continue;
+            if (note[0]) strncat(note, "; ", CELL - strlen(note) - 1);
+            strncat(note, caveat[k], CELL - strlen(note) - 1);
+        }
+    }
 }
 
 int mx_summary_table(const mx_results *res, const mx_summary_cols *shown, table *t)
@@ -165,7 +172,8 @@ int mx_summary_legend_items(const mx_summary_cols *shown, mx_legend_item *items)
         NULL, "batch/dev and global: samples per device and per step; samples/s: median over timed steps and\n"
               "repeats, with its 95% confidence interval; speedup and efficiency: against the one-device run\n"
               "of the same configuration, blank (-) where there is none (results/SCHEMA.md); note: why a run\n"
-              "is not ok.\n"};
+              "is not ok, or of an ok one, why its devices are CPU workers (--device auto) and its timings'\n"
+              "caveats.\n"};
     if (shown->procs)
         items[n++] = (mx_legend_item){NULL, "workers, servers: the processes of a dist_* run's MPI job.\n"};
     if (shown->lm)

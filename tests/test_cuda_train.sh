@@ -10,7 +10,8 @@
 #  2. `data` on 2 logical devices of one GPU (--oversubscribe; device and local kvstores)
 #     against 1 device: within 1e-4;
 #  3. --gpus above the GPU count without --oversubscribe exits 2 naming both; the model strategy
-#     and compression, which have not run on GPUs, exit 2 saying so;
+#     and compression, which have not run on GPUs, exit 2 saying so on --device cuda, and under
+#     --device auto run on CPU workers, the record saying why;
 #  4. AMP fp16 and bf16 on the GPU: lenet on Fashion-MNIST, 3 epochs, within 0.5 points of f32;
 #  5. GPT (the transformer's CUDA kernels): gpt-mini for one epoch (20 steps of 8 windows of a
 #     text written here) with AdamW and --clip-norm 1 on --device cuda against --device cpu:
@@ -94,6 +95,18 @@ for bad in "--strategy model --gpus 1" "--compression fp16 --gpus 2 --oversubscr
     [ $rc -eq 2 ] && grep -q "do not run on GPUs yet" "$T/bad.err" && pass "cuda with $bad: exit 2, says why" ||
         fail "cuda with $bad: exit $rc: $(cat "$T/bad.err")"
 done
+# under --device auto such a run takes CPU workers and its record says why (a sweep's rows on
+# a GPU machine; added after the last GPU run of this test)
+"$MX" train --device auto --strategy model --gpus 2 --steps 2 --dataset synthetic --record "$T/auto.h5" \
+    >"$T/auto.out" 2>"$T/auto.err"
+rc=$?
+"$MX" report "$T/auto.h5" --format csv >"$T/auto.csv" 2>/dev/null
+row=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next } { gsub(/"/, ""); print $h["device_type"], $h["status"] }' \
+    "$T/auto.csv")
+[ $rc -eq 0 ] && grep -q "on CPU workers (--device auto" "$T/auto.err" && [ "$row" = "cpu ok" ] &&
+    grep -q "the model and layer strategies do not run on GPUs yet" "$T/auto.csv" &&
+    pass "auto with --strategy model: CPU workers, recorded cpu and ok with the reason" ||
+    fail "auto with --strategy model: exit $rc, row '$row': $(cat "$T/auto.err")"
 
 # ---- 4. AMP accuracy
 acc() { sed -n 's/.*test acc \([0-9.]*\).*/\1/p' "$T/$1.out" | tail -1; }

@@ -490,13 +490,19 @@ static int gpus_in_use(const mx_cuda_info *cu)
     return cu->count > 0 && mx_backend_find("cuda") && !(dev && strcmp(dev, "cpu") == 0) ? cu->count : 0;
 }
 
-/* Before the first row: every row's oversubscribed flag (more threads than cores, or
- * devices than GPUs: sweep_cores.h) and Open MPI's switches when root, each said once. */
+/* Before the first row: every row's devices (on a GPU machine CUDA, unless the combination
+ * does not run on GPUs yet: then CPU workers, as `train --device auto` takes them), its
+ * oversubscribed flag (more threads than cores, or devices than GPUs: sweep_cores.h) and Open
+ * MPI's switches when root, each said once. */
 static void prepare_rows(const mx_sweep_mpi *mpi, mx_run_record *runs, int n, int gpus, int say)
 {
     int ndist = 0;
-    for (int i = 0; i < n; i++)
-        ndist += mx_kv_name_has(runs[i].kvstore, MX_KV_DIST) && strcmp(runs[i].status, "skipped") != 0;
+    for (int i = 0; i < n; i++) {
+        mx_run_record *r = &runs[i];
+        ndist += mx_kv_name_has(r->kvstore, MX_KV_DIST) && strcmp(r->status, "skipped") != 0;
+        const int cuda = gpus > 0 && !mx_train_gpu_untested(r->strategy, r->compression, r->kvstore);
+        snprintf(r->device_type, sizeof r->device_type, "%s", cuda ? "cuda" : "cpu");
+    }
     mx_sweep_mark_oversubscribed(mpi, runs, n, gpus);
     if (!say) return;
     if (ndist && geteuid() == 0) {

@@ -291,6 +291,13 @@ static int parse(train_args *a, int argc, char **argv)
     return MX_OPTS_OK;
 }
 
+const char *mx_train_gpu_untested(const char *strategy, const char *compression, const char *kvstore)
+{
+    if (strcmp(strategy, "data") != 0) return "the model and layer strategies";
+    if (strcmp(compression, "none") != 0) return "gradient compression";
+    return mx_kv_name_has(kvstore, MX_KV_DIST) ? "the dist_* kvstores" : NULL;
+}
+
 /* Devices and threads, then the validation shared with the sweep (mx_train_config_check).
  * launching: the sweep checking a row it will start under mpirun itself. Returns 0 or the
  * exit status 2 after printing why. */
@@ -343,11 +350,9 @@ static int check_config(train_args *a, int launching)
      * ranks' buffers) and wait for the nccl communicator: refused on --device cuda, not
      * crashed; under auto the run takes CPU workers and says why (a sweep's rows on a GPU
      * machine: the GPU rows where they run, the others still run) */
-    const char *untested = strcmp(c->backend, "cuda") != 0            ? NULL
-                           : c->strategy != MX_STRATEGY_DATA          ? "the model and layer strategies"
-                           : c->compression != MX_GC_NONE             ? "gradient compression"
-                           : dist                                     ? "the dist_* kvstores"
-                                                                      : NULL;
+    const char *untested = strcmp(c->backend, "cuda") != 0 ? NULL
+                                                            : mx_train_gpu_untested(mx_strategy_name(c->strategy),
+                                                                                    mx_gc_name(c->compression), kvstore);
     if (untested && want_cuda) {
         fprintf(stderr, "mxbench train: --device cuda: %s do not run on GPUs yet (they move data through host memory, "
                 "and await the nccl communicator); accepted on GPUs: --strategy data, --kvstore local or device, "

@@ -19,6 +19,12 @@ int mx_cmd_info(int argc, char **argv);
  * it on every child's command line before the first child starts. */
 int mx_train_validate_argv(int argc, char **argv);
 
+/* What of a configuration has not run on GPUs yet, by the record's names (strategy,
+ * compression, kvstore): "the model and layer strategies", "gradient compression", "the
+ * dist_* kvstores", or NULL when it runs there. `train --device cuda` refuses it, auto runs it
+ * on CPU workers; the sweep plans its rows' device_type by it. */
+const char *mx_train_gpu_untested(const char *strategy, const char *compression, const char *kvstore);
+
 /* Exit status for a library status: bad input is 2, anything else 1. */
 int mx_exit_status(int rc);
 

@@ -116,7 +116,9 @@ static void adopt(mx_run_record *r, mx_run_record *got)
     r->oversubscribed = r->oversubscribed || got->oversubscribed;
     r->noisy = got->noisy;
     r->host_others = got->host_others, r->host_load = got->host_load, r->host_steal = got->host_steal;
-    /* what the child found about its machine: which kernels AMP ran on */
+    /* what the child found about its machine: its devices (as planned: prepare_rows) and which
+     * kernels AMP ran on */
+    snprintf(r->device_type, sizeof r->device_type, "%s", got->device_type);
     snprintf(r->amp_kernels, sizeof r->amp_kernels, "%s", got->amp_kernels);
     /* a language model's tokens per sample and FLOPs per token, and the peak its devices offer */
     r->tokens_per_sample = got->tokens_per_sample;

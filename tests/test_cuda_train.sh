@@ -20,7 +20,8 @@
 #     the GPU's sums and exp round otherwise, to the same order, and 13x that leaves them room;
 #     set before this part first ran on a GPU: its first run says what the gap is); the same
 #     under --amp bf16 finishes with a held-out loss within 0.02 of f32's; a sweep data x 1,2
-#     (--oversubscribe) on cuda ends with both rows ok and held-out losses within 1e-3.
+#     (--oversubscribe) on cuda ends with both rows ok and held-out losses within 1e-3; the sweep
+#     data,model x 1,2 under --device auto: the data rows on cuda, the model row on CPU workers.
 # Needs no h5dump: GPU machines may lack it. usage: test_cuda_train.sh MXBENCH SOURCE_DIR BUILD_DIR
 set -u
 MX=${1:?usage: test_cuda_train.sh MXBENCH SOURCE_DIR BUILD_DIR}
@@ -153,6 +154,19 @@ else
     fail "gpt-mini sweep data x 1,2 on cuda failed"
     tail -n 8 "$T/sweep.out" | sed 's/^/    /'
 fi
+# the headline on a GPU machine: the data rows on the GPU, the model rows on CPU workers (not
+# yet on GPUs), each recorded as it ran and the model rows saying why (added after the last GPU
+# run of this test)
+"$MX" sweep --oversubscribe --workload lenet --dataset synthetic --strategies data,model --gpus 1,2 --steps 4 \
+    --out "$T/head.h5" >"$T/head.out" 2>&1
+rc=$?
+"$MX" report "$T/head.h5" --format csv >"$T/head.csv" 2>/dev/null
+rows=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
+    { gsub(/"/, ""); print $h["strategy"], $h["gpus"], $h["device_type"], $h["status"] }' "$T/head.csv" | sort | tr '\n' ';')
+[ $rc -eq 0 ] && [ "$rows" = "data 1 cuda ok;data 2 cuda ok;model 2 cpu ok;" ] &&
+    [ "$(grep -c "on CPU workers (--device auto" "$T/head.csv")" = 1 ] &&
+    pass "sweep data,model x 1,2 on a GPU machine: data on cuda, model on CPU workers with the reason" ||
+    fail "sweep data,model x 1,2: exit $rc, rows $rows"
 
 echo "test_cuda_train: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]

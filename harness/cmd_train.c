@@ -350,9 +350,10 @@ static int check_config(train_args *a, int launching)
      * ranks' buffers) and wait for the nccl communicator: refused on --device cuda, not
      * crashed; under auto the run takes CPU workers and says why (a sweep's rows on a GPU
      * machine: the GPU rows where they run, the others still run) */
-    const char *untested = strcmp(c->backend, "cuda") != 0 ? NULL
-                                                            : mx_train_gpu_untested(mx_strategy_name(c->strategy),
-                                                                                    mx_gc_name(c->compression), kvstore);
+    const char *untested = strcmp(c->backend, "cuda") != 0
+                               ? NULL
+                               : mx_train_gpu_untested(mx_strategy_name(c->strategy), mx_gc_name(c->compression),
+                                                       kvstore);
     if (untested && want_cuda) {
         fprintf(stderr, "mxbench train: --device cuda: %s do not run on GPUs yet (they move data through host memory, "
                 "and await the nccl communicator); accepted on GPUs: --strategy data, --kvstore local or device, "

@@ -3,8 +3,10 @@
 # from scripts/bundle.sh --with-tests carries the build there; no package is installed):
 #  1. the GPU, its driver, and `mxbench info`;
 #  2. the gpu-labelled tests: test_cuda_ops (every op against the CPU backend), test_cuda_seq
-#     (the transformer's ops, AdamW, sumsq, the language model's loss against the CPU's) and
-#     test_cuda_train (20 steps against the CPU, logical devices, AMP accuracy, gpt-mini);
+#     (the transformer's ops, AdamW, sumsq, the language model's loss against the CPU's),
+#     test_comm_nccl (the nccl communicators against threads; nccl_mpi under mpirun -np 1 where
+#     the machine has mpirun) and test_cuda_train (20 steps against the CPU, logical devices,
+#     AMP accuracy, gpt-mini, the sweep's device choice);
 #  3. the large-GEMM ceiling through the backend (bench/gpu_gemm_ceiling: f32, TF32, bf16, fp16);
 #  4. resnet18 on Fashion-MNIST, batch 256, lr 0.1, --epochs E: mxbench --device cuda next to
 #     PyTorch eager (bench/torch_gpu_epoch.py, the same model, recipe and data) in f32, TF32,
@@ -74,6 +76,14 @@ timeout 180 "$B/bin/test_cuda_ops"
 echo "test_cuda_ops: exit $?"
 timeout 120 "$B/bin/test_cuda_seq"
 echo "test_cuda_seq: exit $?"
+timeout 120 "$B/bin/test_comm_nccl"
+echo "test_comm_nccl: exit $?"
+if command -v mpirun >/dev/null 2>&1; then # kind nccl_mpi, as the one rank of an MPI job
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun -np 1 "$B/bin/test_comm_nccl"
+    echo "test_comm_nccl_mpi: exit $?"
+else
+    echo "test_comm_nccl_mpi: not run (no mpirun on this machine)"
+fi
 MXBENCH_DATA=$data timeout 300 bash "$B/bin/test_cuda_train.sh" "$MX" "$here" "$B/bin"
 echo "test_cuda_train: exit $?"
 fi

@@ -2,8 +2,8 @@
 # Makes a relocatable folder of an mxbench build, to run on a machine without its packages
 # (a cluster node, a GPU machine with no package registry):
 #   OUT/bin/mxbench            the binary (and, with --with-tests, the GPU tests test_cuda_ops,
-#                              test_cuda_seq and test_cuda_train.sh, their helper params_diff
-#                              and bench/gpu_gemm_ceiling)
+#                              test_cuda_seq, test_comm_nccl and test_cuda_train.sh, their
+#                              helper params_diff and bench/gpu_gemm_ceiling)
 #   OUT/lib/                   every shared library they need (ldd) that is not the C library
 #                              itself or the CUDA driver
 #   OUT/mxbench                a wrapper that sets the library path and runs bin/mxbench
@@ -32,7 +32,7 @@ bin=$BUILD/harness/mxbench
 [ -x "$bin" ] || { echo "bundle.sh: no mxbench binary at $bin (build first: scripts/build.sh)" >&2; exit 2; }
 progs=("$bin")
 if [ $tests = 1 ]; then
-    for t in tests/test_cuda_ops tests/test_cuda_seq tests/params_diff bench/gpu_gemm_ceiling; do
+    for t in tests/test_cuda_ops tests/test_cuda_seq tests/test_comm_nccl tests/params_diff bench/gpu_gemm_ceiling; do
         [ -x "$BUILD/$t" ] || { echo "bundle.sh: --with-tests: $BUILD/$t is missing (a CUDA build with tests)" >&2; exit 2; }
         progs+=("$BUILD/$t")
     done

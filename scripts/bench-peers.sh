@@ -215,10 +215,10 @@ run_one() { # config: a framework, -bf16 for its AMP (lenet, resnet18)
     [[ $1 == *-bf16 ]] && amp=bf16
     l=$(load1)
     if [[ $STRATEGY != one ]]; then
-        run_gpt_parallel "$f" "$l"
+        run_gpt_parallel "$1" "$l"
         return
     elif ((GPT)); then
-        run_gpt "$f" "$l"
+        run_gpt "$1" "$l" # the config whole: run_gpt takes its -bf16 itself
         return
     elif [[ $WORKLOAD == resnet18 && $f == mxbench ]]; then
         thr=$(train_throughput "$MX" --workload resnet18 --dataset synthetic --batch "$BATCH" --steps "$STEPS" \

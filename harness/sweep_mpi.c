@@ -223,12 +223,8 @@ static int choose_launcher(mx_sweep_mpi *m, const mx_sweep_mpi_opts *o)
         m->launcher = m->slurm.inside && !mpirun_opt && mx_find_program("srun", srun, sizeof srun) == 0
                           ? &mx_launcher_srun
                           : &mx_launcher_mpirun;
-    else if (strcmp(name, "mpirun") == 0) m->launcher = &mx_launcher_mpirun;
-    else if (strcmp(name, "srun") == 0) m->launcher = &mx_launcher_srun;
-    else {
-        fprintf(stderr, "%s: --launcher '%s': accepted: auto, mpirun, srun\n", cmd, name);
-        return 2;
-    }
+    else /* the option's choices are auto|mpirun|srun, checked when parsed */
+        m->launcher = strcmp(name, "srun") == 0 ? &mx_launcher_srun : &mx_launcher_mpirun;
     if (m->launcher == &mx_launcher_srun && !m->slurm.inside) {
         fprintf(stderr, "%s: --launcher srun: not inside a Slurm allocation (SLURM_JOB_ID is unset); run the sweep "
                 "under salloc or in an sbatch script, or take --launcher mpirun\n", cmd);

@@ -44,6 +44,7 @@
 /* ---- which kernels run: cpuid, unless an environment variable or a test forces the
  * reference; cpuid and the variables are read once, not on every GEMM */
 static int f32_off, bf16_off, bf16_mode, has_base, has_bf16, force_dnnl = -1;
+static int dnnl_amx; /* oneDNN is built in and its kernels are AMX's (its ISA from cpuid, read once) */
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static void read_env(void)
@@ -51,6 +52,7 @@ static void read_env(void)
     f32_off = mx_switch_value(MX_SWITCH_GEMM) == MX_SW_GEMM_BLAS;
     bf16_mode = mx_switch_value(MX_SWITCH_BF16);
     bf16_off = bf16_mode == MX_SW_BF16_EMULATE;
+    dnnl_amx = mx_cpu_dnnl_available() && strcmp(mx_cpu_dnnl_isa(), "avx512_core_amx") == 0;
 #if HAVE_KERNELS
     /* What both kinds' kernels are compiled for (TARGET), bf16 aside: every AVX-512 CPU from
      * Skylake-SP on has it; the f32 kernels hold no bf16 instruction. */
@@ -91,19 +93,19 @@ void mx_cpu_gemm_force_dnnl(int on)
 }
 
 /* oneDNN's matmul where its kernels are AMX's (gemm_dnnl.c says why), unless the switch or a
- * test says otherwise; oneDNN's ISA is read from cpuid, without starting oneDNN's engine. */
+ * test says otherwise; asked on every bf16 GEMM, so only flags read once (read_env). */
 int mx_cpu_gemm_bf16_dnnl(void)
 {
     if (!mx_cpu_bf16_native() || !mx_cpu_dnnl_available()) return 0;
     if (force_dnnl >= 0) return force_dnnl;
     if (bf16_mode == MX_SW_BF16_DNNL) return 1;
-    return bf16_mode == MX_SW_BF16_NATIVE && strcmp(mx_cpu_dnnl_isa(), "avx512_core_amx") == 0;
+    return bf16_mode == MX_SW_BF16_NATIVE && dnnl_amx;
 }
 
 const char *mx_cpu_amp_kernels(mx_dtype t)
 {
     if (t != MX_BF16 || !mx_cpu_bf16_native()) return "emulated";
-    return mx_cpu_gemm_bf16_dnnl() && strcmp(mx_cpu_dnnl_isa(), "avx512_core_amx") == 0 ? "amx_bf16" : "avx512_bf16";
+    return mx_cpu_gemm_bf16_dnnl() && dnnl_amx ? "amx_bf16" : "avx512_bf16";
 }
 
 #if HAVE_KERNELS

@@ -2,7 +2,7 @@
  * where oneDNN's kernels run on them (its effective ISA avx512_core_amx: amx_bf16 in cpuid and
  * ONEDNN_MAX_CPU_ISA not capping it), mx_cpu_gemm sends its bf16 products here, since one tile
  * multiply (TDPBF16PS, 16 x 16 x 32) does 8192 of the products one vdpbf16ps does 32 of, and on
- * the Intel Xeon of issue #40 mxbench's own avx512_bf16 kernels made bf16 slower than f32.
+ * an Intel Xeon with AMX mxbench's own avx512_bf16 kernels made bf16 slower than f32.
  * Elsewhere the own kernels run (engine/cpu/gemm.c): on the AMD EPYC without tiles they ran the
  * GEMMs of gpt-bench and resnet18 as fast as oneDNN's brgemm matmul on operands converted first
  * (bench/gemm_bench; docs/performance.md, "Choices in the code"). MXBENCH_BF16=own keeps the own

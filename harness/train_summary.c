@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Decimals for a rate of x a second: at least four significant digits, so that the slow rates of
+ * large models (10 samples/s) are not rounded by a percent. */
+static int rate_decimals(double x) { return x < 10 ? 3 : x < 100 ? 2 : 1; }
+
 void mx_train_print_summary(const mx_train_config *c, const mx_run_record *r, double flops)
 {
     const int lm = r->tokens_per_sample > 0;
@@ -23,11 +27,12 @@ void mx_train_print_summary(const mx_train_config *c, const mx_run_record *r, do
     /* an interval needs two timed steps or more: with fewer it is undefined, and says so */
     char ci[96];
     if (isfinite(r->throughput_ci_low) && isfinite(r->throughput_ci_high))
-        snprintf(ci, sizeof ci, "%.1f-%.1f", r->throughput_ci_low, r->throughput_ci_high);
+        snprintf(ci, sizeof ci, "%.*f-%.*f", rate_decimals(r->throughput_ci_low), r->throughput_ci_low,
+                 rate_decimals(r->throughput_ci_high), r->throughput_ci_high);
     else
         snprintf(ci, sizeof ci, "n/a (%d timed step%s)", r->nsteps, r->nsteps == 1 ? "" : "s");
-    printf(", %.1f samples/s median (step %.2f ms, 95%% CI %s), %.1f aggregate", r->throughput,
-           1e3 * r->step_time_median, ci, r->throughput_agg);
+    printf(", %.*f samples/s median (step %.2f ms, 95%% CI %s), %.*f aggregate", rate_decimals(r->throughput),
+           r->throughput, 1e3 * r->step_time_median, ci, rate_decimals(r->throughput_agg), r->throughput_agg);
     if (lm) printf(", %.0f tokens/s", r->tokens_per_s);
     if (flops > 0) printf(", %.1f GFLOP/s", 3 * flops * r->throughput * 1e-9);
     if (isfinite(r->mfu))

@@ -136,46 +136,46 @@ static void layernorm_row_din(int w, float *restrict din, const float *restrict 
     for (int j = 0; j < w; j++) din[j] = s * (dout[j] * gamma[j] - m1 - (x[j] - mu) * s * m2);
 }
 
-/* gamma's and beta's gradients sum over every row of the batch (n*t of them, thousands): each
- * thread takes blocks of LN_COLS columns and walks all rows in order, summing in f32 lanes
- * that go into double sums every LN_FLUSH rows, so that a long column keeps its accuracy and
- * the result does not depend on the thread count. */
-#define LN_COLS 64
-#define LN_FLUSH 64
+/* gamma's and beta's gradients sum over every row of the batch (n*t of them, thousands): rows
+ * go in chunks of LN_CHUNK, each chunk's sums in f32 (a few dozen terms a value) into the
+ * device's workspace, and each column then adds its chunks' sums in chunk order in double, so
+ * that a long column keeps its accuracy and the result does not depend on the thread count.
+ * One pass over dout and the input serves din and the chunks' sums, where a second pass by
+ * columns had read both again (docs/performance.md, "Choices in the code"). */
+#define LN_CHUNK 64
 
 void mx_cpu_layernorm_backward(mx_backend *be, int rows, int w, float *din, float *dgamma, float *dbeta,
                                const float *dout, const float *in, const float *mean, const float *rstd,
                                const float *gamma)
 {
-    const int team = mx_cpu_team(be, (size_t)rows * w), blocks = (w + LN_COLS - 1) / LN_COLS;
-    if (din) {
-#pragma omp parallel for num_threads(team) schedule(static)
-        for (int r = 0; r < rows; r++)
-            layernorm_row_din(w, din + (size_t)r * w, dout + (size_t)r * w, in + (size_t)r * w, mean[r], rstd[r],
-                              gamma);
-    }
-#pragma omp parallel for num_threads(team < blocks ? team : blocks) schedule(static)
-    for (int b = 0; b < blocks; b++) {
-        const int lo = b * LN_COLS, cols = w - lo < LN_COLS ? w - lo : LN_COLS;
-        double sg[LN_COLS] = {0}, sb[LN_COLS] = {0};
-        float ag[LN_COLS] = {0}, ab[LN_COLS] = {0};
-        for (int r = 0; r < rows; r++) {
-            const float *restrict d = dout + (size_t)r * w + lo, *restrict x = in + (size_t)r * w + lo;
-            const float mu = mean[r], s = rstd[r];
-            for (int j = 0; j < cols; j++) {
-                ag[j] += d[j] * (x[j] - mu) * s;
-                ab[j] += d[j];
-            }
-            if ((r + 1) % LN_FLUSH == 0 || r + 1 == rows)
-                for (int j = 0; j < cols; j++) {
-                    sg[j] += ag[j];
-                    sb[j] += ab[j];
-                    ag[j] = ab[j] = 0;
+    const int chunks = (rows + LN_CHUNK - 1) / LN_CHUNK;
+    float *sums = mx_backend_scratch(be, sizeof(float) * 2 * (size_t)chunks * w); /* per chunk: gamma's, beta's */
+    if (!sums) return;
+#pragma omp parallel num_threads(mx_cpu_team(be, (size_t)rows * w))
+    {
+#pragma omp for schedule(static)
+        for (int q = 0; q < chunks; q++) {
+            float *restrict sg = sums + (size_t)q * 2 * w, *restrict sb = sg + w;
+            memset(sg, 0, sizeof(float) * 2 * (size_t)w);
+            for (int r = q * LN_CHUNK; r < rows && r < (q + 1) * LN_CHUNK; r++) {
+                const float *restrict d = dout + (size_t)r * w, *restrict x = in + (size_t)r * w;
+                const float mu = mean[r], s = rstd[r];
+                if (din) layernorm_row_din(w, din + (size_t)r * w, d, x, mu, s, gamma);
+                for (int j = 0; j < w; j++) {
+                    sg[j] += d[j] * (x[j] - mu) * s;
+                    sb[j] += d[j];
                 }
+            }
         }
-        for (int j = 0; j < cols; j++) {
-            dgamma[lo + j] += (float)sg[j];
-            dbeta[lo + j] += (float)sb[j];
+#pragma omp for schedule(static)
+        for (int j = 0; j < w; j++) {
+            double g = 0, b = 0;
+            for (int q = 0; q < chunks; q++) {
+                g += sums[(size_t)q * 2 * w + j];
+                b += sums[(size_t)q * 2 * w + w + j];
+            }
+            dgamma[j] += (float)g;
+            dbeta[j] += (float)b;
         }
     }
 }

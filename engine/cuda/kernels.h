@@ -59,7 +59,7 @@ int mx_cuk_embedding_backward(mx_cuda_stream s, int n, int t, int c, int vocab, 
                               const float *dout, const float *ids);
 int mx_cuk_layernorm_forward(mx_cuda_stream s, int rows, int w, float *out, float *mean, float *rstd,
                              const float *in, const float *gamma, const float *beta, float eps);
-/* Rows a partial sum of dgamma and dbeta takes (engine/cpu/seq.c's LN_FLUSH); part is device
+/* Rows a partial sum of dgamma and dbeta takes (engine/cpu/seq.c's LN_CHUNK); part is device
  * memory for 2 * ceil(rows / MX_CUK_LN_CHUNK) * w floats. */
 #define MX_CUK_LN_CHUNK 64
 int mx_cuk_layernorm_backward(mx_cuda_stream s, int rows, int w, float *din, float *dgamma, float *dbeta,

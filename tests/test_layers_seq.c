@@ -325,17 +325,20 @@ static void check_bad_ids(void)
 }
 
 /* ---- thread counts: every sum keeps its order, so 1 and 2 threads agree bit for bit (shapes
- * large enough for mx_cpu_team to take 2) */
+ * large enough for mx_cpu_team to take 2; 244 rows make layer norm's backward sum three whole
+ * chunks of 64 rows and a part of one), and layer norm's gamma and beta gradients over those
+ * rows against sums in double */
 
 static void check_threads(void)
 {
     enum { EMB_OUT, DWTE, DWPE, LN_OUT, MEAN, RSTD, LN_DIN, DGAMMA, DBETA, GELU_OUT, GELU_DIN, NRES };
-    const int n = 4, t = 64, c = 160, vocab = 50, rows = n * t;
+    const int n = 4, t = 61, c = 160, vocab = 50, rows = n * t;
     const size_t nx = (size_t)rows * c;
     const size_t sizes[NRES] = {nx, (size_t)vocab * c, (size_t)t * c, nx, rows, rows, nx, c, c, nx, nx};
     float *x = malloc(sizeof(float) * nx), *dy = malloc(sizeof(float) * nx), *ids = malloc(sizeof(float) * rows);
     float *wte = malloc(sizeof(float) * vocab * c), *wpe = malloc(sizeof(float) * t * c);
     float *g = malloc(sizeof(float) * c), *bb = malloc(sizeof(float) * c);
+    float *g0 = malloc(sizeof(float) * c), *b0 = malloc(sizeof(float) * c); /* gradients before backward */
     fill_uniform(x, nx), fill_uniform(dy, nx), fill_uniform(wte, (size_t)vocab * c), fill_uniform(wpe, (size_t)t * c);
     fill_uniform(g, c), fill_uniform(bb, c);
     fill_ids(ids, rows, vocab);
@@ -349,6 +352,7 @@ static void check_threads(void)
         rng = start;
         for (int i = DWTE; i <= DWPE; i++) fill_uniform(res[k][i], sizes[i]);
         for (int i = DGAMMA; i <= DBETA; i++) fill_uniform(res[k][i], sizes[i]);
+        if (k == 0) memcpy(g0, res[0][DGAMMA], sizeof(float) * c), memcpy(b0, res[0][DBETA], sizeof(float) * c);
         float **r = res[k];
         b->ops->embedding_forward(b, n, t, c, vocab, r[EMB_OUT], ids, wte, wpe);
         b->ops->embedding_backward(b, n, t, c, vocab, r[DWTE], r[DWPE], dy, ids);
@@ -367,9 +371,24 @@ static void check_threads(void)
         }
     CHECK(differ == 0, "embedding, layer norm and gelu: %d of %d results differ between 1 and 2 threads", differ, NRES);
     printf("%-44s %s\n", "1 and 2 threads, bit for bit", differ ? "NOT OK" : "ok");
+    /* f32 sums of 64 terms, then double: within 1e-5 of the value or of 1 */
+    double worst = 0;
+    for (int j = 0; j < c; j++) {
+        double sg = g0[j], sb = b0[j];
+        for (int i = 0; i < rows; i++) {
+            const double d = dy[(size_t)i * c + j];
+            sg += d * ((double)x[(size_t)i * c + j] - res[0][MEAN][i]) * res[0][RSTD][i];
+            sb += d;
+        }
+        const double eg = fabs(res[0][DGAMMA][j] - sg) / fmax(1, fabs(sg));
+        const double eb = fabs(res[0][DBETA][j] - sb) / fmax(1, fabs(sb));
+        worst = fmax(worst, fmax(eg, eb));
+    }
+    CHECK(worst < 1e-5, "layer norm over %d rows: gamma's or beta's gradient off its double sum by %.2g", rows, worst);
+    printf("layer norm dgamma, dbeta over %d rows%-12s %s (%.1e)\n", rows, "", worst < 1e-5 ? "ok" : "NOT OK", worst);
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < NRES; i++) free(res[k][i]);
-    free(x), free(dy), free(ids), free(wte), free(wpe), free(g), free(bb);
+    free(x), free(dy), free(ids), free(wte), free(wpe), free(g), free(bb), free(g0), free(b0);
 }
 
 /* ---- refusals */

@@ -21,7 +21,10 @@
 #     set before this part first ran on a GPU: its first run says what the gap is); the same
 #     under --amp bf16 finishes with a held-out loss within 0.02 of f32's; a sweep data x 1,2
 #     (--oversubscribe) on cuda ends with both rows ok and held-out losses within 1e-3; the sweep
-#     data,model x 1,2 under --device auto: the data rows on cuda, the model row on CPU workers.
+#     data,model x 1,2 under --device auto: the data rows on cuda, the model row on CPU workers;
+#  6. under MXBENCH_GPU=preview, where mpirun is installed: dist_sync and dist_allreduce with 2
+#     ranks sharing the GPU give local's weights on 2 logical devices of it within 1e-4, and
+#     dist_async trains, recorded on cuda.
 # Needs no h5dump: GPU machines may lack it. usage: test_cuda_train.sh MXBENCH SOURCE_DIR BUILD_DIR
 set -u
 MX=${1:?usage: test_cuda_train.sh MXBENCH SOURCE_DIR BUILD_DIR}
@@ -167,6 +170,40 @@ rows=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
     [ "$(grep -c "on CPU workers (--device auto" "$T/head.csv")" = 1 ] &&
     pass "sweep data,model x 1,2 on a GPU machine: data on cuda, model on CPU workers with the reason" ||
     fail "sweep data,model x 1,2: exit $rc, rows $rows"
+
+# ---- 6. the dist_* kvstores with CUDA workers (MXBENCH_GPU=preview; written before a GPU
+# machine ran them): 2 ranks sharing the GPU against `local` on 2 logical devices of it, the
+# same global batch; the servers on the CPU. The workers sum on the host in worker order as
+# local sums its devices, so only the GPU's own kernels can part them: 1e-4, as part 2.
+# dist_async (no equal weights to expect) must train and be recorded on cuda.
+if command -v mpirun >/dev/null 2>&1; then
+    MPI=(mpirun --oversubscribe --allow-run-as-root --mca btl self,tcp -x MXBENCH_GPU)
+    DIST=(--device cuda --workload lenet --dataset synthetic --steps 20 --lr 0.05 --lr-schedule constant)
+    export MXBENCH_GPU=preview
+    if train dist-local2 "${DIST[@]}" --gpus 2 --oversubscribe --kvstore local --batch 64; then
+        for kv in dist_sync dist_allreduce; do
+            np=4
+            [ $kv = dist_allreduce ] && np=2
+            "${MPI[@]}" -np $np "$MX" train --quiet --save-params "$T/$kv.bin" "${DIST[@]}" --kvstore $kv --batch 32 \
+                --record "$T/$kv.h5" >"$T/$kv.out" 2>"$T/$kv.err" &&
+                compare "$kv" dist-local2 1e-4 "lenet, $kv with 2 ranks on one GPU vs local on 2 logical devices" ||
+                { fail "$kv with 2 ranks on one GPU failed"; tail -n 8 "$T/$kv.err" | sed 's/^/    /'; }
+        done
+        if "${MPI[@]}" -np 4 "$MX" train --quiet "${DIST[@]}" --kvstore dist_async --batch 32 --record "$T/async.h5" \
+            >"$T/async.out" 2>"$T/async.err" && "$MX" report "$T/async.h5" --format csv >"$T/async.csv"; then
+            types=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
+                { gsub(/"/, ""); print $h["device_type"], $h["status"] }' "$T/async.csv" | sort -u | tr '\n' ';')
+            grep -q "cuda ok" <<<"$types" && pass "dist_async with 2 ranks on one GPU: trained, rows $types" ||
+                fail "dist_async with 2 ranks on one GPU: rows '$types'"
+        else
+            fail "dist_async with 2 ranks on one GPU failed"
+            tail -n 8 "$T/async.err" | sed 's/^/    /'
+        fi
+    fi
+    unset MXBENCH_GPU
+else
+    echo "the dist_* kvstores on CUDA workers: not run (no mpirun on this machine)"
+fi
 
 echo "test_cuda_train: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]

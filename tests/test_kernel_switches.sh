@@ -12,7 +12,7 @@ MX=${1:?usage: test_kernel_switches.sh MXBENCH SOURCE_DIR BUILD_DIR}
 trap 'rm -rf "$T"' EXIT
 
 mx_expect info 0 "mxbench info" info
-for pair in MXBENCH_CONV=auto MXBENCH_GEMM=own MXBENCH_BF16=native MXBENCH_FUSE=on; do
+for pair in MXBENCH_CONV=auto MXBENCH_GEMM=own MXBENCH_BF16=native MXBENCH_FUSE=on MXBENCH_GPU=tested; do
     grep -qx "  $pair" "$T/info.out" && pass "info lists $pair (the default)" || fail "info lacks '  $pair'"
 done
 grep -q '^   \*auto ' "$T/info.out" && pass "info marks the default conv value as running" ||

@@ -30,6 +30,15 @@ const mx_switch_info mx_switches[MX_NSWITCHES] = {
                         {"on", "off"},
                         {"a relu run inside its neighbour's pass, AMP skipping roundings that change nothing",
                          "every layer apart, AMP rounding every tensor"}},
+    /* not a kernel family but the same kind of choice: what runs on CUDA devices before a GPU
+     * machine has run it (harness/cmd_train.c, mx_train_gpu_untested) */
+    [MX_SWITCH_GPU] = {"MXBENCH_GPU",
+                       {"tested", "preview"},
+                       {"on CUDA devices only what has run on a GPU: the data strategy over the local and device "
+                        "kvstores (the rest refused on --device cuda, on CPU workers under auto)",
+                        "also the dist_* kvstores with CUDA workers, which have not yet run on a GPU (each "
+                        "worker copies its gradients to the host and the weights back; the servers on the CPU): "
+                        "for the GPU tests (tests/test_cuda_train.sh)"}},
 };
 
 /* -1: set to a value not in the table */

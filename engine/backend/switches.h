@@ -5,13 +5,14 @@
 #ifndef MX_SWITCHES_H
 #define MX_SWITCHES_H
 
-typedef enum { MX_SWITCH_CONV, MX_SWITCH_GEMM, MX_SWITCH_BF16, MX_SWITCH_FUSE, MX_NSWITCHES } mx_switch;
+typedef enum { MX_SWITCH_CONV, MX_SWITCH_GEMM, MX_SWITCH_BF16, MX_SWITCH_FUSE, MX_SWITCH_GPU, MX_NSWITCHES } mx_switch;
 
 /* Each switch's values, by index; 0 is the default (the variable unset, empty or set to its name). */
 enum { MX_SW_CONV_AUTO, MX_SW_CONV_GEMM, MX_SW_CONV_NODNNL, MX_SW_CONV_NOWINOGRAD };
 enum { MX_SW_GEMM_OWN, MX_SW_GEMM_BLAS };
 enum { MX_SW_BF16_NATIVE, MX_SW_BF16_EMULATE, MX_SW_BF16_OWN, MX_SW_BF16_DNNL };
 enum { MX_SW_FUSE_ON, MX_SW_FUSE_OFF };
+enum { MX_SW_GPU_TESTED, MX_SW_GPU_PREVIEW };
 
 #define MX_SWITCH_MAX_VALUES 4
 typedef struct {

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The CUDA backend's checks and measurements in one run, for a machine with a GPU (a bundle
-# from scripts/bundle.sh --with-tests carries the build there; no package is installed):
+# from scripts/bundle.sh --with-tests --with-mpi carries the build and Open MPI's launcher there;
+# no package is installed):
 #  1. the GPU, its driver, and `mxbench info`;
 #  2. the gpu-labelled tests: test_cuda_ops (every op against the CPU backend), test_cuda_seq
 #     (the transformer's ops, AdamW, sumsq, the language model's loss against the CPU's),
 #     test_comm_nccl (the nccl communicators against threads; nccl_mpi under mpirun -np 1 where
 #     the machine has mpirun) and test_cuda_train (20 steps against the CPU, logical devices,
-#     AMP accuracy, gpt-mini, the sweep's device choice);
+#     AMP accuracy, gpt-mini, the sweep's device choice; under MXBENCH_GPU=preview the dist_*
+#     kvstores with 2 ranks sharing the GPU, where mpirun is there: the bundle's with --with-mpi);
 #  3. the large-GEMM ceiling through the backend (bench/gpu_gemm_ceiling: f32, TF32, bf16, fp16);
 #  4. resnet18 on Fashion-MNIST, batch 256, lr 0.1, --epochs E: mxbench --device cuda next to
 #     PyTorch eager (bench/torch_gpu_epoch.py, the same model, recipe and data) in f32, TF32,
@@ -52,7 +54,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$out" ] || { sed -n 's/^# usage: //p' "$0" >&2; exit 2; }
-[ -x "$B/mxbench" ] || { echo "bench-gpu.sh: no bundle at $B (scripts/bundle.sh --with-tests DIR)" >&2; exit 2; }
+[ -x "$B/mxbench" ] || { echo "bench-gpu.sh: no bundle at $B (scripts/bundle.sh --with-tests --with-mpi DIR)" >&2; exit 2; }
 [ -d "$data" ] || { echo "bench-gpu.sh: no Fashion-MNIST directory at $data" >&2; exit 2; }
 data=$(cd "$data" && pwd)
 mkdir -p "$out"

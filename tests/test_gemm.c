@@ -5,8 +5,9 @@
  *    add rounded);
  * then C = alpha * sum + beta * C fused. Random shapes in all four transpose cases: sizes that
  * fill no panel, odd k, k over several blocks, leading dimensions wider than the matrix, beta
- * 0 (C not read: it starts as NaN) and not. Results must be bit-equal, with 1 and 2 threads,
- * and with op(A) packed once ahead (mx_cpu_gemm_pack_a).
+ * 0 (C not read: it starts as NaN) and not; and two large shapes whose 2 threads split C's
+ * rows over several blocks of B's columns and of k. Results must be bit-equal, with 1 and 2
+ * threads, and with op(A) packed once ahead (mx_cpu_gemm_pack_a).
  *
  * Then the dispatch: mx_cpu_gemm takes the own f32 kernel on an AVX-512 CPU and the BLAS when
  * forced (MXBENCH_GEMM=blas); with the backend's math at MX_BF16 it takes the bf16 kernel
@@ -71,14 +72,20 @@ static long differing(const float *x, const float *y, int m, int n, int ld)
     return bad;
 }
 
+static void run_shape(mx_backend *be[3], int bf16, int trial, int ta, int tb, int m, int n, int k);
+
 static void run_case(mx_backend *be[3], int bf16, int trial)
 {
     static const int dims[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 47, 48, 49, 64, 80, 95, 97, 130};
     const int nd = (int)(sizeof dims / sizeof dims[0]);
-    const int ta = trial & 1, tb = (trial >> 1) & 1;
-    const int m = dims[(trial * 7 + 3) % nd], n = dims[(trial * 5 + 1) % nd] + (trial % 9 == 0 ? 1500 : 0);
     static const int ks[] = {1, 2, 3, 16, 31, 32, 33, 100, 127, 128, 129, 255, 256, 257, 600};
-    const int k = ks[trial % (int)(sizeof ks / sizeof ks[0])];
+    run_shape(be, bf16, trial, trial & 1, (trial >> 1) & 1, dims[(trial * 7 + 3) % nd],
+              dims[(trial * 5 + 1) % nd] + (trial % 9 == 0 ? 1500 : 0), ks[trial % (int)(sizeof ks / sizeof ks[0])]);
+}
+
+/* m x n x k in the transpose case ta, tb; leading dimensions, alpha and beta from trial */
+static void run_shape(mx_backend *be[3], int bf16, int trial, int ta, int tb, int m, int n, int k)
+{
     const int lda = (ta ? m : k) + trial % 3, ldb = (tb ? k : n) + trial % 4, ldc = n + trial % 2;
     const float alpha = trial % 5 == 0 ? 0.5f : 1.0f, beta = trial % 3 == 0 ? 0.0f : trial % 3 == 1 ? 1.0f : -0.75f;
     const size_t na = (size_t)(ta ? k : m) * lda, nb = (size_t)(tb ? n : k) * ldb, nc = (size_t)m * ldc;
@@ -247,6 +254,10 @@ int main(void)
             continue;
         }
         for (int trial = 0; trial < 96; trial++) run_case(be, bf16, trial);
+        /* 2 threads splitting C's rows (bf16, or f32 with B transposed): over two column blocks
+         * of B and three of k, and a row count that leaves the last thread part of a panel */
+        run_shape(be, bf16, 1, 0, 1, 1603, 1550, 300);
+        run_shape(be, bf16, 2, 1, bf16 ? 0 : 1, 401, 390, 260);
     }
     dispatch(be[1]);
     if (mx_cpu_bf16_native() && mx_cpu_dnnl_available()) dnnl_path(be);

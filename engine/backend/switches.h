@@ -1,7 +1,9 @@
 /* The kernel switches: environment variables that keep a family of kernels on its reference
- * path, to measure what the faster one brings or to compare the two. One table, read by the
- * kernels, listed by `mxbench info` and checked by the commands that train (a value not in
- * the table is refused there, naming the accepted ones). docs/commands.md describes them. */
+ * path, to measure what the faster one brings or to compare the two; and MXBENCH_GPU, which
+ * lets CUDA devices run what has not yet run on a GPU, for the GPU tests. One table, read by
+ * the kernels and the harness, listed by `mxbench info` and checked by the commands that train
+ * (a value not in the table is refused there, naming the accepted ones). docs/commands.md
+ * describes them. */
 #ifndef MX_SWITCHES_H
 #define MX_SWITCHES_H
 

@@ -18,6 +18,9 @@ enum {
      * any update, so that a step with inf/NaN is skipped everywhere (not dist_async's servers) */
     MX_KV_AMP_OK = 1 << 5,
     MX_KV_ASYNC = 1 << 6,      /* workers do not wait for each other: updates arrive stale */
+    /* a process's devices reduce among themselves over the communicator, device memory to
+     * device memory (no host round trip): over NCCL where they are GPUs of their own */
+    MX_KV_DEVICE_REDUCE = 1 << 7,
 };
 
 typedef enum {

@@ -45,6 +45,19 @@ const char *mx_comm_kinds(void)
     return reg.names;
 }
 
+const char *mx_comm_kind_for_devices(struct mx_backend *const *be, int n)
+{
+    const char *kind = "threads";
+    pthread_mutex_lock(&reg.lock);
+    for (int i = NBUILTINS; i < reg.n; i++)
+        if (reg.ops[i]->takes && reg.ops[i]->takes(be, n)) {
+            kind = reg.ops[i]->name;
+            break;
+        }
+    pthread_mutex_unlock(&reg.lock);
+    return kind;
+}
+
 int mx_comm_register(const mx_comm_ops *ops)
 {
     if (!ops || !ops->name || !ops->create || !ops->destroy || !ops->allreduce || !ops->reduce_scatter ||

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 typedef struct mx_comm mx_comm;
+struct mx_backend;
 
 /* What one member of each kind is, and what its buffers are:
  * - threads: a thread of this process (a CPU device's comm worker); buffers are host or CPU
@@ -59,6 +60,9 @@ typedef struct {
     /* Optional: called by mx_comm_set_devices with c->be set, for kinds that can start only
      * once they know each member's device (nccl opens its NCCL communicators there). */
     int (*set_devices)(mx_comm *c);
+    /* Optional: 1 where this kind, in one process, serves n members on the devices be (nccl:
+     * cuda backends on GPUs of their own), for mx_comm_kind_for_devices; NULL: never chosen so. */
+    int (*takes)(struct mx_backend *const *be, int n);
 } mx_comm_ops;
 
 typedef struct {
@@ -87,7 +91,6 @@ struct mx_comm {
  * caller for the communicator's life): for threads, a no-op for CPU backends; nccl needs it
  * before its first verb (each be[m] a cuda backend, one GPU per member) and starts there;
  * a no-op for mpi. 0 or a negative MX_E* status with a message. */
-struct mx_backend;
 int mx_comm_set_devices(mx_comm *c, struct mx_backend **be);
 
 /* Creates a communicator of the named kind ("threads", "mpi", a registered kind such as
@@ -99,6 +102,11 @@ int mx_comm_create(mx_comm **out, const char *kind, int n);
 void mx_comm_destroy(mx_comm *c);
 /* "threads", "threads|mpi" where built with MPI, then the registered kinds ("...|nccl"). */
 const char *mx_comm_kinds(void);
+/* The kind for n members of one process on the devices be (the local devices of a kvstore
+ * that reduces among them): the first registered kind that takes them (nccl for GPUs of their
+ * own, as MXNet's device store and DDP reduce over NCCL), else "threads" (CPU devices, and
+ * logical devices sharing a GPU, over the members' own copies). */
+const char *mx_comm_kind_for_devices(struct mx_backend *const *be, int n);
 /* Adds a kind that lives in a library linked only into some programs (nccl: CUDA builds,
  * registered by mxbench at start-up beside the CUDA backend), so that the others carry none
  * of it. The table is kept, not copied; a name already listed, or a table missing a verb, is

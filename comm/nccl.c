@@ -140,6 +140,20 @@ static int scratch_floats(mx_comm *c)
     return MX_OK;
 }
 
+/* Kind nccl serves members that are cuda backends, each on a GPU of its own. */
+static int nccl_takes(mx_backend *const *be, int n)
+{
+    int gpus[MX_COMM_MAX];
+    if (n < 1 || n > MX_COMM_MAX) return 0;
+    for (int m = 0; m < n; m++) {
+        gpus[m] = mx_cuda_backend_gpu(be[m]);
+        if (gpus[m] < 0) return 0;
+        for (int j = 0; j < m; j++)
+            if (gpus[j] == gpus[m]) return 0;
+    }
+    return 1;
+}
+
 /* Opens the NCCL communicators once each member's GPU is known. One GPU per member: NCCL
  * refuses two ranks on one GPU, so logical devices sharing one (--oversubscribe) are named
  * here rather than left to NCCL's message. */
@@ -406,6 +420,7 @@ const mx_comm_ops mx_comm_nccl_ops = {
     .recv = nccl_recv,
     .barrier = nccl_barrier,
     .set_devices = nccl_start,
+    .takes = nccl_takes,
 };
 
 #ifdef MXBENCH_HAVE_MPI

@@ -269,8 +269,15 @@ static int create_store(mx_strategy *s)
     mx_kv_options opt = {.cluster = s->cfg.cluster, .bucket_mb = s->cfg.bucket_mb, .opt = &s->upd.opt,
                          .compression = s->cfg.compression, .gc_threshold = s->cfg.gc_threshold,
                          .gc_topk_ratio = s->cfg.gc_topk_ratio};
-    int rc = mx_comm_create(&s->comm, "threads", s->k);
-    if (rc == MX_OK) mx_comm_set_devices(s->comm, s->be);
+    /* device and dist_device_sync reduce among the devices over the communicator: over NCCL
+     * where they are GPUs of their own (mx_comm_kind_for_devices), else over the threads
+     * communicator's copies (CPU workers, logical devices sharing a GPU); the other modes sum
+     * on the host through the backends' copies */
+    const char *kind = s->k > 1 && mx_kv_mode_has(s->cfg.kvstore, MX_KV_DEVICE_REDUCE)
+                           ? mx_comm_kind_for_devices(s->be, s->k)
+                           : "threads";
+    int rc = mx_comm_create(&s->comm, kind, s->k);
+    if (rc == MX_OK) rc = mx_comm_set_devices(s->comm, s->be);
     if (rc == MX_OK && s->cfg.cluster) {
         s->decay = malloc(sizeof(int) * n0->nparams);
         if (!s->decay) rc = mx_error(MX_ENOMEM, "out of memory for kvstore keys");

@@ -527,6 +527,38 @@ static void check_register(void)
     mx_comm_destroy(c);
 }
 
+/* mx_comm_kind_for_devices: the first registered kind whose `takes` accepts the devices, else
+ * threads (a kind without `takes` is never chosen so). Here a kind that takes members on
+ * devices of distinct indices, as nccl takes GPUs of their own. */
+static int distinct_devices(mx_backend *const *be, int n)
+{
+    for (int m = 0; m < n; m++)
+        for (int j = 0; j < m; j++)
+            if (be[j]->device == be[m]->device) return 0;
+    return 1;
+}
+
+static void check_kind_for_devices(void)
+{
+    mx_backend *be[3];
+    for (int m = 0; m < 3; m++)
+        CHECK(mx_backend_create(&be[m], "cpu", m < 2 ? m : 0, 1) == MX_OK, "%s", mx_last_error());
+    CHECK(strcmp(mx_comm_kind_for_devices(be, 2), "threads") == 0, "no kind takes devices: %s",
+          mx_comm_kind_for_devices(be, 2));
+    extern const mx_comm_ops mx_comm_threads_ops;
+    static mx_comm_ops own;
+    own = mx_comm_threads_ops;
+    own.name = "own_devices";
+    own.takes = distinct_devices;
+    CHECK(mx_comm_register(&own) == MX_OK, "register: %s", mx_last_error());
+    CHECK(strcmp(mx_comm_kind_for_devices(be, 2), "own_devices") == 0, "devices 0 and 1: %s",
+          mx_comm_kind_for_devices(be, 2));
+    CHECK(strcmp(mx_comm_kind_for_devices((mx_backend *const[]){be[0], be[2]}, 2), "threads") == 0,
+          "two members on device 0: %s", mx_comm_kind_for_devices((mx_backend *const[]){be[0], be[2]}, 2));
+    for (int m = 0; m < 3; m++) mx_backend_destroy(be[m]);
+    printf("the kind for a kvstore's devices: the registered kind that takes them, else threads\n");
+}
+
 int main(void)
 {
     check_shards();
@@ -536,6 +568,7 @@ int main(void)
     check_register();
     check_trace();
     check_device_buffers();
+    check_kind_for_devices();
     print_rendezvous_cost();
     return check_summary("test_comm");
 }

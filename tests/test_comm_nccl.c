@@ -267,13 +267,21 @@ static void test_setup(int gpus)
               mx_last_error());
         mx_comm_destroy(nc);
     }
+    /* the kind a kvstore's devices get (mx_comm_kind_for_devices): nccl for a GPU of its own,
+     * threads for a CPU device */
+    CHECK(strcmp(mx_comm_kind_for_devices(gpu, 1), "nccl") == 0, "one GPU's device: kind %s",
+          mx_comm_kind_for_devices(gpu, 1));
+    if (cpu) CHECK(strcmp(mx_comm_kind_for_devices(&cpu, 1), "threads") == 0, "a CPU device: kind %s",
+                   mx_comm_kind_for_devices(&cpu, 1));
     mx_backend_destroy(cpu);
-    /* two logical devices on one GPU: NCCL takes one GPU per member */
+    /* two logical devices on one GPU: NCCL takes one GPU per member, so they get threads */
     mx_backend *same[2] = {gpu[0], NULL};
     if (mx_backend_create(&same[1], "cuda", gpus, 1) == MX_OK && mx_comm_create(&nc, "nccl", 2) == MX_OK) {
         CHECK(mx_comm_set_devices(nc, same) < 0 && strstr(mx_last_error(), "both on GPU"), "a shared GPU: %s",
               mx_last_error());
         mx_comm_destroy(nc);
+        CHECK(strcmp(mx_comm_kind_for_devices(same, 2), "threads") == 0, "a shared GPU: kind %s",
+              mx_comm_kind_for_devices(same, 2));
     }
     mx_backend_destroy(same[1]);
 }

@@ -32,6 +32,7 @@ typedef struct {
     MPI_Comm comm;
     mx_backend *host;
     float *w, *merge, *tmp; /* host copies laid out by the key table */
+    int pinned[2];          /* w and merge pinned by device 0's backend (host_pin), which the devices copy */
     float **dmerge;         /* [ndev] dist_device_sync: each device's all-reduced gradient */
     float *stage;           /* one part and its lr, per part: the push's send buffer */
     int *nparts;            /* [nkeys] */
@@ -163,6 +164,8 @@ static int dist_init(mx_kvstore *kv)
         if (!m->dmerge[d]) return mx_error(MX_ENOMEM, "out of memory on device %d for kvstore %s", d, mx_kv_name(kv));
     }
     mx_backend *be0 = kv->dev[0].be;
+    m->pinned[0] = be0->ops->host_pin(be0, m->w, sizeof(float) * kv->total);
+    m->pinned[1] = be0->ops->host_pin(be0, m->merge, sizeof(float) * kv->total);
     be0->ops->copy(be0, m->w, kv->dev[0].w, sizeof(float) * kv->total, MX_COPY_D2H);
     if (kv->gc) { /* the compressor exists once the mode's create returned */
         const size_t S = (size_t)c->nservers;
@@ -314,6 +317,9 @@ static void dist_destroy(mx_kvstore *kv)
     }
     for (int d = 0; d < kv->ndev && m->dmerge; d++)
         if (m->dmerge[d]) kv->dev[d].be->ops->free(kv->dev[d].be, m->dmerge[d]);
+    mx_backend *be0 = kv->ndev > 0 ? kv->dev[0].be : NULL;
+    if (m->pinned[0]) be0->ops->host_release(be0, m->w);
+    if (m->pinned[1]) be0->ops->host_release(be0, m->merge);
     if (m->host) {
         mx_backend *h = m->host;
         if (m->w) h->ops->free(h, m->w);

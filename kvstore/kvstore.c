@@ -105,6 +105,9 @@ int mx_kv_host_create(mx_kvstore *kv, mx_kv_host *h)
 void mx_kv_host_destroy(mx_kv_host *h)
 {
     if (!h->host) return;
+    float *const copied[3] = {h->w, h->merge, h->tmp};
+    for (int i = 0; i < 3; i++)
+        if (h->pinned[i]) h->pinned_by->ops->host_release(h->pinned_by, copied[i]);
     float *const bufs[4] = {h->w, h->mom, h->merge, h->tmp};
     for (int i = 0; i < 4; i++)
         if (bufs[i]) h->host->ops->free(h->host, bufs[i]);
@@ -115,6 +118,9 @@ void mx_kv_host_destroy(mx_kv_host *h)
 void mx_kv_host_init(mx_kvstore *kv, mx_kv_host *h)
 {
     mx_backend *be = kv->dev[0].be;
+    float *const copied[3] = {h->w, h->merge, h->tmp};
+    h->pinned_by = be;
+    for (int i = 0; i < 3; i++) h->pinned[i] = be->ops->host_pin(be, copied[i], sizeof(float) * kv->total);
     be->ops->copy(be, h->w, kv->dev[0].w, sizeof(float) * kv->total, MX_COPY_D2H);
 }
 

@@ -148,10 +148,15 @@ mx_optim_state mx_kv_state_at(const mx_kvstore *kv, float *buf, size_t off);
 typedef struct {
     mx_backend *host;
     float *w, *mom, *merge, *tmp;
+    /* the buffers the devices copy to and from (w, merge, tmp) as pinned by device 0's backend
+     * (host_pin: page-locked on a GPU), released before they are freed */
+    mx_backend *pinned_by;
+    int pinned[3];
 } mx_kv_host;
 int mx_kv_host_create(mx_kvstore *kv, mx_kv_host *h);
 void mx_kv_host_destroy(mx_kv_host *h);
-/* The replicas start equal (the same seed): device 0's weights become the host copy. */
+/* The replicas start equal (the same seed): device 0's weights become the host copy. The
+ * buffers the devices copy to and from are pinned first (host_pin), where the devices can. */
 void mx_kv_host_init(mx_kvstore *kv, mx_kv_host *h);
 
 /* Sums every device's gradient of key into merge on the host, in device order (so the result

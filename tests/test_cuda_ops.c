@@ -307,6 +307,26 @@ static void test_more(void)
     test_elementwise(100003);
     test_softmax(131, 10);
     test_casts(4099);
+    /* host memory pinned for the GPU's copies (a kvstore's host buffers): pinned, copied both
+     * ways, released; a second pin of the same memory is declined, not an error */
+    const size_t n = 1 << 18;
+    float *host = malloc(sizeof(float) * n), *back = malloc(sizeof(float) * n);
+    float *dev = gpu->ops->alloc(gpu, sizeof(float) * n);
+    if (host && back && dev) {
+        for (size_t i = 0; i < n; i++) host[i] = (float)i;
+        const int pinned = gpu->ops->host_pin(gpu, host, sizeof(float) * n);
+        CHECK(pinned == 1, "host_pin of %zu bytes: %d", sizeof(float) * n, pinned);
+        CHECK(gpu->ops->host_pin(gpu, host, sizeof(float) * n) == 0, "a second pin is declined");
+        gpu->ops->copy(gpu, dev, host, sizeof(float) * n, MX_COPY_H2D);
+        memset(host, 0, sizeof(float) * n);
+        gpu->ops->copy(gpu, host, dev, sizeof(float) * n, MX_COPY_D2H);
+        for (size_t i = 0; i < n; i++) back[i] = (float)i;
+        CHECK(memcmp(host, back, sizeof(float) * n) == 0, "copies through pinned memory");
+        if (pinned) gpu->ops->host_release(gpu, host);
+        sync_ok("host_pin");
+    }
+    gpu->ops->free(gpu, dev);
+    free(host), free(back);
     /* a failed op surfaces at sync with the call's name, and stays */
     gpu->ops->gemm_ex(gpu, 0, 0, 4, 4, 4, 1, NULL, MX_F16, 4, NULL, MX_BF16, 4, 0, NULL, MX_F32, 4, MX_F32);
     const int rc = gpu->ops->sync(gpu);

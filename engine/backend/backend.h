@@ -97,6 +97,13 @@ typedef struct {
     /* OPTIONAL: bytes from src on src_be to dst on dst_be (called on dst_be's table; the
      * kinds may differ). Synchronous as copy. Default: staged through host memory. */
     void (*copy_peer)(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes);
+    /* OPTIONAL: host memory (not this backend's) that its copies will read and write again and
+     * again, a kvstore's host buffers, made faster to copy where the device can (CUDA:
+     * page-locked with cudaHostRegister, so that copies go by DMA rather than through the
+     * driver's staging): 1 when done, 0 when left as it was, never an error (copies work
+     * either way). host_release undoes it before the memory is freed. Default: 0, nothing. */
+    int (*host_pin)(mx_backend *be, void *p, size_t bytes);
+    void (*host_release)(mx_backend *be, void *p);
 
     /* ---- events: points in a backend's queue of work. OPTIONAL, all five together;
      * default: a host timestamp taken after sync (so on a synchronous backend, now). */

@@ -50,6 +50,9 @@ static void default_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be,
     mx_backend_copy_staged(dst_be, dst, src_be, src, bytes);
 }
 
+static int default_host_pin(mx_backend *be, void *p, size_t bytes) { return 0; }
+static void default_host_release(mx_backend *be, void *p) {}
+
 typedef struct {
     double t;
 } host_event;
@@ -293,6 +296,8 @@ int mx_backend_check_and_fill(mx_backend_ops *o)
     DEFAULT(bind_thread);
     DEFAULT(copy_async);
     DEFAULT(copy_peer);
+    DEFAULT(host_pin);
+    DEFAULT(host_release);
     DEFAULT(event_create);
     DEFAULT(event_record);
     DEFAULT(event_wait);

@@ -146,6 +146,23 @@ static void cuda_copy_async(mx_backend *be, void *dst, const void *src, size_t b
         mx_cuda_failed(be, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, STREAM(be)), "cudaMemcpyAsync");
 }
 
+/* Portable: pinned for every GPU's context, as a kvstore's devices may be several GPUs. A
+ * failure (a locked-memory limit, memory already registered) leaves the memory pageable,
+ * which the copies take as before, and clears CUDA's error so that it is not taken for the
+ * next call's. */
+static int cuda_host_pin(mx_backend *be, void *p, size_t bytes)
+{
+    if (!p || !bytes) return 0;
+    if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess) return 1;
+    cudaGetLastError();
+    return 0;
+}
+
+static void cuda_host_release(mx_backend *be, void *p)
+{
+    if (p && cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+}
+
 /* Between logical devices: the source's queued work first, then one copy on the
  * destination's stream (same GPU or peer). */
 static void cuda_copy_peer(mx_backend *dst_be, void *dst, mx_backend *src_be, const void *src, size_t bytes)
@@ -405,6 +422,8 @@ const mx_backend_ops mx_cuda_backend_ops = {
     .bind_thread = cuda_bind_thread,
     .copy_async = cuda_copy_async,
     .copy_peer = cuda_copy_peer,
+    .host_pin = cuda_host_pin,
+    .host_release = cuda_host_release,
     .event_create = cuda_event_create,
     .event_record = cuda_event_record,
     .event_wait = cuda_event_wait,
